@@ -1,0 +1,192 @@
+// Package schemas embeds sluice's JSON Schemas (draft 2020-12) and validates
+// decoded documents against them, reporting every violation with the JSON
+// pointer of the offending value.
+//
+// The schemas are also meant for editors: each has an $id under [BaseID], so a
+// TOML or JSON file can point its "$schema" (Taplo, VS Code) at the file in this
+// directory.
+package schemas
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+)
+
+// Names of the embedded schemas.
+const (
+	// Sluice is the schema of sluice.toml.
+	Sluice = "sluice.schema.json"
+	// Profile is the schema of a routing profile file (profiles/**.toml).
+	Profile = "profile.schema.json"
+	// Routing is the schema of the "routing" object in a request body.
+	Routing = "routing.schema.json"
+	// Catalog is the schema of catalog.json.
+	Catalog = "catalog.schema.json"
+)
+
+// BaseID is the prefix of every embedded schema's $id.
+const BaseID = "https://github.com/sluicegw/sluice/schemas/"
+
+//go:embed *.schema.json
+var files embed.FS
+
+// FS returns the embedded schema files, e.g. for serving them over HTTP.
+func FS() embed.FS { return files }
+
+// Violation is one schema violation.
+type Violation struct {
+	// Pointer is the JSON pointer of the offending value ("" for the document root).
+	Pointer string
+	// Message explains what is wrong.
+	Message string
+}
+
+var (
+	compileOnce sync.Once
+	compiled    map[string]*jsonschema.Schema
+	compileErr  error
+)
+
+func compileAll() {
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	entries, err := files.ReadDir(".")
+	if err != nil {
+		compileErr = err
+		return
+	}
+	for _, e := range entries {
+		b, err := files.ReadFile(e.Name())
+		if err != nil {
+			compileErr = err
+			return
+		}
+		if err := c.AddResource(BaseID+e.Name(), bytes.NewReader(b)); err != nil {
+			compileErr = fmt.Errorf("schema %s: %w", e.Name(), err)
+			return
+		}
+	}
+	compiled = make(map[string]*jsonschema.Schema, len(entries))
+	for _, e := range entries {
+		s, err := c.Compile(BaseID + e.Name())
+		if err != nil {
+			compileErr = fmt.Errorf("schema %s: %w", e.Name(), err)
+			return
+		}
+		compiled[e.Name()] = s
+	}
+}
+
+// Validate checks a decoded document against the named embedded schema and
+// returns every violation, sorted by pointer. The document may come from a JSON
+// or a TOML decoder: it is normalised first (see [Normalize]). Validate panics
+// if the embedded schemas do not compile or name is unknown: both are
+// programming errors caught by this package's tests.
+func Validate(name string, doc any) []Violation {
+	compileOnce.Do(compileAll)
+	if compileErr != nil {
+		panic(compileErr)
+	}
+	s, ok := compiled[name]
+	if !ok {
+		panic("schemas: unknown schema " + name)
+	}
+	err := s.Validate(Normalize(doc))
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return []Violation{{Message: err.Error()}}
+	}
+	var out []Violation
+	collect(ve, &out)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Pointer != out[j].Pointer {
+			return out[i].Pointer < out[j].Pointer
+		}
+		return out[i].Message < out[j].Message
+	})
+	// Drop exact duplicates, which "oneOf"/"anyOf" branches can produce.
+	dedup := out[:0]
+	for i, v := range out {
+		if i > 0 && v == out[i-1] {
+			continue
+		}
+		dedup = append(dedup, v)
+	}
+	return dedup
+}
+
+// collect appends the leaves of a validation error tree: the leaves are the
+// specific violations, the inner nodes only say "doesn't validate with ...".
+func collect(ve *jsonschema.ValidationError, out *[]Violation) {
+	if len(ve.Causes) == 0 {
+		*out = append(*out, Violation{Pointer: ve.InstanceLocation, Message: ve.Message})
+		return
+	}
+	for _, c := range ve.Causes {
+		collect(c, out)
+	}
+}
+
+// Normalize converts a decoded document into the JSON data model the validator
+// accepts: typed slices and maps become []any and map[string]any, times become
+// RFC 3339 strings, and integer types become int64 or float64.
+func Normalize(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = Normalize(e)
+		}
+		return m
+	case []any:
+		s := make([]any, len(x))
+		for i, e := range x {
+			s[i] = Normalize(e)
+		}
+		return s
+	case []map[string]any:
+		s := make([]any, len(x))
+		for i, e := range x {
+			s[i] = Normalize(e)
+		}
+		return s
+	case []string:
+		s := make([]any, len(x))
+		for i, e := range x {
+			s[i] = e
+		}
+		return s
+	case time.Time:
+		return x.Format(time.RFC3339Nano)
+	case int16:
+		return int64(x)
+	case uint16:
+		return int64(x)
+	case float32:
+		return float64(x)
+	default:
+		return v
+	}
+}
+
+// Pointer joins reference tokens into a JSON pointer, escaping "~" and "/".
+func Pointer(tokens ...string) string {
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteByte('/')
+		t = strings.ReplaceAll(t, "~", "~0")
+		b.WriteString(strings.ReplaceAll(t, "/", "~1"))
+	}
+	return b.String()
+}

@@ -1,0 +1,34 @@
+package schemas
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestEmbeddedSchemasCompile(t *testing.T) {
+	for _, name := range []string{Sluice, Profile, Routing} {
+		require.Empty(t, Validate(name, map[string]any{}), name)
+	}
+}
+
+func TestValidateReportsEveryViolationWithPointer(t *testing.T) {
+	doc := map[string]any{
+		"fallbacks": []any{"openai/gpt-4o", 3},
+		"providers": map[string]any{"rank_by": "speed", "bogus": true},
+		"extra":     1,
+	}
+	got := Validate(Profile, doc)
+	var pointers []string
+	for _, v := range got {
+		pointers = append(pointers, v.Pointer)
+	}
+	require.Equal(t, []string{"", "/fallbacks/1", "/providers", "/providers/rank_by"}, pointers)
+}
+
+func TestNormalizeTOMLShapes(t *testing.T) {
+	doc := map[string]any{"keys": []map[string]any{{"id": "k", "sha256": "00", "org": "o", "team": "t", "project": "p"}}}
+	got := Validate(Sluice, doc)
+	require.Len(t, got, 1)
+	require.Equal(t, "/keys/0/sha256", got[0].Pointer)
+}
