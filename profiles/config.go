@@ -1,0 +1,504 @@
+package profiles
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	toml "github.com/pelletier/go-toml/v2"
+
+	"github.com/sluicegw/sluice/schemas"
+)
+
+// ConfigFile is the name of the main configuration file inside a config directory.
+const ConfigFile = "sluice.toml"
+
+// Config is a validated sluice.toml together with the routing profiles of the
+// same configuration directory. It is immutable once loaded: a reload builds a
+// new Config and swaps it in whole.
+type Config struct {
+	// Dir is the absolute path of the configuration directory.
+	Dir string `toml:"-" json:"-"`
+
+	Server    Server     `toml:"server" json:"server"`
+	Store     Store      `toml:"store" json:"store"`
+	Cache     Cache      `toml:"cache" json:"cache"`
+	Sessions  Sessions   `toml:"sessions" json:"sessions"`
+	Retry     Retry      `toml:"retry" json:"retry"`
+	Upstreams []Upstream `toml:"upstreams" json:"upstreams"`
+	Keys      []Key      `toml:"keys" json:"keys"`
+	Routes    []Route    `toml:"routes" json:"routes"`
+
+	// Profiles holds every profile file of the directory, by rung.
+	Profiles *ProfileSet `toml:"-" json:"-"`
+
+	keysByID   map[string]*Key
+	keysByHash map[string]*Key
+	upstreams  map[string]*Upstream
+}
+
+// Server configures the OpenAI-compatible API listener.
+type Server struct {
+	// Listen is the address to listen on. Default "127.0.0.1:8080".
+	Listen string `toml:"listen" json:"listen"`
+	// DefaultUpstream serves requests whose model names no route and whose key
+	// names no upstream. Default: the first [[upstreams]] entry.
+	DefaultUpstream string `toml:"default_upstream" json:"default_upstream"`
+	// MaxBodyBytes bounds a request body; a larger one gets 413. Default 10 MiB.
+	MaxBodyBytes int64 `toml:"max_body_bytes" json:"max_body_bytes"`
+	// ShutdownTimeout bounds how long SIGTERM waits for in-flight requests. Default 30s.
+	ShutdownTimeout Duration `toml:"shutdown_timeout" json:"shutdown_timeout"`
+	// ForwardHeaders lists request headers copied onto upstream requests. Default none.
+	ForwardHeaders []string `toml:"forward_headers" json:"forward_headers"`
+}
+
+// Store configures the request log.
+type Store struct {
+	// Kind is "sqlite" (embedded, the default) or "clickhouse".
+	Kind string `toml:"kind" json:"kind"`
+	// DataDir holds the SQLite files and the spool; relative paths are resolved
+	// against the config directory. Default "data".
+	DataDir string `toml:"data_dir" json:"data_dir"`
+	// ClickHouseAddr is the native-protocol address. Default "127.0.0.1:9000".
+	ClickHouseAddr string `toml:"clickhouse_addr" json:"clickhouse_addr"`
+	// ClickHouseDatabase is the database name. Default "sluice".
+	ClickHouseDatabase string `toml:"clickhouse_database" json:"clickhouse_database"`
+	// BatchSize is the number of rows per write. Default 1000.
+	BatchSize int `toml:"batch_size" json:"batch_size"`
+	// FlushInterval is the longest a row waits to be written. Default 1s.
+	FlushInterval Duration `toml:"flush_interval" json:"flush_interval"`
+	// SpoolMaxBytes bounds the on-disk spool. Default 256 MiB.
+	SpoolMaxBytes int64 `toml:"spool_max_bytes" json:"spool_max_bytes"`
+}
+
+// Cache configures the response cache.
+type Cache struct {
+	// Enabled turns the response cache on. Default false.
+	Enabled bool `toml:"enabled" json:"enabled"`
+	// TTL is how long an answer is served from the cache. Default 5m.
+	TTL Duration `toml:"ttl" json:"ttl"`
+	// MaxEntries bounds the cache. Default 10000.
+	MaxEntries int `toml:"max_entries" json:"max_entries"`
+}
+
+// Sessions configures session pins.
+type Sessions struct {
+	// TTL is how long a pin outlives its session's last turn. Default 1h.
+	TTL Duration `toml:"ttl" json:"ttl"`
+	// MaxEntries bounds the pin table. Default 100000.
+	MaxEntries int `toml:"max_entries" json:"max_entries"`
+}
+
+// Retry configures gateway-side failover across route targets.
+type Retry struct {
+	// MaxRetries is the number of retries a request may spend. Default 2.
+	MaxRetries *int `toml:"max_retries" json:"max_retries"`
+}
+
+// Upstream is one LLM API sluice sends to.
+type Upstream struct {
+	// Name is unique and referenced by routes, keys and explain.
+	Name string `toml:"name" json:"name"`
+	// Connector is "openrouter", "vercel", "openai" or "anthropic".
+	Connector string `toml:"connector" json:"connector"`
+	// BaseURL is the API base. Default: the connector's public endpoint.
+	BaseURL string `toml:"base_url" json:"base_url"`
+	// APIKeyEnv names the environment variable holding the platform key. Default none.
+	APIKeyEnv string `toml:"api_key_env" json:"api_key_env"`
+	// ContentFilters names the content filters this upstream runs. Default none.
+	ContentFilters []string `toml:"content_filters" json:"content_filters"`
+	// Timeout is the total deadline of one attempt. Default 120s.
+	Timeout Duration `toml:"timeout" json:"timeout"`
+	// FirstByteTimeout is the deadline for response headers. Default 30s.
+	FirstByteTimeout Duration `toml:"first_byte_timeout" json:"first_byte_timeout"`
+}
+
+// DefaultBaseURLs are the public endpoints of each connector, used when an
+// upstream sets no base_url.
+var DefaultBaseURLs = map[string]string{
+	"openrouter": "https://openrouter.ai/api/v1",
+	"vercel":     "https://ai-gateway.vercel.sh/v1",
+	"openai":     "https://api.openai.com/v1",
+	"anthropic":  "https://api.anthropic.com/v1",
+}
+
+// Key is one API key: the hash of its secret and the principal it stands for.
+type Key struct {
+	// ID is unique and names the rung key:<id>.
+	ID string `toml:"id" json:"id"`
+	// SHA256 is the hex SHA-256 of the secret; the secret is never stored.
+	SHA256 string `toml:"sha256" json:"-"`
+	// Org, Team and Project place the key on the ladder.
+	Org     string `toml:"org" json:"org"`
+	Team    string `toml:"team" json:"team"`
+	Project string `toml:"project" json:"project"`
+	// Upstream serves this key's requests whose model names no route.
+	// Default: server.default_upstream.
+	Upstream string `toml:"upstream" json:"upstream,omitempty"`
+	// Roles grants extra access; "analyst" reads its own team's request log.
+	Roles []string `toml:"roles" json:"roles,omitempty"`
+}
+
+// Principal returns the ladder position of the key.
+func (k *Key) Principal() Principal {
+	return Principal{Org: k.Org, Team: k.Team, Project: k.Project, Key: k.ID}
+}
+
+// HasRole reports whether the key carries the role.
+func (k *Key) HasRole(role string) bool {
+	for _, r := range k.Roles {
+		if r == role {
+			return true
+		}
+	}
+	return false
+}
+
+// Route maps a public model alias onto an ordered set of targets.
+type Route struct {
+	// Model is the alias clients send as "model".
+	Model string `toml:"model" json:"model"`
+	// Strategy orders ordinary targets: "priority" (default), "round_robin",
+	// "weighted" or "fastest".
+	Strategy string `toml:"strategy" json:"strategy"`
+	// Limits overrides [retry] for this route.
+	Limits *RouteLimits `toml:"limits" json:"limits,omitempty"`
+	// ForbidClasses lists target classes this route may never dial.
+	ForbidClasses []string `toml:"forbid_classes" json:"forbid_classes,omitempty"`
+	// Targets are the route's members, in written order.
+	Targets []Target `toml:"targets" json:"targets"`
+	// Then is the guarded tail of a fastest pool. Default none.
+	Then *Tail `toml:"then" json:"then,omitempty"`
+}
+
+// RouteLimits holds per-route overrides.
+type RouteLimits struct {
+	// Retries overrides [retry] max_retries.
+	Retries *int `toml:"retries" json:"retries,omitempty"`
+}
+
+// Target is one place a route can send a request.
+type Target struct {
+	// Upstream names the upstream.
+	Upstream string `toml:"upstream" json:"upstream"`
+	// Model is the slug sent. Default: the route's model.
+	Model string `toml:"model" json:"model"`
+	// Weight is the share on a weighted route. Default 1.
+	Weight int `toml:"weight" json:"weight"`
+	// Class is the cost class ("paid", "free", ...). Default none.
+	Class string `toml:"class" json:"class,omitempty"`
+	// TakesOver lists the failure classes this target is reserved for; a target
+	// with any is restricted. Default none (ordinary).
+	TakesOver []string `toml:"takes_over" json:"takes_over"`
+}
+
+// Restricted reports whether the target only takes over specific failures.
+func (t *Target) Restricted() bool { return len(t.TakesOver) > 0 }
+
+// Tail is the guarded tail of a fastest pool.
+type Tail struct {
+	// Targets are tried in written order after the pool members.
+	Targets []Target `toml:"targets" json:"targets"`
+	// On lists the last member's failure classes that reach the tail.
+	// Default ["overflow"].
+	On []string `toml:"on" json:"on"`
+}
+
+// Duration is a time.Duration written as a Go duration string ("30s").
+type Duration struct{ time.Duration }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("invalid duration %q: %w", b, err)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
+
+// KeyByID returns the key with the id, or nil.
+func (c *Config) KeyByID(id string) *Key { return c.keysByID[id] }
+
+// KeyByHash returns the key whose secret hashes to the lower-case hex digest, or nil.
+func (c *Config) KeyByHash(hexDigest string) *Key { return c.keysByHash[hexDigest] }
+
+// Upstream returns the upstream with the name, or nil.
+func (c *Config) Upstream(name string) *Upstream { return c.upstreams[name] }
+
+// UpstreamFor returns the name of the upstream serving the key's unrouted requests.
+func (c *Config) UpstreamFor(k *Key) string {
+	if k != nil && k.Upstream != "" {
+		return k.Upstream
+	}
+	return c.Server.DefaultUpstream
+}
+
+// RetryBudget returns the retries a request on the route may spend.
+func (c *Config) RetryBudget(r *Route) int {
+	if r != nil && r.Limits != nil && r.Limits.Retries != nil {
+		return *r.Limits.Retries
+	}
+	return *c.Retry.MaxRetries
+}
+
+// Route returns the route whose alias is model, or nil.
+func (c *Config) Route(model string) *Route {
+	for i := range c.Routes {
+		if c.Routes[i].Model == model {
+			return &c.Routes[i]
+		}
+	}
+	return nil
+}
+
+// Load reads and validates DIR/sluice.toml and every profile file under
+// DIR/profiles. It returns every problem found, sorted and located; the Config
+// is nil whenever any diagnostic is returned.
+func Load(dir string) (*Config, Diagnostics) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, Diagnostics{{File: dir, Code: CodeReadError, Message: err.Error()}}
+	}
+	var diags Diagnostics
+	cfg := loadMain(abs, &diags)
+	set := loadProfiles(abs, &diags)
+	if cfg != nil {
+		cfg.Profiles = set
+		for _, rung := range set.keyRungs() {
+			if cfg.keysByID[rung.name] == nil {
+				diags = append(diags, Diagnostic{File: rung.file, Code: CodeUnknownKey,
+					Message: fmt.Sprintf("profile for key %q, but sluice.toml defines no key with that id", rung.name)})
+			}
+		}
+	}
+	if len(diags) > 0 {
+		diags.Sort()
+		return nil, diags
+	}
+	return cfg, nil
+}
+
+func loadMain(dir string, diags *Diagnostics) *Config {
+	data, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+	if err != nil {
+		*diags = append(*diags, Diagnostic{File: ConfigFile, Code: CodeReadError, Message: err.Error()})
+		return nil
+	}
+	doc, pos, syn := decodeTOML(ConfigFile, data)
+	if syn != nil {
+		*diags = append(*diags, *syn)
+		return nil
+	}
+	if vs := schemas.Validate(schemas.Sluice, doc); len(vs) > 0 {
+		for _, v := range vs {
+			*diags = append(*diags, Diagnostic{File: ConfigFile, Pointer: v.Pointer, Code: CodeSchema, Message: v.Message})
+		}
+		return nil
+	}
+	cfg := &Config{Dir: dir}
+	if err := toml.Unmarshal(data, cfg); err != nil {
+		// The schema admitted something the typed decoder cannot hold: a bug in
+		// the schema, reported rather than hidden.
+		*diags = append(*diags, Diagnostic{File: ConfigFile, Code: CodeSchema, Message: err.Error()})
+		return nil
+	}
+	cfg.applyDefaults()
+	before := len(*diags)
+	cfg.crossCheck(pos, diags)
+	if len(*diags) > before {
+		return nil
+	}
+	return cfg
+}
+
+func (c *Config) applyDefaults() {
+	s := &c.Server
+	if s.Listen == "" {
+		s.Listen = "127.0.0.1:8080"
+	}
+	if s.DefaultUpstream == "" && len(c.Upstreams) > 0 {
+		s.DefaultUpstream = c.Upstreams[0].Name
+	}
+	if s.MaxBodyBytes == 0 {
+		s.MaxBodyBytes = 10 << 20
+	}
+	if s.ShutdownTimeout.Duration == 0 {
+		s.ShutdownTimeout.Duration = 30 * time.Second
+	}
+	st := &c.Store
+	if st.Kind == "" {
+		st.Kind = "sqlite"
+	}
+	if st.DataDir == "" {
+		st.DataDir = "data"
+	}
+	if !filepath.IsAbs(st.DataDir) {
+		st.DataDir = filepath.Join(c.Dir, st.DataDir)
+	}
+	if st.ClickHouseAddr == "" {
+		st.ClickHouseAddr = "127.0.0.1:9000"
+	}
+	if st.ClickHouseDatabase == "" {
+		st.ClickHouseDatabase = "sluice"
+	}
+	if st.BatchSize == 0 {
+		st.BatchSize = 1000
+	}
+	if st.FlushInterval.Duration == 0 {
+		st.FlushInterval.Duration = time.Second
+	}
+	if st.SpoolMaxBytes == 0 {
+		st.SpoolMaxBytes = 256 << 20
+	}
+	if c.Cache.TTL.Duration == 0 {
+		c.Cache.TTL.Duration = 5 * time.Minute
+	}
+	if c.Cache.MaxEntries == 0 {
+		c.Cache.MaxEntries = 10000
+	}
+	if c.Sessions.TTL.Duration == 0 {
+		c.Sessions.TTL.Duration = time.Hour
+	}
+	if c.Sessions.MaxEntries == 0 {
+		c.Sessions.MaxEntries = 100000
+	}
+	if c.Retry.MaxRetries == nil {
+		two := 2
+		c.Retry.MaxRetries = &two
+	}
+	for i := range c.Upstreams {
+		u := &c.Upstreams[i]
+		if u.BaseURL == "" {
+			u.BaseURL = DefaultBaseURLs[u.Connector]
+		}
+		u.BaseURL = strings.TrimRight(u.BaseURL, "/")
+		if u.Timeout.Duration == 0 {
+			u.Timeout.Duration = 120 * time.Second
+		}
+		if u.FirstByteTimeout.Duration == 0 {
+			u.FirstByteTimeout.Duration = 30 * time.Second
+		}
+	}
+	for i := range c.Keys {
+		c.Keys[i].SHA256 = strings.ToLower(c.Keys[i].SHA256)
+	}
+	for i := range c.Routes {
+		r := &c.Routes[i]
+		if r.Strategy == "" {
+			r.Strategy = "priority"
+		}
+		defaultTargets(r.Targets, r.Model)
+		if r.Then != nil {
+			defaultTargets(r.Then.Targets, r.Model)
+			if r.Then.On == nil {
+				r.Then.On = []string{"overflow"}
+			}
+		}
+	}
+}
+
+func defaultTargets(ts []Target, model string) {
+	for i := range ts {
+		t := &ts[i]
+		if t.Model == "" {
+			t.Model = model
+		}
+		t.Model = strings.ToLower(t.Model)
+		if t.Weight == 0 {
+			t.Weight = 1
+		}
+		if t.TakesOver == nil {
+			t.TakesOver = []string{}
+		}
+	}
+}
+
+// crossCheck finds what the schema cannot: duplicate ids and dangling references.
+func (c *Config) crossCheck(pos positions, diags *Diagnostics) {
+	at := func(code string, tokens []string, format string, args ...any) {
+		*diags = append(*diags, Diagnostic{File: ConfigFile, Line: pos.line(schemas.Pointer(tokens...)), Code: code, Message: fmt.Sprintf(format, args...)})
+	}
+	c.upstreams = map[string]*Upstream{}
+	for i := range c.Upstreams {
+		u := &c.Upstreams[i]
+		if prev := c.upstreams[u.Name]; prev != nil {
+			at(CodeDuplicateUpstream, []string{"upstreams", itoa(i), "name"}, "upstream %q is defined twice", u.Name)
+			continue
+		}
+		c.upstreams[u.Name] = u
+	}
+	known := func(name string, tokens []string, what string) {
+		if c.upstreams[name] == nil {
+			at(CodeUnknownUpstream, tokens, "%s names upstream %q, which is not defined in [[upstreams]]", what, name)
+		}
+	}
+	if c.Server.DefaultUpstream != "" {
+		known(c.Server.DefaultUpstream, []string{"server", "default_upstream"}, "server.default_upstream")
+	}
+	c.keysByID = map[string]*Key{}
+	c.keysByHash = map[string]*Key{}
+	for i := range c.Keys {
+		k := &c.Keys[i]
+		if c.keysByID[k.ID] != nil {
+			at(CodeDuplicateKeyID, []string{"keys", itoa(i), "id"}, "key id %q is defined twice", k.ID)
+		} else {
+			c.keysByID[k.ID] = k
+		}
+		if prev := c.keysByHash[k.SHA256]; prev != nil {
+			at(CodeDuplicateKeyHash, []string{"keys", itoa(i), "sha256"}, "key %q has the same secret hash as key %q", k.ID, prev.ID)
+		} else {
+			c.keysByHash[k.SHA256] = k
+		}
+		if k.Upstream != "" {
+			known(k.Upstream, []string{"keys", itoa(i), "upstream"}, fmt.Sprintf("key %q", k.ID))
+		}
+	}
+	aliases := map[string]bool{}
+	for i := range c.Routes {
+		r := &c.Routes[i]
+		ri := itoa(i)
+		if aliases[r.Model] {
+			at(CodeDuplicateRoute, []string{"routes", ri, "model"}, "route %q is defined twice", r.Model)
+		}
+		aliases[r.Model] = true
+		ordinary := 0
+		for j := range r.Targets {
+			t := &r.Targets[j]
+			known(t.Upstream, []string{"routes", ri, "targets", itoa(j), "upstream"}, fmt.Sprintf("route %q target %d", r.Model, j))
+			if !t.Restricted() {
+				ordinary++
+			}
+			c.checkClass(r, t, []string{"routes", ri, "targets", itoa(j), "class"}, at)
+		}
+		if ordinary == 0 {
+			at(CodeAllTargetsRestricted, []string{"routes", ri, "targets"},
+				"route %q: every target sets takes_over, so no request could ever be dialled; give it at least one ordinary target", r.Model)
+		}
+		if r.Then != nil {
+			if r.Strategy != "fastest" {
+				at(CodeThenNotOnPool, []string{"routes", ri, "then"}, "route %q: then (a guarded tail) exists only on strategy \"fastest\", not %q", r.Model, r.Strategy)
+			}
+			for j := range r.Then.Targets {
+				t := &r.Then.Targets[j]
+				known(t.Upstream, []string{"routes", ri, "then", "targets", itoa(j), "upstream"}, fmt.Sprintf("route %q tail target %d", r.Model, j))
+				c.checkClass(r, t, []string{"routes", ri, "then", "targets", itoa(j), "class"}, at)
+			}
+		}
+	}
+}
+
+func (c *Config) checkClass(r *Route, t *Target, tokens []string, at func(string, []string, string, ...any)) {
+	for _, fc := range r.ForbidClasses {
+		if t.Class != "" && strings.EqualFold(fc, t.Class) {
+			at(CodeForbiddenClass, tokens, "route %q forbids class %q, but target %s/%s has it", r.Model, fc, t.Upstream, t.Model)
+		}
+	}
+}
+
+func itoa(i int) string { return fmt.Sprint(i) }
