@@ -1,0 +1,345 @@
+package guardrails
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/schemas"
+)
+
+// CatalogFile is the name of the catalog inside a configuration directory.
+const CatalogFile = "catalog.json"
+
+// Stable diagnostic codes reported by [LoadCatalog], in addition to
+// [profiles.CodeJSONSyntax], [profiles.CodeSchema] and [profiles.CodeReadError].
+const (
+	// CodeDuplicateModel: a model slug appears twice (case-insensitively).
+	CodeDuplicateModel = "duplicate_model"
+	// CodeDuplicateEndpoint: one model lists the same provider/tag endpoint twice.
+	CodeDuplicateEndpoint = "duplicate_endpoint"
+	// CodeEmptyCatalog: the catalog has no models; sluice never serves with one.
+	CodeEmptyCatalog = "empty_catalog"
+)
+
+// Catalog is a loaded, validated model catalog. It is immutable and safe for
+// concurrent use.
+type Catalog struct {
+	models    []*Model // sorted by slug
+	index     map[string]int
+	providers []string // sorted distinct base provider slugs
+	tagged    []string // sorted distinct provider/tag endpoint slugs
+	revision  string
+}
+
+// Model is one catalog entry. Treat it as read-only.
+type Model struct {
+	// Slug is the lower-cased model slug, author/name[:variant].
+	Slug string `json:"slug"`
+	// ContextWindow is the context window in tokens.
+	ContextWindow int `json:"context_window"`
+	// Native maps a direct provider's slug to its own id for this model.
+	// Default: empty (no direct provider knows it under another name).
+	Native map[string]string `json:"native,omitempty"`
+	// CallerKeyOnly, when true, means only a caller's own upstream key may serve
+	// the model, never the platform key. Default: false.
+	CallerKeyOnly bool `json:"caller_key_only,omitempty"`
+	// Class is a free-form class such as "paid" or "free". Default: "".
+	Class string `json:"class,omitempty"`
+	// Endpoints are the provider endpoints serving the model, in file order.
+	Endpoints []Endpoint `json:"endpoints"`
+
+	idx int
+}
+
+// Endpoint is one provider's way of serving a model.
+type Endpoint struct {
+	// Provider is the lower-cased base provider slug.
+	Provider string `json:"provider"`
+	// Tag names a serving variant (e.g. "fp8"), lower-cased. Default: "" (the
+	// provider's default endpoint).
+	Tag string `json:"tag,omitempty"`
+	// PriceIn is USD per million input tokens.
+	PriceIn float64 `json:"price_in"`
+	// PriceOut is USD per million output tokens.
+	PriceOut float64 `json:"price_out"`
+	// LatencyMS is the typical time to first token. Default: 0 (unknown).
+	LatencyMS int `json:"latency_ms,omitempty"`
+	// ThroughputTPS is the typical output tokens per second. Default: 0 (unknown).
+	ThroughputTPS float64 `json:"throughput_tps,omitempty"`
+	// Class overrides the model's class for this endpoint. Default: "" (the model's).
+	Class string `json:"class,omitempty"`
+}
+
+// Slug returns the endpoint slug: "provider" or "provider/tag".
+func (e Endpoint) Slug() string {
+	if e.Tag == "" {
+		return e.Provider
+	}
+	return e.Provider + "/" + e.Tag
+}
+
+type catalogDoc struct {
+	Schema string   `json:"$schema,omitempty"`
+	Models []*Model `json:"models"`
+}
+
+// LoadCatalog reads and validates DIR/catalog.json. On failure it returns a nil
+// catalog and every problem found, located: JSON syntax errors by line and
+// column, schema errors by JSON pointer, duplicate models by line.
+func LoadCatalog(dir string) (*Catalog, profiles.Diagnostics) {
+	return loadCatalogFile(filepath.Join(dir, CatalogFile), CatalogFile)
+}
+
+// LoadCatalogFile is [LoadCatalog] for a catalog at an arbitrary path, such as
+// one written by [Catalog.SaveLastGood]. Diagnostics name the file by its base name.
+func LoadCatalogFile(path string) (*Catalog, profiles.Diagnostics) {
+	return loadCatalogFile(path, filepath.Base(path))
+}
+
+func loadCatalogFile(path, name string) (*Catalog, profiles.Diagnostics) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, profiles.Diagnostics{{File: name, Code: profiles.CodeReadError, Message: err.Error()}}
+	}
+	return ParseCatalog(name, raw)
+}
+
+// ParseCatalog validates catalog content; name is used in diagnostics.
+func ParseCatalog(name string, raw []byte) (*Catalog, profiles.Diagnostics) {
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, profiles.Diagnostics{jsonDiag(name, raw, err)}
+	}
+	if vs := schemas.Validate(schemas.Catalog, doc); len(vs) > 0 {
+		ds := make(profiles.Diagnostics, 0, len(vs))
+		for _, v := range vs {
+			ds = append(ds, profiles.Diagnostic{File: name, Pointer: v.Pointer, Code: profiles.CodeSchema, Message: v.Message})
+		}
+		ds.Sort()
+		return nil, ds
+	}
+	var cd catalogDoc
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cd); err != nil {
+		// The schema accepted the document, so this is a mismatch between the
+		// schema and the Go types: still report it, located.
+		return nil, profiles.Diagnostics{jsonDiag(name, raw, err)}
+	}
+	if len(cd.Models) == 0 {
+		return nil, profiles.Diagnostics{{File: name, Pointer: "/models", Code: CodeEmptyCatalog,
+			Message: "the catalog has no models; refusing to serve with an empty catalog"}}
+	}
+	lines := modelLines(raw)
+	var ds profiles.Diagnostics
+	c := &Catalog{index: make(map[string]int, len(cd.Models))}
+	firstLine := make(map[string]int, len(cd.Models))
+	provSet := map[string]struct{}{}
+	tagSet := map[string]struct{}{}
+	for i, m := range cd.Models {
+		m.Slug = strings.ToLower(m.Slug)
+		line := 0
+		if i < len(lines) {
+			line = lines[i]
+		}
+		if prev, dup := firstLine[m.Slug]; dup {
+			ds = append(ds, profiles.Diagnostic{File: name, Line: line, Code: CodeDuplicateModel,
+				Message: fmt.Sprintf("model %q is already defined at line %d", m.Slug, prev)})
+			continue
+		}
+		firstLine[m.Slug] = line
+		if len(m.Native) > 0 {
+			n := make(map[string]string, len(m.Native))
+			for k, v := range m.Native {
+				n[strings.ToLower(k)] = v
+			}
+			m.Native = n
+		}
+		seen := make(map[string]int, len(m.Endpoints))
+		for j := range m.Endpoints {
+			e := &m.Endpoints[j]
+			e.Provider = strings.ToLower(e.Provider)
+			e.Tag = strings.ToLower(e.Tag)
+			s := e.Slug()
+			if prev, dup := seen[s]; dup {
+				ds = append(ds, profiles.Diagnostic{File: name, Pointer: schemas.Pointer("models", fmt.Sprint(i), "endpoints", fmt.Sprint(j)),
+					Code: CodeDuplicateEndpoint, Message: fmt.Sprintf("model %q lists endpoint %q twice (first at index %d)", m.Slug, s, prev)})
+				continue
+			}
+			seen[s] = j
+			provSet[e.Provider] = struct{}{}
+			if e.Tag != "" {
+				tagSet[s] = struct{}{}
+			}
+		}
+		c.models = append(c.models, m)
+	}
+	if len(ds) > 0 {
+		ds.Sort()
+		return nil, ds
+	}
+	sort.Slice(c.models, func(i, j int) bool { return c.models[i].Slug < c.models[j].Slug })
+	for i, m := range c.models {
+		m.idx = i
+		c.index[m.Slug] = i
+	}
+	c.providers = sortedKeys(provSet)
+	c.tagged = sortedKeys(tagSet)
+	canon, err := json.Marshal(catalogDoc{Models: c.models})
+	if err != nil { // cannot happen: plain data
+		return nil, profiles.Diagnostics{{File: name, Code: profiles.CodeJSONSyntax, Message: err.Error()}}
+	}
+	sum := sha256.Sum256(canon)
+	c.revision = hex.EncodeToString(sum[:])
+	return c, nil
+}
+
+func sortedKeys(m map[string]struct{}) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// jsonDiag locates a decoding error by line and column.
+func jsonDiag(name string, raw []byte, err error) profiles.Diagnostic {
+	var off int64 = -1
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		off = int64(len(raw))
+	}
+	d := profiles.Diagnostic{File: name, Code: profiles.CodeJSONSyntax, Message: err.Error()}
+	if off >= 0 {
+		d.Line, d.Col = lineCol(raw, off)
+	}
+	return d
+}
+
+// lineCol converts a byte offset into a 1-based line and column. encoding/json
+// reports the offset just past the offending byte, so the column points at it.
+func lineCol(raw []byte, off int64) (int, int) {
+	if off > int64(len(raw)) {
+		off = int64(len(raw))
+	}
+	line, col := 1, 1
+	for _, b := range raw[:off] {
+		if b == '\n' {
+			line++
+			col = 1
+		} else {
+			col++
+		}
+	}
+	if col > 1 {
+		col--
+	}
+	return line, col
+}
+
+// modelLines returns the line on which each element of the top-level "models"
+// array starts. It is only called on a document that decoded successfully.
+func modelLines(raw []byte) []int {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil {
+		return nil
+	}
+	var lines []int
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return lines
+		}
+		if key != "models" {
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return lines
+			}
+			continue
+		}
+		if _, err := dec.Token(); err != nil {
+			return lines
+		}
+		for dec.More() {
+			off := dec.InputOffset()
+			for off < int64(len(raw)) && strings.IndexByte(" \t\r\n,", raw[off]) >= 0 {
+				off++
+			}
+			l, _ := lineCol(raw, off)
+			lines = append(lines, l)
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return lines
+			}
+		}
+		if _, err := dec.Token(); err != nil {
+			return lines
+		}
+	}
+	return lines
+}
+
+// Revision returns the hex SHA-256 of the catalog's canonical content (models
+// sorted by slug, slugs lower-cased), so formatting changes do not change it.
+func (c *Catalog) Revision() string { return c.revision }
+
+// Model looks a model up by slug, case-insensitively.
+func (c *Catalog) Model(slug string) (*Model, bool) {
+	i, ok := c.index[strings.ToLower(slug)]
+	if !ok {
+		return nil, false
+	}
+	return c.models[i], true
+}
+
+// Models returns every model, sorted by slug. The slice is shared: do not modify it.
+func (c *Catalog) Models() []*Model { return c.models }
+
+// Providers returns the sorted distinct base provider slugs of all endpoints.
+func (c *Catalog) Providers() []string { return append([]string(nil), c.providers...) }
+
+// Len returns the number of models.
+func (c *Catalog) Len() int { return len(c.models) }
+
+// SaveLastGood writes the catalog's canonical content to path atomically
+// (temporary file and rename), so that a later start can fall back to it with
+// [LoadCatalogFile] when catalog.json is broken.
+func (c *Catalog) SaveLastGood(path string) error {
+	b, err := json.MarshalIndent(catalogDoc{Models: c.models}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("guardrails: encoding last good catalog: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("guardrails: saving last good catalog: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("guardrails: saving last good catalog: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("guardrails: saving last good catalog: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("guardrails: saving last good catalog: %w", err)
+	}
+	return nil
+}

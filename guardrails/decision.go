@@ -1,0 +1,564 @@
+package guardrails
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/topdown"
+
+	"github.com/sluicegw/sluice/profiles"
+)
+
+// Stable codes of the errors this package returns at decision and request time.
+const (
+	// CodeModelForbidden: a guardrail forbids the model for the principal.
+	CodeModelForbidden = "model_forbidden"
+	// CodeEvalError: evaluating the policy failed (the OPA error code, e.g.
+	// eval_conflict_error, is kept in [EvalError.OPACode]).
+	CodeEvalError = "guardrail_eval_error"
+	// CodeBadOutput: a rule produced a value of the wrong type.
+	CodeBadOutput = "guardrail_bad_output"
+)
+
+// Reasons a fallback-chain entry is dropped by [Decision.FilterChain].
+const (
+	// DropGuardrail: a guardrail forbids the model for the principal.
+	DropGuardrail = "guardrail"
+	// DropDuplicate: the model already appears earlier in the chain.
+	DropDuplicate = "duplicate"
+)
+
+// ErrForbidden is wrapped by every [Refusal], so that callers can map refusals
+// to a user-facing status with errors.Is.
+var ErrForbidden = errors.New("forbidden by guardrail")
+
+// Refusal is a request-time refusal with a stable code.
+type Refusal struct {
+	// Code is stable, e.g. [CodeModelForbidden].
+	Code string
+	// Message is the human-readable explanation, safe to show the caller.
+	Message string
+}
+
+// Error implements error.
+func (r *Refusal) Error() string { return r.Code + ": " + r.Message }
+
+// Unwrap returns [ErrForbidden].
+func (r *Refusal) Unwrap() error { return ErrForbidden }
+
+// EvalError is returned by [Issuer.Decide] when the policy cannot be evaluated
+// for a principal, e.g. two modules define content_filter differently.
+type EvalError struct {
+	// Code is [CodeEvalError] or [CodeBadOutput].
+	Code string
+	// OPACode is OPA's own error code when there is one (e.g. "eval_conflict_error").
+	OPACode string
+	// Principal is who the decision was being issued for.
+	Principal profiles.Principal
+	// Err is the underlying error.
+	Err error
+}
+
+// Error implements error.
+func (e *EvalError) Error() string {
+	return fmt.Sprintf("%s: guardrails for principal %s: %v", e.Code, e.Principal, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *EvalError) Unwrap() error { return e.Err }
+
+// Patterns are the rule values a policy returned for one principal, lower-cased
+// and sorted: what applied, before expansion. They are kept for explain output.
+type Patterns struct {
+	AllowModels    []string `json:"allow_models,omitempty"`
+	DenyModels     []string `json:"deny_models,omitempty"`
+	AllowProviders []string `json:"allow_providers,omitempty"`
+	DenyProviders  []string `json:"deny_providers,omitempty"`
+	ContentFilter  string   `json:"content_filter,omitempty"`
+}
+
+// Counts are the sizes of a decision's literal sets, for explain output.
+type Counts struct {
+	// AllowedModels is the number of catalog models the principal may use, or -1
+	// when there is no model rule at all.
+	AllowedModels int `json:"allowed_models"`
+	// DeniedModels is the number of catalog models a deny rule matched.
+	DeniedModels int `json:"denied_models"`
+	// AllowedProviders is the number of allowed provider entries, or -1 when
+	// there is no provider allow restriction.
+	AllowedProviders int `json:"allowed_providers"`
+	// DeniedProviders is the number of denied provider entries.
+	DeniedProviders int `json:"denied_providers"`
+}
+
+// bitset is a set of catalog model indexes.
+type bitset []uint64
+
+func newBitset(n int) bitset    { return make(bitset, (n+63)/64) }
+func (b bitset) set(i int)      { b[i>>6] |= 1 << (uint(i) & 63) }
+func (b bitset) has(i int) bool { return b[i>>6]&(1<<(uint(i)&63)) != 0 }
+func (b bitset) count() (n int) {
+	for _, w := range b {
+		n += bits.OnesCount64(w)
+	}
+	return n
+}
+
+// Decision is what the guardrails let one principal do, expanded into literal
+// sets over one catalog revision. It is immutable and safe for concurrent use.
+type Decision struct {
+	principal  profiles.Principal
+	revision   string
+	cat        *Catalog
+	patterns   Patterns
+	modelRules bool   // any allow_models or deny_models pattern applied
+	allowed    bitset // effective: (allow or all) minus deny
+	denied     bitset
+	allowProv  []string // nil: no restriction; empty non-nil: nothing may serve
+	denyProv   []string
+}
+
+// Principal returns who the decision was issued for.
+func (d *Decision) Principal() profiles.Principal { return d.principal }
+
+// Revision identifies the policy and catalog revisions the decision was issued
+// from: "POLICY.CATALOG", each the first 16 hex digits of its revision.
+func (d *Decision) Revision() string { return d.revision }
+
+// Patterns returns the rule values that applied to the principal, before expansion.
+func (d *Decision) Patterns() Patterns { return d.patterns }
+
+// ContentFilter returns the name of the content filter that must run on the
+// principal's traffic, or "" when none is required.
+func (d *Decision) ContentFilter() string { return d.patterns.ContentFilter }
+
+// ModelAllowed reports whether the principal may use the model. The slug is
+// matched case-insensitively and literally: "*" is not a wildcard here. A slug
+// that is not in the catalog is allowed only when no model rule applies to the
+// principal.
+func (d *Decision) ModelAllowed(slug string) bool {
+	i, ok := d.cat.index[strings.ToLower(slug)]
+	if !ok {
+		return !d.modelRules
+	}
+	return d.allowed.has(i)
+}
+
+// CheckModel returns nil when the principal may use the model and a [*Refusal]
+// with code [CodeModelForbidden] otherwise.
+func (d *Decision) CheckModel(slug string) error {
+	if d.ModelAllowed(slug) {
+		return nil
+	}
+	msg := fmt.Sprintf("model %q is forbidden by guardrail for principal %s", strings.ToLower(slug), d.principal)
+	if _, ok := d.cat.index[strings.ToLower(slug)]; !ok {
+		msg += " (it is not in the model catalog)"
+	}
+	return &Refusal{Code: CodeModelForbidden, Message: msg}
+}
+
+// Dropped is a fallback-chain entry [Decision.FilterChain] removed, and why.
+type Dropped struct {
+	// Model is the entry as it appeared in the chain.
+	Model string `json:"model"`
+	// Reason is [DropGuardrail] or [DropDuplicate].
+	Reason string `json:"reason"`
+}
+
+// FilterChain drops the entries of a fallback chain the principal may not use
+// (and repeated entries), keeping the order of the rest. Kept entries are
+// appended to dst[:0], so a caller can reuse a buffer; they are lower-cased.
+// dropped is allocated only when something is dropped. A chain that resolves
+// empty returns an empty kept slice: it means no chain, never "try anything".
+func (d *Decision) FilterChain(chain []string, dst []string) (kept []string, dropped []Dropped) {
+	kept = dst[:0]
+outer:
+	for _, m := range chain {
+		slug := strings.ToLower(m)
+		if i, ok := d.cat.index[slug]; ok {
+			if !d.allowed.has(i) {
+				dropped = append(dropped, Dropped{Model: m, Reason: DropGuardrail})
+				continue
+			}
+			slug = d.cat.models[i].Slug // the catalog's string: no copy retained
+		} else if d.modelRules {
+			dropped = append(dropped, Dropped{Model: m, Reason: DropGuardrail})
+			continue
+		}
+		for _, k := range kept {
+			if k == slug {
+				dropped = append(dropped, Dropped{Model: m, Reason: DropDuplicate})
+				continue outer
+			}
+		}
+		kept = append(kept, slug)
+	}
+	return kept, dropped
+}
+
+// AllowedModels returns the sorted slugs of the catalog models the principal
+// may use, or nil when no model rule applies (every model is allowed, and so is
+// a slug outside the catalog).
+func (d *Decision) AllowedModels() []string {
+	if !d.modelRules {
+		return nil
+	}
+	return d.slugs(d.allowed)
+}
+
+// DeniedModels returns the sorted slugs of the catalog models a deny rule matched.
+func (d *Decision) DeniedModels() []string { return d.slugs(d.denied) }
+
+func (d *Decision) slugs(b bitset) []string {
+	out := make([]string, 0, b.count())
+	for i, m := range d.cat.models { // models are sorted, so the output is too
+		if b.has(i) {
+			out = append(out, m.Slug)
+		}
+	}
+	return out
+}
+
+// AllowedProviders returns the sorted provider entries ("provider" covering all
+// its endpoints, or "provider/tag") the principal is restricted to. nil means no
+// restriction; an empty non-nil slice means no provider may serve.
+func (d *Decision) AllowedProviders() []string {
+	if d.allowProv == nil {
+		return nil
+	}
+	return append([]string{}, d.allowProv...)
+}
+
+// DeniedProviders returns the sorted provider entries that may never serve.
+func (d *Decision) DeniedProviders() []string { return append([]string(nil), d.denyProv...) }
+
+// Counts returns the sizes of the literal sets.
+func (d *Decision) Counts() Counts {
+	c := Counts{AllowedModels: -1, DeniedModels: d.denied.count(), AllowedProviders: -1, DeniedProviders: len(d.denyProv)}
+	if d.modelRules {
+		c.AllowedModels = d.allowed.count()
+	}
+	if d.allowProv != nil {
+		c.AllowedProviders = len(d.allowProv)
+	}
+	return c
+}
+
+// DefaultCacheSize is the number of decisions an [Issuer] keeps by default.
+const DefaultCacheSize = 4096
+
+// Issuer issues decisions for one policy revision over one catalog revision and
+// caches them per principal. A new revision of either gets a new Issuer, so the
+// cache never serves a stale decision. It is safe for concurrent use.
+type Issuer struct {
+	policy   *Policy
+	catalog  *Catalog
+	revision string
+
+	mu        sync.RWMutex
+	cur, prev map[profiles.Principal]*Decision
+	half      int
+}
+
+// NewIssuer returns an issuer for the policy and catalog with a cache of
+// [DefaultCacheSize] decisions.
+func NewIssuer(policy *Policy, catalog *Catalog) *Issuer {
+	return NewIssuerSize(policy, catalog, DefaultCacheSize)
+}
+
+// NewIssuerSize is [NewIssuer] with a cache bound: at most about size decisions
+// are kept (minimum 2).
+func NewIssuerSize(policy *Policy, catalog *Catalog, size int) *Issuer {
+	half := max(size/2, 1)
+	return &Issuer{
+		policy:   policy,
+		catalog:  catalog,
+		revision: short(policy.Revision()) + "." + short(catalog.Revision()),
+		cur:      make(map[profiles.Principal]*Decision),
+		half:     half,
+	}
+}
+
+func short(rev string) string {
+	if len(rev) > 16 {
+		return rev[:16]
+	}
+	return rev
+}
+
+// Policy returns the issuer's policy.
+func (is *Issuer) Policy() *Policy { return is.policy }
+
+// Catalog returns the issuer's catalog.
+func (is *Issuer) Catalog() *Catalog { return is.catalog }
+
+// Revision returns the revision its decisions carry (see [Decision.Revision]).
+func (is *Issuer) Revision() string { return is.revision }
+
+// Decide returns the principal's decision, from the cache when it has been
+// issued before. An evaluation failure returns an [*EvalError] and is not cached.
+func (is *Issuer) Decide(ctx context.Context, p profiles.Principal) (*Decision, error) {
+	is.mu.RLock()
+	d, ok := is.cur[p]
+	if !ok {
+		d, ok = is.prev[p]
+	}
+	is.mu.RUnlock()
+	if ok {
+		return d, nil
+	}
+	d, err := is.issue(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	is.mu.Lock()
+	// The cache is two generations: when the current one is full it becomes
+	// the previous one and the oldest is dropped. A hit in the previous
+	// generation is promoted, so frequently used principals survive: an
+	// approximate LRU with map-speed lookups and no per-hit bookkeeping.
+	if len(is.cur) >= is.half {
+		is.prev, is.cur = is.cur, make(map[profiles.Principal]*Decision, is.half)
+	}
+	is.cur[p] = d
+	is.mu.Unlock()
+	return d, nil
+}
+
+// issue evaluates the prepared query once and expands the returned patterns.
+func (is *Issuer) issue(ctx context.Context, p profiles.Principal) (*Decision, error) {
+	var pats Patterns
+	if is.policy.prepared != nil {
+		input := map[string]any{"principal": map[string]any{
+			"org": p.Org, "team": p.Team, "project": p.Project, "key": p.Key,
+		}}
+		rs, err := is.policy.prepared.Eval(ctx, rego.EvalInput(input))
+		if err != nil {
+			ee := &EvalError{Code: CodeEvalError, Principal: p, Err: err}
+			var te *topdown.Error
+			if errors.As(err, &te) {
+				ee.OPACode = te.Code
+			}
+			return nil, ee
+		}
+		if len(rs) > 0 && len(rs[0].Expressions) > 0 {
+			doc, _ := rs[0].Expressions[0].Value.(map[string]any)
+			if pats, err = readPatterns(doc); err != nil {
+				return nil, &EvalError{Code: CodeBadOutput, Principal: p, Err: err}
+			}
+		}
+	}
+	return expand(is.catalog, p, is.revision, pats), nil
+}
+
+// readPatterns reads the rule values out of the package document.
+func readPatterns(doc map[string]any) (Patterns, error) {
+	var pats Patterns
+	var err error
+	for _, f := range []struct {
+		name string
+		dst  *[]string
+	}{
+		{"allow_models", &pats.AllowModels},
+		{"deny_models", &pats.DenyModels},
+		{"allow_providers", &pats.AllowProviders},
+		{"deny_providers", &pats.DenyProviders},
+	} {
+		if *f.dst, err = stringSet(f.name, doc[f.name]); err != nil {
+			return pats, err
+		}
+	}
+	if v, ok := doc["content_filter"]; ok {
+		s, isStr := v.(string)
+		if !isStr {
+			return pats, fmt.Errorf("content_filter must be a string, got %T", v)
+		}
+		pats.ContentFilter = s
+	}
+	return pats, nil
+}
+
+func stringSet(name string, v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s must be a set of strings, got %T", name, v)
+	}
+	out := make([]string, 0, len(arr))
+	for _, e := range arr {
+		s, ok := e.(string)
+		if !ok {
+			return nil, fmt.Errorf("%s must be a set of strings, got an element of type %T", name, e)
+		}
+		out = append(out, strings.ToLower(s))
+	}
+	return dedupSorted(out), nil
+}
+
+func dedupSorted(s []string) []string {
+	sort.Strings(s)
+	out := s[:0]
+	for i, x := range s {
+		if i > 0 && x == s[i-1] {
+			continue
+		}
+		out = append(out, x)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// expand turns the patterns into literal sets over the catalog.
+func expand(c *Catalog, p profiles.Principal, rev string, pats Patterns) *Decision {
+	n := len(c.models)
+	d := &Decision{principal: p, revision: rev, cat: c, patterns: pats,
+		modelRules: len(pats.AllowModels) > 0 || len(pats.DenyModels) > 0,
+		allowed:    newBitset(n), denied: newBitset(n)}
+	allow := compileAll(pats.AllowModels)
+	deny := compileAll(pats.DenyModels)
+	for i, m := range c.models {
+		if anyMatch(deny, m.Slug) {
+			d.denied.set(i)
+			continue
+		}
+		if len(allow) == 0 || anyMatch(allow, m.Slug) {
+			d.allowed.set(i)
+		}
+	}
+	if len(pats.AllowProviders) > 0 {
+		d.allowProv = expandProviders(c, pats.AllowProviders)
+		if d.allowProv == nil {
+			d.allowProv = []string{} // restricted to nothing
+		}
+	}
+	d.denyProv = expandProviders(c, pats.DenyProviders)
+	return d
+}
+
+func compileAll(ps []string) []matcher {
+	ms := make([]matcher, len(ps))
+	for i, p := range ps {
+		ms[i] = compilePattern(p)
+	}
+	return ms
+}
+
+func anyMatch(ms []matcher, s string) bool {
+	for i := range ms {
+		if ms[i].match(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// expandProviders turns provider patterns into sorted literal entries. A
+// pattern without "/" yields the base slugs of matching providers (each covers
+// all its endpoints); a pattern with "/" yields matching provider/tag endpoint
+// slugs. A pattern without wildcards is kept as written even when the catalog
+// does not list it, so a guardrail naming a provider the catalog does not know
+// yet still binds on a direct upstream. Entries covered by a base entry in the
+// same set are dropped.
+func expandProviders(c *Catalog, ps []string) []string {
+	var out []string
+	for _, p := range ps {
+		m := compilePattern(p)
+		if m.literal {
+			out = append(out, m.pattern)
+			continue
+		}
+		space := c.providers
+		if m.hasSep {
+			space = c.tagged
+		}
+		for _, s := range space {
+			if m.match(s) {
+				out = append(out, s)
+			}
+		}
+	}
+	out = dedupSorted(out)
+	if len(out) == 0 {
+		return nil
+	}
+	// Sorted order puts "x" right before "x/..." entries.
+	res := out[:0]
+	for _, e := range out {
+		if len(res) > 0 && covers(res[len(res)-1], e) {
+			continue
+		}
+		res = append(res, e)
+	}
+	return res
+}
+
+// covers reports whether provider entry a covers entry b: they are equal, or a
+// is a base provider and b one of its tagged endpoints.
+func covers(a, b string) bool {
+	return a == b || (len(b) > len(a) && b[len(a)] == '/' && b[:len(a)] == a)
+}
+
+// CombineProviders merges a routing profile's provider lists with a decision's
+// guardrail lists into the effective literal lists.
+//
+// Allowed: when both the profile (profileAllowedSet and non-empty) and the
+// guardrail restrict, the result is their intersection, where entry A covers
+// entry B when A == B or B starts with A + "/", and each covering pair keeps the
+// more specific entry; when only one restricts, its list. nil means no
+// restriction; an empty non-nil result means nothing may serve. An empty profile
+// allowed list means no restriction, the same as unset.
+//
+// Denied: the union of both lists, deduplicated and sorted. Entries are
+// lower-cased. d may be nil (no guardrail).
+func CombineProviders(profileAllowed, profileDenied []string, profileAllowedSet bool, d *Decision) (allowed, denied []string) {
+	var gAllow, gDeny []string
+	gSet := false
+	if d != nil {
+		gAllow, gDeny, gSet = d.allowProv, d.denyProv, d.allowProv != nil
+	}
+	pSet := profileAllowedSet && len(profileAllowed) > 0
+	var pAllow []string
+	if pSet {
+		pAllow = lowerAll(profileAllowed)
+	}
+	switch {
+	case pSet && gSet:
+		allowed = []string{}
+		for _, a := range pAllow {
+			for _, g := range gAllow {
+				switch {
+				case covers(g, a):
+					allowed = append(allowed, a)
+				case covers(a, g):
+					allowed = append(allowed, g)
+				}
+			}
+		}
+		if out := dedupSorted(allowed); out != nil {
+			allowed = out
+		}
+	case pSet:
+		allowed = dedupSorted(pAllow)
+	case gSet:
+		allowed = append([]string{}, gAllow...)
+	}
+	denied = dedupSorted(append(lowerAll(profileDenied), gDeny...))
+	return allowed, denied
+}
+
+func lowerAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, x := range s {
+		out[i] = strings.ToLower(x)
+	}
+	return out
+}
