@@ -1,0 +1,96 @@
+// Command sluice is the LLM gateway and policy compiler: it checks and
+// explains a configuration directory, runs guardrail tests, serves the
+// OpenAI-compatible API, and reads the request log.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// command is one subcommand. run returns the process exit code.
+type command struct {
+	name    string
+	summary string
+	run     func(env *cliEnv, args []string) int
+}
+
+// cliEnv is what a subcommand talks to; tests give it buffers.
+type cliEnv struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+func commands() []command {
+	return []command{
+		{"check", "validate a configuration directory and report every error, located", runCheck},
+		{"explain", "show the merged profile (with provenance) for a key and an optional request", runExplain},
+		{"keys", "hash a key secret (keys hash) or make a new one (keys new)", runKeys},
+		{"help", "list the subcommands", runHelp},
+	}
+}
+
+func main() {
+	os.Exit(run(&cliEnv{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:]))
+}
+
+func run(env *cliEnv, args []string) int {
+	if len(args) == 0 {
+		runHelp(env, nil)
+		return 2
+	}
+	name := args[0]
+	if name == "-h" || name == "--help" {
+		name = "help"
+	}
+	for _, c := range commands() {
+		if c.name == name {
+			return c.run(env, args[1:])
+		}
+	}
+	fmt.Fprintf(env.stderr, "sluice: unknown command %q (run 'sluice help')\n", name)
+	return 2
+}
+
+func runHelp(env *cliEnv, _ []string) int {
+	fmt.Fprintln(env.stdout, "sluice — an LLM gateway and policy compiler")
+	fmt.Fprintln(env.stdout, "\nUsage: sluice <command> [flags]\n\nCommands:")
+	cs := commands()
+	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
+	for _, c := range cs {
+		fmt.Fprintf(env.stdout, "  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(env.stdout, "\nRun 'sluice <command> -h' for a command's flags.")
+	return 0
+}
+
+// newFlags returns a flag set that reports to the env's stderr and never exits.
+func newFlags(env *cliEnv, name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet("sluice "+name, flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(env.stderr, "Usage: sluice %s %s\n", name, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args and returns the exit code to stop with, or -1 to go on.
+func parseFlags(fs *flag.FlagSet, args []string) int {
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		fs.Usage()
+		return 2
+	}
+	return -1
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicegw/sluice/profiles"
+)
+
+const demoDir = "../../testdata/demo"
+
+// runCLI runs the CLI in-process and returns exit code, stdout and stderr.
+func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(&cliEnv{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb}, args)
+	return code, out.String(), errb.String()
+}
+
+func TestCLI(t *testing.T) {
+	bad := "../../testdata/profiles/bad-sluice-cross-refs"
+	wantBad, err := os.ReadFile(filepath.Join(bad, "want.errors"))
+	require.NoError(t, err)
+	tests := []struct {
+		name     string
+		stdin    string
+		args     []string
+		code     int
+		stdout   string // exact, when set
+		contains []string
+	}{
+		{name: "no args", args: nil, code: 2, contains: []string{"Commands:"}},
+		{name: "help", args: []string{"help"}, code: 0, contains: []string{"check", "explain", "keys"}},
+		{name: "unknown command", args: []string{"frobnicate"}, code: 2},
+		{name: "check demo", args: []string{"check", "--config", demoDir}, code: 0, contains: []string{"ok: 5 profiles, 4 keys, 4 upstreams, 2 routes"}},
+		{name: "check bad prints every located error", args: []string{"check", "--config", bad}, code: 1, stdout: string(wantBad)},
+		{name: "check missing dir", args: []string{"check", "--config", "/nonexistent"}, code: 1, contains: []string{"sluice.toml: read_error:"}},
+		{name: "check stray argument", args: []string{"check", "extra"}, code: 2},
+		{name: "explain needs key", args: []string{"explain", "--config", demoDir}, code: 2},
+		{name: "explain unknown key", args: []string{"explain", "--config", demoDir, "--key", "nope"}, code: 1},
+		{name: "explain text", args: []string{"explain", "--config", demoDir, "--key", "k-chat"}, code: 0,
+			contains: []string{"providers.rank_by", "latency", "project:chat", "profiles/projects/chat.toml"}},
+		{name: "explain refuses raw routing field", args: []string{"explain", "--config", demoDir, "--key", "k-chat", "--request", "testdata/raw-provider.json"},
+			code: 1},
+		{name: "keys hash", stdin: "sk-sluice-demo-chat\n", args: []string{"keys", "hash"}, code: 0, stdout: profiles.HashSecret("sk-sluice-demo-chat") + "\n"},
+		{name: "keys hash empty", stdin: "", args: []string{"keys", "hash"}, code: 1},
+		{name: "keys usage", args: []string{"keys"}, code: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, tc.stdin, tc.args...)
+			require.Equal(t, tc.code, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			if tc.stdout != "" {
+				require.Equal(t, tc.stdout, out)
+			}
+			for _, s := range tc.contains {
+				require.Contains(t, out+errOut, s)
+			}
+		})
+	}
+}
+
+func TestExplainJSONWithRequestRung(t *testing.T) {
+	code, out, errOut := runCLI(t, "", "explain", "--config", demoDir, "--key", "k-finance", "--request", "testdata/request-routing.json", "--json")
+	require.Equal(t, 0, code, errOut)
+	var got struct {
+		Principal  profiles.Principal `json:"principal"`
+		Profile    profiles.ProfileView
+		Provenance map[string]string `json:"provenance"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	require.Equal(t, "finance", got.Principal.Team)
+	require.Equal(t, "throughput", *got.Profile.Providers.RankBy)
+	require.Equal(t, "request", got.Provenance["providers.rank_by"])
+	require.Equal(t, "team:finance", got.Provenance["fallbacks"])
+	require.Equal(t, []string{}, got.Profile.Fallbacks)
+}
+
+func TestKeysNewRoundTrips(t *testing.T) {
+	code, out, _ := runCLI(t, "", "keys", "new")
+	require.Equal(t, 0, code)
+	var secret, hash string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		k, v, _ := strings.Cut(line, " = ")
+		switch k {
+		case "secret":
+			secret = v
+		case "sha256":
+			hash = v
+		}
+	}
+	require.True(t, strings.HasPrefix(secret, profiles.SecretPrefix))
+	require.Equal(t, profiles.HashSecret(secret), hash)
+	code, out, _ = runCLI(t, secret, "keys", "hash")
+	require.Equal(t, 0, code)
+	require.Equal(t, hash+"\n", out)
+}
