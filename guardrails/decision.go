@@ -212,8 +212,14 @@ func (d *Decision) AllowedModels() []string {
 	return d.slugs(d.allowed)
 }
 
-// DeniedModels returns the sorted slugs of the catalog models a deny rule matched.
-func (d *Decision) DeniedModels() []string { return d.slugs(d.denied) }
+// DeniedModels returns the sorted slugs of the catalog models a deny rule
+// matched, or nil when there are none.
+func (d *Decision) DeniedModels() []string {
+	if d.denied.count() == 0 {
+		return nil
+	}
+	return d.slugs(d.denied)
+}
 
 func (d *Decision) slugs(b bitset) []string {
 	out := make([]string, 0, b.count())
@@ -235,7 +241,8 @@ func (d *Decision) AllowedProviders() []string {
 	return append([]string{}, d.allowProv...)
 }
 
-// DeniedProviders returns the sorted provider entries that may never serve.
+// DeniedProviders returns the sorted provider entries that may never serve, or
+// nil when there are none.
 func (d *Decision) DeniedProviders() []string { return append([]string(nil), d.denyProv...) }
 
 // Counts returns the sizes of the literal sets.

@@ -1,0 +1,5 @@
+package sluice.guardrails
+
+allow_models contains p if {
+	input.principal.team == "ml"
+}

@@ -1,0 +1,6 @@
+package sluice.guardrails
+
+allow_models contains p if {
+	input.principal.team == "ml"
+	p := "openai/*
+}
