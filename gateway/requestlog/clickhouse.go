@@ -1,0 +1,512 @@
+package requestlog
+
+import (
+	"context"
+	"crypto/tls"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// clickhouseMigrations holds the numbered schema files, NNN_name.sql.
+//
+//go:embed clickhouse/*.sql
+var clickhouseMigrations embed.FS
+
+// Options configures the ClickHouse backend.
+type Options struct {
+	// Addr is the native-protocol address (host:port). Default "127.0.0.1:9000".
+	// The HTTP protocol is not supported: clickhouse-go's HTTP client fails
+	// against ClickHouse 18.16.
+	Addr string
+	// Database holds the tables; it is created if missing. Default "sluice".
+	// Letters, digits and underscores only.
+	Database string
+	// Username defaults to "default"; Password defaults to empty.
+	Username string
+	// Password authenticates Username.
+	Password string
+	// TLS enables TLS when non-nil. Default plaintext.
+	TLS *tls.Config
+	// DialTimeout bounds connecting. Default 5 s.
+	DialTimeout time.Duration
+	// ReadTimeout bounds waiting for a server reply. Default 30 s.
+	ReadTimeout time.Duration
+	// MaxOpenConns caps the connection pool. Default 4.
+	MaxOpenConns int
+}
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// withDefaults returns o with unset fields filled in, or an error for
+// invalid values.
+func (o Options) withDefaults() (Options, error) {
+	if o.Addr == "" {
+		o.Addr = "127.0.0.1:9000"
+	}
+	if o.Database == "" {
+		o.Database = "sluice"
+	}
+	if !identRE.MatchString(o.Database) {
+		return o, fmt.Errorf("requestlog: clickhouse database name %q: want letters, digits and underscores", o.Database)
+	}
+	if o.Username == "" {
+		o.Username = "default"
+	}
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = 5 * time.Second
+	}
+	if o.ReadTimeout <= 0 {
+		o.ReadTimeout = 30 * time.Second
+	}
+	if o.MaxOpenConns <= 0 {
+		o.MaxOpenConns = 4
+	}
+	return o, nil
+}
+
+func (o Options) open(database string) (driver.Conn, error) {
+	conn, err := clickhouse.Open(&clickhouse.Options{
+		Protocol:     clickhouse.Native,
+		Addr:         []string{o.Addr},
+		Auth:         clickhouse.Auth{Database: database, Username: o.Username, Password: o.Password},
+		TLS:          o.TLS,
+		DialTimeout:  o.DialTimeout,
+		ReadTimeout:  o.ReadTimeout,
+		MaxOpenConns: o.MaxOpenConns,
+		MaxIdleConns: o.MaxOpenConns,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("requestlog: clickhouse %s: %w", o.Addr, err)
+	}
+	return conn, nil
+}
+
+// connect creates the database if missing and returns a pool bound to it.
+func connect(ctx context.Context, o Options) (driver.Conn, error) {
+	boot, err := o.open("default")
+	if err != nil {
+		return nil, err
+	}
+	err = boot.Exec(ctx, "CREATE DATABASE IF NOT EXISTS `"+o.Database+"`")
+	_ = boot.Close()
+	if err != nil {
+		return nil, fmt.Errorf("requestlog: clickhouse %s: create database %s: %w", o.Addr, o.Database, err)
+	}
+	conn, err := o.open(o.Database)
+	if err != nil {
+		return nil, err
+	}
+	if err := conn.Ping(ctx); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("requestlog: clickhouse %s: %w", o.Addr, err)
+	}
+	return conn, nil
+}
+
+var _ Store = (*clickhouseStore)(nil)
+
+type clickhouseStore struct {
+	conn driver.Conn
+	addr string
+}
+
+// OpenClickHouse connects to ClickHouse over the native protocol, creates
+// the database if missing, applies pending migrations (see
+// MigrateClickHouse) and returns the store. It works with ClickHouse 18.16
+// and current releases.
+func OpenClickHouse(ctx context.Context, opts Options) (Store, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := connect(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := migrate(ctx, conn, clickhouseMigrations); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("requestlog: clickhouse %s: %w", o.Addr, err)
+	}
+	return &clickhouseStore{conn: conn, addr: o.Addr}, nil
+}
+
+// MigrateClickHouse creates the database if missing and applies, in order,
+// the embedded migrations not yet listed in its schema_migrations table. It
+// returns the names (like "001_create_requests") it applied; running it again
+// applies nothing. It is what `sluice migrate` runs.
+func MigrateClickHouse(ctx context.Context, opts Options) (applied []string, err error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := connect(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	applied, err = migrate(ctx, conn, clickhouseMigrations)
+	if err != nil {
+		return applied, fmt.Errorf("requestlog: clickhouse %s: %w", o.Addr, err)
+	}
+	return applied, nil
+}
+
+// migration is one numbered schema file.
+type migration struct {
+	version int
+	name    string // file name without ".sql"
+	stmts   []string
+}
+
+var migrationNameRE = regexp.MustCompile(`^(\d{3})_[a-z0-9_]+\.sql$`)
+
+// loadMigrations reads NNN_name.sql files from the root of fsys (or from its
+// "clickhouse" folder when present) in version order.
+func loadMigrations(fsys fs.FS) ([]migration, error) {
+	if sub, err := fs.Sub(fsys, "clickhouse"); err == nil {
+		if _, err := fs.Stat(sub, "."); err == nil {
+			fsys = sub
+		}
+	}
+	entries, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return nil, fmt.Errorf("read migrations: %w", err)
+	}
+	var ms []migration
+	seen := map[int]string{}
+	for _, e := range entries {
+		m := migrationNameRE.FindStringSubmatch(e.Name())
+		if m == nil {
+			if strings.HasSuffix(e.Name(), ".sql") {
+				return nil, fmt.Errorf("migration %s: name must be NNN_lower_snake.sql", e.Name())
+			}
+			continue
+		}
+		v, _ := strconv.Atoi(m[1])
+		if prev, dup := seen[v]; dup {
+			return nil, fmt.Errorf("migrations %s and %s share version %d", prev, e.Name(), v)
+		}
+		seen[v] = e.Name()
+		b, err := fs.ReadFile(fsys, e.Name())
+		if err != nil {
+			return nil, fmt.Errorf("read migration %s: %w", e.Name(), err)
+		}
+		stmts := splitStatements(string(b))
+		if len(stmts) == 0 {
+			return nil, fmt.Errorf("migration %s: no statements", e.Name())
+		}
+		ms = append(ms, migration{version: v, name: strings.TrimSuffix(e.Name(), ".sql"), stmts: stmts})
+	}
+	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
+	return ms, nil
+}
+
+// splitStatements drops "--" comment lines and splits on ';' at line ends:
+// ClickHouse 18.16 runs one statement per query.
+func splitStatements(src string) []string {
+	var stmts []string
+	var cur strings.Builder
+	flush := func() {
+		if s := strings.TrimSpace(cur.String()); s != "" {
+			stmts = append(stmts, s)
+		}
+		cur.Reset()
+	}
+	for line := range strings.Lines(src) {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "--") {
+			continue
+		}
+		if s, ok := strings.CutSuffix(trimmed, ";"); ok {
+			cur.WriteString(s)
+			flush()
+			continue
+		}
+		cur.WriteString(line)
+	}
+	flush()
+	return stmts
+}
+
+// addColumnRE recognises "ALTER TABLE t ADD COLUMN c ...", which 18.16 cannot
+// guard with IF NOT EXISTS; migrate checks system.columns instead, so a
+// migration interrupted between statements can be rerun.
+var addColumnRE = regexp.MustCompile("(?is)^ALTER\\s+TABLE\\s+`?([A-Za-z0-9_]+)`?\\s+ADD\\s+COLUMN\\s+`?([A-Za-z0-9_]+)`?\\s")
+
+const schemaMigrationsDDL = `CREATE TABLE IF NOT EXISTS schema_migrations (
+    version UInt32,
+    name String,
+    applied_at DateTime('UTC')
+) ENGINE = MergeTree() ORDER BY version`
+
+// migrate applies the migrations of fsys that schema_migrations lacks.
+func migrate(ctx context.Context, conn driver.Conn, fsys fs.FS) ([]string, error) {
+	ms, err := loadMigrations(fsys)
+	if err != nil {
+		return nil, err
+	}
+	if err := conn.Exec(ctx, schemaMigrationsDDL); err != nil {
+		return nil, fmt.Errorf("create schema_migrations: %w", err)
+	}
+	done := map[int]bool{}
+	rs, err := conn.Query(ctx, "SELECT DISTINCT version FROM schema_migrations")
+	if err != nil {
+		return nil, fmt.Errorf("read schema_migrations: %w", err)
+	}
+	for rs.Next() {
+		var v uint32
+		if err := rs.Scan(&v); err != nil {
+			rs.Close()
+			return nil, fmt.Errorf("read schema_migrations: %w", err)
+		}
+		done[int(v)] = true
+	}
+	rs.Close()
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("read schema_migrations: %w", err)
+	}
+	applied := []string{}
+	for _, m := range ms {
+		if done[m.version] {
+			continue
+		}
+		for i, stmt := range m.stmts {
+			if skip, err := columnExists(ctx, conn, stmt); err != nil {
+				return applied, fmt.Errorf("migration %s statement %d: %w", m.name, i+1, err)
+			} else if skip {
+				continue
+			}
+			if err := conn.Exec(ctx, stmt); err != nil {
+				return applied, fmt.Errorf("migration %s statement %d: %w", m.name, i+1, err)
+			}
+		}
+		b, err := conn.PrepareBatch(ctx, "INSERT INTO schema_migrations (version, name, applied_at)")
+		if err != nil {
+			return applied, fmt.Errorf("record migration %s: %w", m.name, err)
+		}
+		if err := b.Append(uint32(m.version), m.name, time.Now().UTC()); err != nil {
+			_ = b.Abort()
+			return applied, fmt.Errorf("record migration %s: %w", m.name, err)
+		}
+		if err := b.Send(); err != nil {
+			return applied, fmt.Errorf("record migration %s: %w", m.name, err)
+		}
+		applied = append(applied, m.name)
+	}
+	return applied, nil
+}
+
+// columnExists reports whether stmt adds a column that already exists.
+func columnExists(ctx context.Context, conn driver.Conn, stmt string) (bool, error) {
+	m := addColumnRE.FindStringSubmatch(stmt)
+	if m == nil {
+		return false, nil
+	}
+	var n uint64
+	if err := conn.QueryRow(ctx,
+		"SELECT count() FROM system.columns WHERE database = currentDatabase() AND table = ? AND name = ?",
+		m[1], m[2]).Scan(&n); err != nil {
+		return false, fmt.Errorf("check column %s.%s: %w", m[1], m[2], err)
+	}
+	return n > 0, nil
+}
+
+// chInsertColumns are the columns the store writes: ts plus rowColumns.
+var chInsertSQL = "INSERT INTO requests (ts, " + strings.Join(rowColumns, ", ") + ")"
+
+// maxIDsQueryBytes keeps the has([...], request_id) literal well under
+// ClickHouse's default max_query_size (256 KiB).
+const maxIDsQueryBytes = 64 << 10
+
+// Insert implements [Store.Insert]. Before sending a batch it asks which of
+// its request_ids are already stored (within the batch's ts range, which the
+// primary key serves) and leaves those out, so a batch retried after a lost
+// acknowledgement is not stored twice.
+func (s *clickhouseStore) Insert(ctx context.Context, rows []Row) error {
+	rows = dedupe(rows)
+	if len(rows) == 0 {
+		return nil
+	}
+	existing, err := s.existingIDs(ctx, rows)
+	if err != nil {
+		return err
+	}
+	if len(existing) > 0 {
+		rows = slices.DeleteFunc(rows, func(r Row) bool {
+			_, ok := existing[r.RequestID]
+			return ok
+		})
+		if len(rows) == 0 {
+			return nil
+		}
+	}
+	b, err := s.conn.PrepareBatch(ctx, chInsertSQL)
+	if err != nil {
+		return fmt.Errorf("requestlog: clickhouse %s: prepare insert: %w", s.addr, err)
+	}
+	if err := appendColumns(b, rows); err != nil {
+		_ = b.Abort()
+		return fmt.Errorf("requestlog: clickhouse %s: append: %w", s.addr, err)
+	}
+	if err := b.Send(); err != nil {
+		return fmt.Errorf("requestlog: clickhouse %s: insert %d rows: %w", s.addr, len(rows), err)
+	}
+	return nil
+}
+
+// existingIDs returns which request_ids of rows (normalized) are stored.
+func (s *clickhouseStore) existingIDs(ctx context.Context, rows []Row) (map[string]struct{}, error) {
+	existing := map[string]struct{}{}
+	for start := 0; start < len(rows); {
+		end, size := start, 0
+		minTS, maxTS := rows[start].TS.UnixMilli(), rows[start].TS.UnixMilli()
+		for end < len(rows) && (end == start || size+len(rows[end].RequestID)+4 <= maxIDsQueryBytes) {
+			size += len(rows[end].RequestID) + 4
+			ts := rows[end].TS.UnixMilli()
+			minTS, maxTS = min(minTS, ts), max(maxTS, ts)
+			end++
+		}
+		ids := make([]string, 0, end-start)
+		for _, r := range rows[start:end] {
+			ids = append(ids, r.RequestID)
+		}
+		rs, err := s.conn.Query(ctx,
+			"SELECT request_id FROM requests WHERE ts_ms >= ? AND ts_ms <= ? AND has(?, request_id)",
+			minTS, maxTS, ids)
+		if err != nil {
+			return nil, fmt.Errorf("requestlog: clickhouse %s: check existing ids: %w", s.addr, err)
+		}
+		for rs.Next() {
+			var id string
+			if err := rs.Scan(&id); err != nil {
+				rs.Close()
+				return nil, fmt.Errorf("requestlog: clickhouse %s: check existing ids: %w", s.addr, err)
+			}
+			existing[id] = struct{}{}
+		}
+		rs.Close()
+		if err := rs.Err(); err != nil {
+			return nil, fmt.Errorf("requestlog: clickhouse %s: check existing ids: %w", s.addr, err)
+		}
+		start = end
+	}
+	return existing, nil
+}
+
+// appendColumns appends rows column by column, the driver's fastest path.
+func appendColumns(b driver.Batch, rows []Row) error {
+	n := len(rows)
+	var (
+		ts                                    = make([]time.Time, n)
+		tsMS, prompt, completion              = make([]int64, n), make([]int64, n), make([]int64, n)
+		chain, degraded                       = make([][]string, n), make([][]string, n)
+		attempts, status                      = make([]int32, n), make([]int32, n)
+		stream, cacheHit, reprBreak, discount = make([]uint8, n), make([]uint8, n), make([]uint8, n), make([]uint8, n)
+		cost, latency, ttft                   = make([]float64, n), make([]float64, n), make([]float64, n)
+		strs                                  [14][]string
+	)
+	for i := range strs {
+		strs[i] = make([]string, n)
+	}
+	b2u := func(v bool) uint8 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	for i, r := range rows {
+		ts[i], tsMS[i] = r.TS, r.TS.UnixMilli()
+		for j, v := range []string{r.RequestID, r.Org, r.Team, r.Project, r.KeyID, r.SessionID, r.Route,
+			r.Upstream, r.DecidedModel, r.ServedModel, r.ServedProvider, r.RoutingSwitchReason,
+			r.RefusedCode, r.FallbackReason} {
+			strs[j][i] = v
+		}
+		chain[i], degraded[i] = r.Chain, r.RoutingDegraded
+		attempts[i], status[i] = int32(r.Attempts), int32(r.Status)
+		stream[i], cacheHit[i] = b2u(r.Stream), b2u(r.CacheHit)
+		reprBreak[i], discount[i] = b2u(r.RepresentationBreak), b2u(r.CacheDiscountApplied)
+		prompt[i], completion[i] = r.PromptTokens, r.CompletionTokens
+		cost[i], latency[i], ttft[i] = r.CostUSD, r.LatencyMS, r.TTFTMS
+	}
+	// Order matches chInsertSQL: ts, then rowColumns.
+	cols := []any{ts, tsMS,
+		strs[0], strs[1], strs[2], strs[3], strs[4], strs[5], strs[6], strs[7], strs[8],
+		chain, strs[9], strs[10], strs[11], degraded, strs[12], strs[13],
+		attempts, status, stream, cacheHit, reprBreak, discount,
+		prompt, completion, cost, latency, ttft}
+	for i, c := range cols {
+		if err := b.Column(i).Append(c); err != nil {
+			return fmt.Errorf("column %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// Query implements [Store.Query].
+func (s *clickhouseStore) Query(ctx context.Context, f Filter) (Page, error) {
+	c, err := decodeCursor(f.Cursor)
+	if err != nil {
+		return Page{}, err
+	}
+	w := filterWhere(f, c, "length(routing_degraded) > 0")
+	limit := f.limit()
+	q := "SELECT " + strings.Join(rowColumns, ", ") + " FROM requests" + w.sql() +
+		" ORDER BY ts_ms DESC, request_id DESC LIMIT " + strconv.Itoa(limit+1)
+	rs, err := s.conn.Query(ctx, q, w.args...)
+	if err != nil {
+		return Page{}, fmt.Errorf("requestlog: clickhouse %s: query: %w", s.addr, err)
+	}
+	defer rs.Close()
+	var rows []Row
+	for rs.Next() {
+		var (
+			r                                     Row
+			tsMS                                  int64
+			attempts, status                      int32
+			stream, cacheHit, reprBreak, discount uint8
+		)
+		if err := rs.Scan(&tsMS, &r.RequestID, &r.Org, &r.Team, &r.Project, &r.KeyID, &r.SessionID, &r.Route,
+			&r.Upstream, &r.DecidedModel, &r.Chain, &r.ServedModel, &r.ServedProvider,
+			&r.RoutingSwitchReason, &r.RoutingDegraded, &r.RefusedCode, &r.FallbackReason,
+			&attempts, &status, &stream, &cacheHit, &reprBreak,
+			&discount, &r.PromptTokens, &r.CompletionTokens, &r.CostUSD,
+			&r.LatencyMS, &r.TTFTMS); err != nil {
+			return Page{}, fmt.Errorf("requestlog: clickhouse %s: scan: %w", s.addr, err)
+		}
+		r.TS = time.UnixMilli(tsMS).UTC()
+		r.Attempts, r.Status = int(attempts), int(status)
+		r.Stream, r.CacheHit = stream != 0, cacheHit != 0
+		r.RepresentationBreak, r.CacheDiscountApplied = reprBreak != 0, discount != 0
+		rows = append(rows, r.normalized())
+	}
+	if err := rs.Err(); err != nil {
+		return Page{}, fmt.Errorf("requestlog: clickhouse %s: query: %w", s.addr, err)
+	}
+	return page(rows, limit), nil
+}
+
+// Ping implements [Store.Ping].
+func (s *clickhouseStore) Ping(ctx context.Context) error {
+	if err := s.conn.Ping(ctx); err != nil {
+		return fmt.Errorf("requestlog: clickhouse %s: ping: %w", s.addr, err)
+	}
+	return nil
+}
+
+// Close implements [Store.Close].
+func (s *clickhouseStore) Close() error {
+	if err := s.conn.Close(); err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("requestlog: clickhouse %s: close: %w", s.addr, err)
+	}
+	return nil
+}

@@ -1,0 +1,319 @@
+package requestlog
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicegw/sluice/gateway/requestlog/chtest"
+)
+
+// backend opens a fresh, empty store for one test.
+type backend struct {
+	name string
+	open func(t *testing.T) Store
+}
+
+func openSQLiteForTest(t *testing.T) Store {
+	t.Helper()
+	s, err := OpenSQLite(filepath.Join(t.TempDir(), "requests.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func chOptionsForTest(t testing.TB, srv *chtest.Server) Options {
+	return Options{Addr: srv.Addr(), Database: chtest.NewDatabaseName("rl"), DialTimeout: 2 * time.Second, ReadTimeout: 10 * time.Second}
+}
+
+func openClickHouseForTest(t *testing.T) Store {
+	t.Helper()
+	srv := chtest.Shared(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := OpenClickHouse(ctx, chOptionsForTest(t, srv))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+var backends = []backend{
+	{"sqlite", openSQLiteForTest},
+	{"clickhouse", openClickHouseForTest},
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+var baseTS = time.Date(2025, 3, 14, 9, 26, 53, 589_000_000, time.UTC)
+
+// sampleRows returns n varied rows; every third pair shares a timestamp so
+// that ordering must fall back to request_id.
+func sampleRows(n int) []Row {
+	orgs := []string{"acme", "globex"}
+	teams := []string{"search", "ads", "infra"}
+	providers := []string{"openai", "anthropic", "bedrock", ""}
+	rows := make([]Row, n)
+	for i := range rows {
+		r := Row{
+			TS:               baseTS.Add(time.Duration(i/2) * 1500 * time.Millisecond),
+			RequestID:        fmt.Sprintf("req-%05d", i),
+			Org:              orgs[i%len(orgs)],
+			Team:             teams[i%len(teams)],
+			Project:          fmt.Sprintf("p%d", i%5),
+			KeyID:            fmt.Sprintf("key-%d", i%7),
+			SessionID:        fmt.Sprintf("sess-%d", i%11),
+			Upstream:         "primary",
+			DecidedModel:     "gpt-4o",
+			Chain:            []string{"gpt-4o", "claude-sonnet"},
+			ServedModel:      "gpt-4o",
+			ServedProvider:   providers[i%len(providers)],
+			Attempts:         1 + i%3,
+			Status:           200,
+			Stream:           i%2 == 0,
+			CacheHit:         i%5 == 0,
+			PromptTokens:     int64(100 + i),
+			CompletionTokens: int64(10 + i),
+			CostUSD:          float64(i) * 0.0001,
+			LatencyMS:        float64(i) + 0.25,
+			TTFTMS:           float64(i) / 2,
+		}
+		if i%4 == 0 {
+			r.Route = "fast"
+		}
+		if i%6 == 1 {
+			r.ServedModel = "claude-sonnet"
+			r.RoutingSwitchReason = "rate_limited"
+			r.FallbackReason = "upstream_429"
+		}
+		if i%7 == 2 {
+			r.RoutingDegraded = []string{"zdr", "cache"} // unsorted on purpose
+			r.RepresentationBreak = true
+			r.CacheDiscountApplied = true
+		}
+		if i%9 == 3 {
+			r.RefusedCode = "policy_denied"
+			r.Status = 403
+			r.ServedModel, r.ServedProvider = "", ""
+		}
+		rows[i] = r
+	}
+	return rows
+}
+
+// matches is the reference semantics of Filter, checked against the stores.
+func matches(r Row, f Filter) bool {
+	r = r.normalized()
+	switch {
+	case !f.From.IsZero() && r.TS.Before(f.From),
+		!f.To.IsZero() && !r.TS.Before(f.To),
+		f.Org != "" && r.Org != f.Org,
+		f.Team != "" && r.Team != f.Team,
+		f.Project != "" && r.Project != f.Project,
+		f.ServedProvider != "" && r.ServedProvider != f.ServedProvider,
+		f.SwitchReason != "" && r.RoutingSwitchReason != f.SwitchReason,
+		f.FallbackReason != "" && r.FallbackReason != f.FallbackReason,
+		f.Degraded && len(r.RoutingDegraded) == 0,
+		f.Refused && r.RefusedCode == "",
+		f.Switched && (r.ServedModel == "" || r.ServedModel == r.DecidedModel):
+		return false
+	}
+	return true
+}
+
+// newestFirst sorts normalized copies of rows the way Query orders them.
+func newestFirst(rows []Row) []Row {
+	out := make([]Row, len(rows))
+	for i, r := range rows {
+		out[i] = r.normalized()
+	}
+	slices.SortFunc(out, func(a, b Row) int {
+		if c := b.TS.Compare(a.TS); c != 0 {
+			return c
+		}
+		return -compareStrings(a.RequestID, b.RequestID)
+	})
+	return out
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// queryAll pages through f with the cursor, failing on a repeated row or a
+// runaway loop.
+func queryAll(t *testing.T, s Store, f Filter) []Row {
+	t.Helper()
+	var all []Row
+	seen := map[string]bool{}
+	for range 10_000 {
+		p, err := s.Query(testCtx(t), f)
+		require.NoError(t, err)
+		for _, r := range p.Rows {
+			require.False(t, seen[r.RequestID], "row %s returned twice", r.RequestID)
+			seen[r.RequestID] = true
+		}
+		all = append(all, p.Rows...)
+		if p.NextCursor == "" {
+			return all
+		}
+		f.Cursor = p.NextCursor
+	}
+	t.Fatal("pagination did not end")
+	return nil
+}
+
+func ids(rows []Row) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.RequestID
+	}
+	return out
+}
+
+func TestStoreContract(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) { runStoreContract(t, b) })
+	}
+}
+
+func runStoreContract(t *testing.T, b backend) {
+	t.Run("round trip", func(t *testing.T) {
+		s := b.open(t)
+		in := sampleRows(30)
+		require.NoError(t, s.Insert(testCtx(t), in))
+		got := queryAll(t, s, Filter{})
+		require.Equal(t, newestFirst(in), got)
+		for _, r := range got {
+			require.NotNil(t, r.RoutingDegraded, "routing_degraded of %s must be [] not null", r.RequestID)
+			require.True(t, slices.IsSorted(r.RoutingDegraded))
+		}
+	})
+
+	t.Run("idempotent insert", func(t *testing.T) {
+		s := b.open(t)
+		in := sampleRows(20)
+		require.NoError(t, s.Insert(testCtx(t), in))
+		again := sampleRows(25) // 20 already stored, 5 new
+		for i := range again {
+			again[i].Team = "changed"
+		}
+		again = append(again, again[22]) // duplicate within the batch
+		require.NoError(t, s.Insert(testCtx(t), again))
+		require.NoError(t, s.Insert(testCtx(t), nil))
+		got := queryAll(t, s, Filter{})
+		require.Len(t, got, 25)
+		byID := map[string]Row{}
+		for _, r := range got {
+			byID[r.RequestID] = r
+		}
+		require.Equal(t, "changed", byID["req-00022"].Team)
+		require.NotEqual(t, "changed", byID["req-00003"].Team, "a re-insert must not replace the stored row")
+	})
+
+	t.Run("filters", func(t *testing.T) {
+		s := b.open(t)
+		in := sampleRows(120)
+		require.NoError(t, s.Insert(testCtx(t), in))
+		cases := []struct {
+			name string
+			f    Filter
+		}{
+			{"none", Filter{}},
+			{"from", Filter{From: baseTS.Add(30 * time.Second)}},
+			{"to", Filter{To: baseTS.Add(30 * time.Second)}},
+			{"from and to", Filter{From: baseTS.Add(10 * time.Second), To: baseTS.Add(20 * time.Second)}},
+			{"org", Filter{Org: "globex"}},
+			{"team", Filter{Team: "ads"}},
+			{"project", Filter{Project: "p3"}},
+			{"served provider", Filter{ServedProvider: "anthropic"}},
+			{"switch reason", Filter{SwitchReason: "rate_limited"}},
+			{"fallback reason", Filter{FallbackReason: "upstream_429"}},
+			{"degraded", Filter{Degraded: true}},
+			{"refused", Filter{Refused: true}},
+			{"switched", Filter{Switched: true}},
+			{"combined", Filter{Org: "acme", Team: "search", From: baseTS.Add(5 * time.Second)}},
+			{"no match", Filter{Org: "nobody"}},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				var want []Row
+				for _, r := range in {
+					if matches(r, tc.f) {
+						want = append(want, r)
+					}
+				}
+				got := queryAll(t, s, tc.f)
+				require.Equal(t, ids(newestFirst(want)), ids(got))
+				if tc.name != "none" && tc.name != "no match" {
+					require.NotEmpty(t, want, "filter case must select something")
+					require.Less(t, len(want), len(in), "filter case must exclude something")
+				}
+			})
+		}
+	})
+
+	t.Run("pagination", func(t *testing.T) {
+		s := b.open(t)
+		in := sampleRows(333)
+		require.NoError(t, s.Insert(testCtx(t), in))
+		for _, limit := range []int{3, 7, 50, 333, 334} {
+			t.Run(fmt.Sprint(limit), func(t *testing.T) {
+				got := queryAll(t, s, Filter{Limit: limit})
+				require.Equal(t, ids(newestFirst(in)), ids(got), "no row twice, none missing, newest first")
+			})
+		}
+		p, err := s.Query(testCtx(t), Filter{})
+		require.NoError(t, err)
+		require.Len(t, p.Rows, DefaultLimit)
+		require.NotEmpty(t, p.NextCursor)
+	})
+
+	t.Run("cursor stable under concurrent inserts", func(t *testing.T) {
+		s := b.open(t)
+		in := sampleRows(40)
+		require.NoError(t, s.Insert(testCtx(t), in))
+		p1, err := s.Query(testCtx(t), Filter{Limit: 15})
+		require.NoError(t, err)
+		newer := sampleRows(60)[40:] // later timestamps, new ids
+		require.NoError(t, s.Insert(testCtx(t), newer))
+		rest := queryAll(t, s, Filter{Limit: 15, Cursor: p1.NextCursor})
+		require.Equal(t, ids(newestFirst(in)), append(ids(p1.Rows), ids(rest)...))
+	})
+
+	t.Run("max limit", func(t *testing.T) {
+		s := b.open(t)
+		require.NoError(t, s.Insert(testCtx(t), sampleRows(MaxLimit+5)))
+		p, err := s.Query(testCtx(t), Filter{Limit: 5 * MaxLimit})
+		require.NoError(t, err)
+		require.Len(t, p.Rows, MaxLimit)
+		require.NotEmpty(t, p.NextCursor)
+	})
+
+	t.Run("bad cursor", func(t *testing.T) {
+		s := b.open(t)
+		for _, c := range []string{"garbage", "v1.!!!", "v1.e30", "v2.eyJ0IjoxLCJpZCI6ImEifQ"} {
+			_, err := s.Query(testCtx(t), Filter{Cursor: c})
+			require.ErrorIs(t, err, ErrBadCursor, "cursor %q", c)
+		}
+	})
+
+	t.Run("ping", func(t *testing.T) {
+		s := b.open(t)
+		require.NoError(t, s.Ping(testCtx(t)))
+	})
+}

@@ -1,0 +1,255 @@
+// Package requestlog records one row per gateway request for compliance
+// review, in SQLite (single node) or ClickHouse (fleet), without ever making
+// the request path wait on the database: the gateway calls [Writer.Enqueue],
+// which batches rows in memory and spools them to disk while the store is down.
+package requestlog
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Row is one request as recorded in the log. Its JSON names are the column
+// names of both backends.
+type Row struct {
+	// TS is when the request arrived, in UTC. Stores keep millisecond precision.
+	TS time.Time `json:"ts"`
+	// RequestID identifies the request; stores keep at most one row per ID.
+	RequestID string `json:"request_id"`
+	Org       string `json:"org"`
+	Team      string `json:"team"`
+	Project   string `json:"project"`
+	KeyID     string `json:"key_id"`
+	SessionID string `json:"session_id"`
+	// Route is the route alias the client asked for, "" if none.
+	Route    string `json:"route"`
+	Upstream string `json:"upstream"`
+	// DecidedModel is the model routing chose first; Chain is the full
+	// ordered candidate list.
+	DecidedModel string   `json:"decided_model"`
+	Chain        []string `json:"chain"`
+	// ServedModel and ServedProvider answered the request ("" if none did).
+	ServedModel         string `json:"served_model"`
+	ServedProvider      string `json:"served_provider"`
+	RoutingSwitchReason string `json:"routing_switch_reason"`
+	// RoutingDegraded lists what routing had to give up, sorted; stores return
+	// an empty (non-nil) slice when nothing was lost.
+	RoutingDegraded      []string `json:"routing_degraded"`
+	RefusedCode          string   `json:"refused_code"`
+	FallbackReason       string   `json:"fallback_reason"`
+	Attempts             int      `json:"attempts"`
+	Status               int      `json:"status"`
+	Stream               bool     `json:"stream"`
+	CacheHit             bool     `json:"cache_hit"`
+	RepresentationBreak  bool     `json:"representation_break"`
+	CacheDiscountApplied bool     `json:"cache_discount_applied"`
+	PromptTokens         int64    `json:"prompt_tokens"`
+	CompletionTokens     int64    `json:"completion_tokens"`
+	CostUSD              float64  `json:"cost_usd"`
+	LatencyMS            float64  `json:"latency_ms"`
+	TTFTMS               float64  `json:"ttft_ms"`
+}
+
+// normalized returns r as stores keep it: TS in UTC truncated to the
+// millisecond (now if zero), RoutingDegraded sorted and Chain and
+// RoutingDegraded non-nil. It never shares slices with r.
+func (r Row) normalized() Row {
+	if r.TS.IsZero() {
+		r.TS = time.Now()
+	}
+	r.TS = r.TS.UTC().Truncate(time.Millisecond)
+	r.Chain = append(make([]string, 0, len(r.Chain)), r.Chain...)
+	r.RoutingDegraded = append(make([]string, 0, len(r.RoutingDegraded)), r.RoutingDegraded...)
+	slices.Sort(r.RoutingDegraded)
+	return r
+}
+
+// Store persists rows. Implementations are safe for concurrent use.
+type Store interface {
+	// Insert stores rows. It is idempotent by request_id: a row whose
+	// request_id is already stored (or repeated within rows) is skipped.
+	// Rows with a zero TS get the current time.
+	Insert(ctx context.Context, rows []Row) error
+	// Query returns one page of rows matching f, newest first
+	// (ts desc, request_id desc). A malformed f.Cursor yields ErrBadCursor.
+	Query(ctx context.Context, f Filter) (Page, error)
+	// Ping checks that the store answers.
+	Ping(ctx context.Context) error
+	// Close releases the store's connections.
+	Close() error
+}
+
+// Page limits.
+const (
+	// DefaultLimit is the page size used when Filter.Limit is zero or negative.
+	DefaultLimit = 100
+	// MaxLimit caps Filter.Limit.
+	MaxLimit = 1000
+)
+
+// Filter selects rows for [Store.Query]. Zero values mean "no constraint".
+type Filter struct {
+	// From and To bound ts: From <= ts < To. A zero time leaves that side open.
+	From, To time.Time
+	// Org, Team, Project, ServedProvider, SwitchReason (routing_switch_reason)
+	// and FallbackReason match exactly; "" matches anything.
+	Org, Team, Project, ServedProvider, SwitchReason, FallbackReason string
+	// Degraded keeps only rows whose routing_degraded is non-empty.
+	Degraded bool
+	// Refused keeps only rows with a refused_code.
+	Refused bool
+	// Switched keeps only rows where a model other than the decided one
+	// served the request (served_model != "" and != decided_model).
+	Switched bool
+	// Limit is the page size: default DefaultLimit, at most MaxLimit.
+	Limit int
+	// Cursor continues from a previous Page.NextCursor; "" starts at the newest row.
+	Cursor string
+}
+
+// Page is one page of query results.
+type Page struct {
+	// Rows are newest first.
+	Rows []Row
+	// NextCursor fetches the next (older) page; "" when there is none.
+	NextCursor string
+}
+
+// ErrBadCursor is returned (wrapped) by Query when Filter.Cursor was not
+// produced by a previous Query.
+var ErrBadCursor = errors.New("requestlog: invalid cursor")
+
+// cursor is the position after the last row of a page. Paging by key rather
+// than offset keeps pages stable while rows are inserted concurrently.
+type cursor struct {
+	TSMillis  int64  `json:"t"`
+	RequestID string `json:"id"`
+}
+
+const cursorPrefix = "v1."
+
+func encodeCursor(r Row) string {
+	b, _ := json.Marshal(cursor{TSMillis: r.TS.UnixMilli(), RequestID: r.RequestID})
+	return cursorPrefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string) (*cursor, error) {
+	if s == "" {
+		return nil, nil
+	}
+	rest, ok := strings.CutPrefix(s, cursorPrefix)
+	if !ok {
+		return nil, fmt.Errorf("%w: unknown version", ErrBadCursor)
+	}
+	b, err := base64.RawURLEncoding.DecodeString(rest)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadCursor, err)
+	}
+	var c cursor
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadCursor, err)
+	}
+	if c.RequestID == "" {
+		return nil, fmt.Errorf("%w: missing request_id", ErrBadCursor)
+	}
+	return &c, nil
+}
+
+// limit returns the effective page size of f.
+func (f Filter) limit() int {
+	switch {
+	case f.Limit <= 0:
+		return DefaultLimit
+	case f.Limit > MaxLimit:
+		return MaxLimit
+	}
+	return f.Limit
+}
+
+// page trims rows (fetched with limit+1) to limit and sets the cursor.
+func page(rows []Row, limit int) Page {
+	if len(rows) > limit {
+		rows = rows[:limit]
+		return Page{Rows: rows, NextCursor: encodeCursor(rows[len(rows)-1])}
+	}
+	if rows == nil {
+		rows = []Row{}
+	}
+	return Page{Rows: rows}
+}
+
+// dedupe normalizes rows and drops repeated request_ids, keeping the first.
+func dedupe(rows []Row) []Row {
+	seen := make(map[string]struct{}, len(rows))
+	out := make([]Row, 0, len(rows))
+	for _, r := range rows {
+		if _, dup := seen[r.RequestID]; dup {
+			continue
+		}
+		seen[r.RequestID] = struct{}{}
+		out = append(out, r.normalized())
+	}
+	return out
+}
+
+// where accumulates SQL conditions with '?' placeholders; both backends share
+// it and differ only in how array emptiness is tested.
+type where struct {
+	conds []string
+	args  []any
+}
+
+func (w *where) add(cond string, args ...any) {
+	w.conds = append(w.conds, cond)
+	w.args = append(w.args, args...)
+}
+
+func (w *where) sql() string {
+	if len(w.conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(w.conds, " AND ")
+}
+
+// filterWhere builds the conditions of f. degradedCond tests that
+// routing_degraded is non-empty in the backend's dialect.
+func filterWhere(f Filter, c *cursor, degradedCond string) *where {
+	w := &where{}
+	if !f.From.IsZero() {
+		w.add("ts_ms >= ?", f.From.UnixMilli())
+	}
+	if !f.To.IsZero() {
+		w.add("ts_ms < ?", f.To.UnixMilli())
+	}
+	for _, eq := range []struct{ col, val string }{
+		{"org", f.Org}, {"team", f.Team}, {"project", f.Project},
+		{"served_provider", f.ServedProvider}, {"routing_switch_reason", f.SwitchReason},
+		{"fallback_reason", f.FallbackReason},
+	} {
+		if eq.val != "" {
+			w.add(eq.col+" = ?", eq.val)
+		}
+	}
+	if f.Degraded {
+		w.add(degradedCond)
+	}
+	if f.Refused {
+		w.add("refused_code != ''")
+	}
+	if f.Switched {
+		w.add("served_model != '' AND served_model != decided_model")
+	}
+	if c != nil {
+		// The redundant "ts_ms <= ?" lets both backends range-scan the ts index.
+		w.add("ts_ms <= ? AND (ts_ms < ? OR request_id < ?)", c.TSMillis, c.TSMillis, c.RequestID)
+	}
+	return w
+}

@@ -1,0 +1,259 @@
+package requestlog
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// sqliteBusyTimeout is how long a write waits for another writer's lock.
+const sqliteBusyTimeout = 5 * time.Second
+
+// sqliteOpenCheckTimeout is how long OpenSQLite waits for the write lock
+// before reporting the file as locked: shorter than the busy timeout so a
+// misconfigured start fails fast.
+const sqliteOpenCheckTimeout = time.Second
+
+var _ Store = (*sqliteStore)(nil)
+
+type sqliteStore struct {
+	db   *sql.DB
+	path string
+}
+
+// sqliteSchema is applied at open; every statement is idempotent.
+var sqliteSchema = []string{
+	`CREATE TABLE IF NOT EXISTS requests (
+		ts_ms INTEGER NOT NULL,
+		request_id TEXT NOT NULL UNIQUE,
+		org TEXT NOT NULL DEFAULT '',
+		team TEXT NOT NULL DEFAULT '',
+		project TEXT NOT NULL DEFAULT '',
+		key_id TEXT NOT NULL DEFAULT '',
+		session_id TEXT NOT NULL DEFAULT '',
+		route TEXT NOT NULL DEFAULT '',
+		upstream TEXT NOT NULL DEFAULT '',
+		decided_model TEXT NOT NULL DEFAULT '',
+		chain TEXT NOT NULL DEFAULT '[]',
+		served_model TEXT NOT NULL DEFAULT '',
+		served_provider TEXT NOT NULL DEFAULT '',
+		routing_switch_reason TEXT NOT NULL DEFAULT '',
+		routing_degraded TEXT NOT NULL DEFAULT '[]',
+		refused_code TEXT NOT NULL DEFAULT '',
+		fallback_reason TEXT NOT NULL DEFAULT '',
+		attempts INTEGER NOT NULL DEFAULT 0,
+		status INTEGER NOT NULL DEFAULT 0,
+		stream INTEGER NOT NULL DEFAULT 0,
+		cache_hit INTEGER NOT NULL DEFAULT 0,
+		representation_break INTEGER NOT NULL DEFAULT 0,
+		cache_discount_applied INTEGER NOT NULL DEFAULT 0,
+		prompt_tokens INTEGER NOT NULL DEFAULT 0,
+		completion_tokens INTEGER NOT NULL DEFAULT 0,
+		cost_usd REAL NOT NULL DEFAULT 0,
+		latency_ms REAL NOT NULL DEFAULT 0,
+		ttft_ms REAL NOT NULL DEFAULT 0
+	)`,
+	// Newest-first paging walks this index backwards.
+	`CREATE INDEX IF NOT EXISTS requests_ts ON requests (ts_ms, request_id)`,
+	`CREATE INDEX IF NOT EXISTS requests_org_ts ON requests (org, ts_ms)`,
+	`CREATE INDEX IF NOT EXISTS requests_team_ts ON requests (team, ts_ms)`,
+	`CREATE INDEX IF NOT EXISTS requests_project_ts ON requests (project, ts_ms)`,
+	`CREATE INDEX IF NOT EXISTS requests_provider_ts ON requests (served_provider, ts_ms)`,
+}
+
+// rowColumns lists the stored columns in insert and select order; ts_ms
+// holds Row.TS as Unix milliseconds in both backends.
+var rowColumns = []string{
+	"ts_ms", "request_id", "org", "team", "project", "key_id", "session_id", "route",
+	"upstream", "decided_model", "chain", "served_model", "served_provider",
+	"routing_switch_reason", "routing_degraded", "refused_code", "fallback_reason",
+	"attempts", "status", "stream", "cache_hit", "representation_break",
+	"cache_discount_applied", "prompt_tokens", "completion_tokens", "cost_usd",
+	"latency_ms", "ttft_ms",
+}
+
+// OpenSQLite opens (creating if needed) the SQLite request log at path, in
+// WAL mode with a 5 s busy timeout. It checks at once that the file is
+// writable and not locked by another writer, so a read-only or locked file
+// fails here, with an error naming path, rather than on the first insert.
+func OpenSQLite(path string) (Store, error) {
+	if path == "" {
+		return nil, errors.New("requestlog: sqlite path is empty")
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if _, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("requestlog: open sqlite %q: %w", path, err)
+		}
+	}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", sqliteBusyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("requestlog: open sqlite %q: %w", path, err)
+	}
+	// One writer at a time is all SQLite allows; a few readers can run beside
+	// it in WAL mode.
+	db.SetMaxOpenConns(4)
+	s := &sqliteStore{db: db, path: path}
+	if err := s.init(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// init checks writability with a short lock wait, then applies the schema.
+func (s *sqliteStore) init() error {
+	ctx, cancel := context.WithTimeout(context.Background(), sqliteBusyTimeout+5*time.Second)
+	defer cancel()
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return s.openErr(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", sqliteOpenCheckTimeout.Milliseconds())); err != nil {
+		return s.openErr(err)
+	}
+	// BEGIN IMMEDIATE takes the write lock: it fails on a read-only file and
+	// (after the short timeout) on a file another process is writing.
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return s.openErr(err)
+	}
+	for _, stmt := range sqliteSchema {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			_, _ = conn.ExecContext(ctx, "ROLLBACK")
+			return s.openErr(err)
+		}
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		_, _ = conn.ExecContext(ctx, "ROLLBACK")
+		return s.openErr(err)
+	}
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", sqliteBusyTimeout.Milliseconds())); err != nil {
+		return s.openErr(err)
+	}
+	return nil
+}
+
+func (s *sqliteStore) openErr(err error) error {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "readonly") || strings.Contains(msg, "read-only"):
+		return fmt.Errorf("requestlog: sqlite %q is read-only: %w", s.path, err)
+	case strings.Contains(msg, "locked") || strings.Contains(msg, "busy"):
+		return fmt.Errorf("requestlog: sqlite %q is locked by another process: %w", s.path, err)
+	}
+	return fmt.Errorf("requestlog: open sqlite %q: %w", s.path, err)
+}
+
+var sqliteInsertSQL = "INSERT OR IGNORE INTO requests (" + strings.Join(rowColumns, ", ") +
+	") VALUES (" + strings.TrimSuffix(strings.Repeat("?, ", len(rowColumns)), ", ") + ")"
+
+// Insert implements [Store.Insert].
+func (s *sqliteStore) Insert(ctx context.Context, rows []Row) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("requestlog: sqlite insert: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	stmt, err := tx.PrepareContext(ctx, sqliteInsertSQL)
+	if err != nil {
+		return fmt.Errorf("requestlog: sqlite insert: %w", err)
+	}
+	defer stmt.Close()
+	for _, r := range rows {
+		r = r.normalized()
+		chain, _ := json.Marshal(r.Chain)
+		degraded, _ := json.Marshal(r.RoutingDegraded)
+		if _, err := stmt.ExecContext(ctx,
+			r.TS.UnixMilli(), r.RequestID, r.Org, r.Team, r.Project, r.KeyID, r.SessionID, r.Route,
+			r.Upstream, r.DecidedModel, string(chain), r.ServedModel, r.ServedProvider,
+			r.RoutingSwitchReason, string(degraded), r.RefusedCode, r.FallbackReason,
+			r.Attempts, r.Status, r.Stream, r.CacheHit, r.RepresentationBreak,
+			r.CacheDiscountApplied, r.PromptTokens, r.CompletionTokens, r.CostUSD,
+			r.LatencyMS, r.TTFTMS,
+		); err != nil {
+			return fmt.Errorf("requestlog: sqlite insert %q: %w", r.RequestID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("requestlog: sqlite insert: %w", err)
+	}
+	return nil
+}
+
+// Query implements [Store.Query].
+func (s *sqliteStore) Query(ctx context.Context, f Filter) (Page, error) {
+	c, err := decodeCursor(f.Cursor)
+	if err != nil {
+		return Page{}, err
+	}
+	w := filterWhere(f, c, "routing_degraded != '[]'")
+	limit := f.limit()
+	q := "SELECT " + strings.Join(rowColumns, ", ") + " FROM requests" + w.sql() +
+		" ORDER BY ts_ms DESC, request_id DESC LIMIT ?"
+	rs, err := s.db.QueryContext(ctx, q, append(w.args, limit+1)...)
+	if err != nil {
+		return Page{}, fmt.Errorf("requestlog: sqlite query: %w", err)
+	}
+	defer rs.Close()
+	var rows []Row
+	for rs.Next() {
+		var (
+			r               Row
+			tsMS            int64
+			chain, degraded string
+		)
+		if err := rs.Scan(&tsMS, &r.RequestID, &r.Org, &r.Team, &r.Project, &r.KeyID, &r.SessionID, &r.Route,
+			&r.Upstream, &r.DecidedModel, &chain, &r.ServedModel, &r.ServedProvider,
+			&r.RoutingSwitchReason, &degraded, &r.RefusedCode, &r.FallbackReason,
+			&r.Attempts, &r.Status, &r.Stream, &r.CacheHit, &r.RepresentationBreak,
+			&r.CacheDiscountApplied, &r.PromptTokens, &r.CompletionTokens, &r.CostUSD,
+			&r.LatencyMS, &r.TTFTMS); err != nil {
+			return Page{}, fmt.Errorf("requestlog: sqlite scan: %w", err)
+		}
+		r.TS = time.UnixMilli(tsMS).UTC()
+		if err := json.Unmarshal([]byte(chain), &r.Chain); err != nil {
+			return Page{}, fmt.Errorf("requestlog: sqlite row %q: chain: %w", r.RequestID, err)
+		}
+		if err := json.Unmarshal([]byte(degraded), &r.RoutingDegraded); err != nil {
+			return Page{}, fmt.Errorf("requestlog: sqlite row %q: routing_degraded: %w", r.RequestID, err)
+		}
+		rows = append(rows, r.normalized())
+	}
+	if err := rs.Err(); err != nil {
+		return Page{}, fmt.Errorf("requestlog: sqlite query: %w", err)
+	}
+	return page(rows, limit), nil
+}
+
+// Ping implements [Store.Ping].
+func (s *sqliteStore) Ping(ctx context.Context) error {
+	if err := s.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("requestlog: sqlite ping %q: %w", s.path, err)
+	}
+	return nil
+}
+
+// Close implements [Store.Close].
+func (s *sqliteStore) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("requestlog: close sqlite %q: %w", s.path, err)
+	}
+	return nil
+}
