@@ -622,7 +622,6 @@ func (s *Server) failWith(f *Fault, shape func(status int, msg string) any, prov
 	}
 }
 
-
 func (s *Server) nextID(prefix string) string {
 	return fmt.Sprintf("%s%06d", prefix, s.seq.Add(1))
 }
