@@ -1,0 +1,202 @@
+package compiler
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/sluicegw/sluice/guardrails"
+)
+
+// Stable refusal codes of the expressibility check.
+const (
+	// CodeModelForbidden: a guardrail forbids the decided model.
+	CodeModelForbidden = guardrails.CodeModelForbidden
+	// CodeProviderRestrictionInexpressible: the upstream cannot express an
+	// allow or deny list, and serving would ignore it.
+	CodeProviderRestrictionInexpressible = "provider_restriction_inexpressible"
+	// CodeContentGuardrailInexpressible: the upstream does not run a required
+	// content filter.
+	CodeContentGuardrailInexpressible = "content_guardrail_inexpressible"
+	// CodeAutoModeInexpressible: the upstream cannot delegate the model choice.
+	CodeAutoModeInexpressible = "auto_mode_inexpressible"
+	// CodeProviderNotPermitted: the provider lists exclude the only provider a
+	// direct upstream has, or leave no provider at all.
+	CodeProviderNotPermitted = "provider_not_permitted"
+	// CodeUnknownModel: a direct upstream does not serve the model.
+	CodeUnknownModel = "unknown_model"
+)
+
+// What a check can record as lost, in the sorted degraded set.
+const (
+	DegradedRanking        = "ranking"
+	DegradedPreferredOrder = "preferred_order"
+	DegradedChain          = "chain"
+	DegradedChainTruncated = "chain_truncated"
+)
+
+// Refusal is a plan an upstream must not serve, with a stable code.
+type Refusal struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Error implements error.
+func (r *Refusal) Error() string { return r.Code + ": " + r.Message }
+
+// Capabilities declare, as data, what an upstream's native knobs can express.
+// Connectors declare them; only [Check] reads them.
+type Capabilities struct {
+	// Ranking: the upstream can rank endpoints by cost, latency or throughput.
+	Ranking bool `json:"ranking"`
+	// PreferredOrder: the upstream can try endpoints in a given order.
+	PreferredOrder bool `json:"preferred_order"`
+	// AllowList: the upstream can restrict serving to listed providers.
+	AllowList bool `json:"allow_list"`
+	// DenyList: the upstream can exclude listed providers.
+	DenyList bool `json:"deny_list"`
+	// Chain: the upstream can walk a fallback chain of models itself.
+	Chain bool `json:"chain"`
+	// MaxChain is the longest chain the upstream accepts (0 = no limit).
+	MaxChain int `json:"max_chain"`
+	// Auto: the upstream can choose the model itself.
+	Auto bool `json:"auto"`
+	// DirectProvider is the one provider a direct upstream serves, or "" for a
+	// marketplace.
+	DirectProvider string `json:"direct_provider,omitempty"`
+}
+
+// Upstream is what the check needs to know of one configured upstream.
+type Upstream struct {
+	// Name is the configured upstream name.
+	Name string
+	// Capabilities are its connector's.
+	Capabilities Capabilities
+	// ContentFilters are the filters it is known to run.
+	ContentFilters []string
+}
+
+// Outcome is the check's verdict for one plan on one upstream.
+type Outcome struct {
+	// Refused is set when the upstream must not serve the plan.
+	Refused *Refusal `json:"refused"`
+	// Degraded is the sorted set of what could not be expressed and was
+	// proceeded without; empty (never nil) when nothing was lost.
+	Degraded []string `json:"degraded"`
+	// Chain is the part of the plan's chain to express (truncated to the
+	// upstream's maximum; empty when the upstream cannot walk a chain).
+	Chain []string `json:"-"`
+	// NativeModel is the model id to send: the catalog's native id on a direct
+	// upstream, the slug otherwise.
+	NativeModel string `json:"-"`
+}
+
+var noneDegraded = []string{}
+
+// Check decides what the upstream can express of the plan. It runs once per
+// (plan, upstream), before translation: connectors never re-check. cat may be
+// nil when no catalog is loaded (then a direct upstream accepts its own
+// author's models only).
+func Check(p *Plan, u Upstream, cat *guardrails.Catalog) Outcome {
+	out := Outcome{Degraded: noneDegraded}
+	refuse := func(code, format string, args ...any) Outcome {
+		out.Refused = &Refusal{Code: code, Message: fmt.Sprintf(format, args...)}
+		return out
+	}
+	if p.Refused != nil {
+		out.Refused = p.Refused
+		return out
+	}
+	caps := u.Capabilities
+	if p.Auto && !caps.Auto {
+		return refuse(CodeAutoModeInexpressible, "upstream %q cannot choose the model itself, and a delegated decision has no model to fall back to; name a model", u.Name)
+	}
+	ps := p.Providers
+	if ps.Allowed != nil && len(ps.Allowed) == 0 {
+		return refuse(CodeProviderNotPermitted, "the profile's and the guardrail's allowed providers have no provider in common, so no provider may serve")
+	}
+	if caps.DirectProvider != "" {
+		// A direct upstream serves one provider: the lists are decided here.
+		if !Permits(ps, caps.DirectProvider) {
+			return refuse(CodeProviderNotPermitted, "upstream %q is served only by provider %q, which the provider restrictions exclude", u.Name, caps.DirectProvider)
+		}
+	} else {
+		if ps.Allowed != nil && !caps.AllowList {
+			return refuse(CodeProviderRestrictionInexpressible, "upstream %q cannot restrict which providers serve, and serving would ignore the allowed list %v", u.Name, ps.Allowed)
+		}
+		if len(ps.Denied) > 0 && !caps.DenyList {
+			return refuse(CodeProviderRestrictionInexpressible, "upstream %q cannot exclude providers, and serving could route to a denied provider %v", u.Name, ps.Denied)
+		}
+	}
+	if p.ContentFilter != "" && !contains(u.ContentFilters, p.ContentFilter) {
+		return refuse(CodeContentGuardrailInexpressible, "content filter %q must run on this traffic and upstream %q does not run it; a filter that does not run leaves no trace, so the request is refused rather than answered unfiltered", p.ContentFilter, u.Name)
+	}
+	out.NativeModel = p.DecidedModel
+	if caps.DirectProvider != "" && !p.Auto {
+		native, ok := nativeID(cat, p.DecidedModel, caps.DirectProvider)
+		if !ok {
+			return refuse(CodeUnknownModel, "upstream %q (provider %q) does not serve model %q", u.Name, caps.DirectProvider, p.DecidedModel)
+		}
+		out.NativeModel = native
+	}
+
+	var degraded []string
+	if caps.DirectProvider == "" {
+		// Ranking and order have nothing to choose between on a direct
+		// upstream: inert there, and nothing was under-delivered.
+		if ps.RankBy != "" && !caps.Ranking {
+			degraded = append(degraded, DegradedRanking)
+		}
+		if len(ps.Preferred) > 0 && !caps.PreferredOrder {
+			degraded = append(degraded, DegradedPreferredOrder)
+		}
+	}
+	switch {
+	case len(p.Chain) == 0:
+	case !caps.Chain:
+		degraded = append(degraded, DegradedChain)
+	case caps.MaxChain > 0 && len(p.Chain) > caps.MaxChain:
+		degraded = append(degraded, DegradedChainTruncated)
+		out.Chain = p.Chain[:caps.MaxChain]
+	default:
+		out.Chain = p.Chain
+	}
+	if len(degraded) > 0 {
+		sort.Strings(degraded)
+		out.Degraded = degraded
+	}
+	return out
+}
+
+// nativeID returns a direct provider's own id for a model: the catalog's
+// native mapping, else the slug's name when the catalog lists the provider as
+// an endpoint of the model (or, without a catalog, when the provider is the
+// model's author).
+func nativeID(cat *guardrails.Catalog, slug, provider string) (string, bool) {
+	author, name, _ := strings.Cut(slug, "/")
+	if cat == nil {
+		return name, author == provider && name != ""
+	}
+	m, ok := cat.Model(slug)
+	if !ok {
+		return "", false
+	}
+	if id, ok := m.Native[provider]; ok && id != "" {
+		return id, true
+	}
+	for _, e := range m.Endpoints {
+		if e.Provider == provider {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if strings.EqualFold(e, s) {
+			return true
+		}
+	}
+	return false
+}

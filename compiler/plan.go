@@ -1,0 +1,232 @@
+package compiler
+
+import (
+	"strings"
+
+	"github.com/sluicegw/sluice/guardrails"
+	"github.com/sluicegw/sluice/profiles"
+)
+
+// AutoModel is the model a request sends to ask the upstream to choose.
+const AutoModel = "auto"
+
+// Provenance names of values the compiler itself supplies.
+const (
+	// RungAnthropicDefault marks the Anthropic first-party default order.
+	RungAnthropicDefault = "default:anthropic-first-party"
+	// RungSession marks a preferred entry that came from a session pin.
+	RungSession = "session"
+	// RungGuardrail marks provider lists that only a guardrail set.
+	RungGuardrail = "guardrail"
+)
+
+// Request is what the compiler needs from a parsed request.
+type Request struct {
+	// Model is the requested model slug, or [AutoModel].
+	Model string
+	// Routing is the request rung (the body's "routing" object), or nil.
+	Routing *profiles.Profile
+	// PinnedProvider is the provider a session is pinned to, or "". It becomes
+	// the first preferred entry unless a restriction forbids it.
+	PinnedProvider string
+}
+
+// Providers are the effective provider preferences of a plan. Entries are
+// lower-case literal slugs: "provider" (every endpoint) or "provider/tag".
+type Providers struct {
+	// RankBy is "cost", "latency", "throughput" or "" (none).
+	RankBy string `json:"rank_by"`
+	// Preferred is an explicit order tried before other eligible endpoints.
+	Preferred []string `json:"preferred"`
+	// Allowed restricts who may serve; nil means no restriction, and an empty
+	// non-nil list means nobody may (the profile and guardrail lists share no
+	// provider).
+	Allowed []string `json:"allowed"`
+	// Denied lists who may never serve.
+	Denied []string `json:"denied"`
+}
+
+// Plan is the compiled decision for one request and one principal, before any
+// upstream is considered.
+type Plan struct {
+	Principal profiles.Principal `json:"principal"`
+	// DecidedModel is the model the request asked for (lower-case).
+	DecidedModel string `json:"decided_model"`
+	// Auto reports that the request delegates the model choice to the upstream.
+	Auto bool `json:"auto"`
+	// Chain is the fallback chain after dedupe and guardrail filtering: at most
+	// [profiles.MaxFallbacks] entries, first entry first. Empty means no chain.
+	Chain []string `json:"chain"`
+	// Dropped lists chain entries removed before anything is forwarded.
+	Dropped []guardrails.Dropped `json:"dropped"`
+	// Providers are the effective provider preferences.
+	Providers Providers `json:"providers"`
+	// Provenance maps each field to the rung that set it ("fallbacks",
+	// "providers.rank_by", ...).
+	Provenance map[string]string `json:"provenance"`
+	// AutoModels restricts an auto-mode choice to these models: the
+	// guardrail's literal allowed set. nil means unrestricted.
+	AutoModels []string `json:"auto_models,omitempty"`
+	// ContentFilter names a content filter the guardrail requires, or "".
+	ContentFilter string `json:"content_filter"`
+	// Refused is set when the plan is refused before any upstream is
+	// considered (a guardrail forbids the decided model).
+	Refused *Refusal `json:"refused,omitempty"`
+}
+
+// Decide builds the plan for a request from the principal's ladder (layers top
+// first, the request rung not included) and their guardrail decision. A nil
+// decision means no guardrail applies.
+func Decide(req Request, layers []profiles.Layer, d *guardrails.Decision) *Plan {
+	if req.Routing != nil {
+		layers = append(layers[:len(layers):len(layers)], profiles.Layer{Rung: "request", File: profiles.RequestFile, Profile: req.Routing})
+	}
+	return DecideMerged(req, profiles.Merge(layers...), d)
+}
+
+// DecideMerged is [Decide] for a profile that is already merged (the request
+// rung included), so that a caller can cache the ladder merge.
+func DecideMerged(req Request, m profiles.Merged, d *guardrails.Decision) *Plan {
+	model := strings.ToLower(req.Model)
+	p := &Plan{DecidedModel: model, Auto: model == AutoModel, Provenance: m.Provenance()}
+	if d != nil {
+		p.Principal = d.Principal()
+		p.ContentFilter = d.ContentFilter()
+	}
+
+	// The decided model passes the guardrail first; a refusal here refuses
+	// every upstream alike. Auto mode has no model to check: the upstream is
+	// restricted to the allowed models when it is translated.
+	if p.Auto && d != nil {
+		p.AutoModels = d.AllowedModels()
+	}
+	if !p.Auto && d != nil {
+		if err := d.CheckModel(model); err != nil {
+			r := err.(*guardrails.Refusal)
+			p.Refused = &Refusal{Code: r.Code, Message: r.Message}
+		}
+	}
+
+	// The chain: the merged fallbacks without the decided model, each entry
+	// through the same gate as the decided model.
+	if m.Fallbacks.Set && len(m.Fallbacks.Value) > 0 {
+		chain := make([]string, 0, len(m.Fallbacks.Value))
+		for _, f := range m.Fallbacks.Value {
+			if f != model {
+				chain = append(chain, f)
+			}
+		}
+		if d != nil {
+			p.Chain, p.Dropped = d.FilterChain(chain, chain)
+		} else {
+			p.Chain = dedupe(chain)
+		}
+		if len(p.Chain) > profiles.MaxFallbacks {
+			p.Chain = p.Chain[:profiles.MaxFallbacks]
+		}
+	}
+	if p.Chain == nil {
+		p.Chain = []string{}
+	}
+
+	p.Providers.RankBy = m.RankBy.Value
+	p.Providers.Allowed, p.Providers.Denied = guardrails.CombineProviders(m.Allowed.Value, m.Denied.Value, m.Allowed.Set, d)
+	if d != nil {
+		if d.AllowedProviders() != nil {
+			p.Provenance["providers.allowed"] = joinRung(p.Provenance["providers.allowed"])
+		}
+		if len(d.DeniedProviders()) > 0 {
+			p.Provenance["providers.denied"] = joinRung(p.Provenance["providers.denied"])
+		}
+	}
+	if p.Providers.Denied == nil {
+		p.Providers.Denied = []string{}
+	}
+	p.Providers.Preferred = append([]string{}, m.Preferred.Value...)
+
+	// The Anthropic first-party default: only there are automatic prompt-cache
+	// breakpoints guaranteed. It stands down for any explicit preference.
+	if strings.HasPrefix(model, "anthropic/") && !m.Preferred.Set && len(p.Providers.Allowed) == 0 && !names(p.Providers.Denied, "anthropic") {
+		p.Providers.Preferred = []string{"anthropic"}
+		p.Provenance["providers.preferred"] = RungAnthropicDefault
+	}
+
+	// A session pin goes first, unless a restriction forbids its provider.
+	if pin := strings.ToLower(req.PinnedProvider); pin != "" && Permits(p.Providers, pin) {
+		pref := make([]string, 0, len(p.Providers.Preferred)+1)
+		pref = append(pref, pin)
+		for _, e := range p.Providers.Preferred {
+			if e != pin {
+				pref = append(pref, e)
+			}
+		}
+		p.Providers.Preferred = pref
+		p.Provenance["providers.preferred"] = RungSession
+	}
+	return p
+}
+
+// joinRung records that a guardrail contributed to a provider list.
+func joinRung(rung string) string {
+	if rung == "" {
+		return RungGuardrail
+	}
+	return rung + "+" + RungGuardrail
+}
+
+// Permits reports whether the effective lists let the provider serve: no allow
+// list or an allowed entry covering it, and no denied entry covering it.
+// provider is a base slug or provider/tag.
+func Permits(ps Providers, provider string) bool {
+	if ps.Allowed != nil {
+		ok := false
+		for _, a := range ps.Allowed {
+			if covers(a, provider) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	for _, d := range ps.Denied {
+		if covers(d, provider) {
+			return false
+		}
+	}
+	return true
+}
+
+// covers reports whether entry a covers b: equal, or a is b's base provider.
+func covers(a, b string) bool {
+	return a == b || (len(b) > len(a) && b[len(a)] == '/' && b[:len(a)] == a)
+}
+
+// names reports whether any entry names the provider, on its own or by one of
+// its endpoint tags.
+func names(list []string, provider string) bool {
+	for _, e := range list {
+		if e == provider || strings.HasPrefix(e, provider+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func dedupe(in []string) []string {
+	out := in[:0]
+	for _, s := range in {
+		dup := false
+		for _, o := range out {
+			if o == s {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,176 @@
+// Package apierr is the one place that maps sluice's stable error codes to
+// HTTP statuses and renders OpenAI-style error bodies:
+//
+//	{"error": {"message": "...", "type": "...", "code": "...", "param": null}}
+//
+// Only errors built here reach a caller with their message; anything else is
+// a generic 500 whose detail stays in the log.
+package apierr
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+)
+
+// Stable codes the gateway answers with (in addition to the compiler's and
+// guardrails' refusal codes, which are mapped below).
+const (
+	CodeUnauthorized          = "invalid_api_key"
+	CodeBodyTooLarge          = "body_too_large"
+	CodeInvalidJSON           = "invalid_json"
+	CodeInvalidRequest        = "invalid_request"
+	CodeRawRoutingField       = "raw_routing_field"
+	CodeInvalidRouting        = "invalid_routing"
+	CodeUnknownRoute          = "unknown_route"
+	CodeUpstreamUnavailable   = "upstream_unavailable"
+	CodeUpstreamTimeout       = "upstream_timeout"
+	CodeUpstreamBadResponse   = "upstream_bad_response"
+	CodeUnsupportedParameter  = "unsupported_parameter"
+	CodeBudgetExhausted       = "budget_exhausted"
+	CodeSafetyNetNotPermitted = "safety_net_not_permitted"
+	CodeNotFound              = "not_found"
+	CodeInternal              = "internal_error"
+	CodeModelForbidden        = "model_forbidden"
+	CodeProviderNotPermitted  = "provider_not_permitted"
+	CodeProviderInexpressible = "provider_restriction_inexpressible"
+	CodeContentInexpressible  = "content_guardrail_inexpressible"
+	CodeAutoModeInexpressible = "auto_mode_inexpressible"
+	CodeUnknownModel          = "unknown_model"
+	CodeAllTargetsRestricted  = "all_targets_restricted"
+	CodeValidation            = "validation_failed"
+	CodeServiceUnavailable    = "service_unavailable"
+)
+
+// statuses maps every code to its HTTP status; a code missing here is a bug
+// caught by this package's tests.
+var statuses = map[string]int{
+	CodeUnauthorized:          http.StatusUnauthorized,
+	CodeBodyTooLarge:          http.StatusRequestEntityTooLarge,
+	CodeInvalidJSON:           http.StatusBadRequest,
+	CodeInvalidRequest:        http.StatusBadRequest,
+	CodeRawRoutingField:       http.StatusBadRequest,
+	CodeInvalidRouting:        http.StatusBadRequest,
+	CodeUnknownRoute:          http.StatusNotFound,
+	CodeUnsupportedParameter:  http.StatusBadRequest,
+	CodeUpstreamUnavailable:   http.StatusBadGateway,
+	CodeUpstreamTimeout:       http.StatusGatewayTimeout,
+	CodeUpstreamBadResponse:   http.StatusBadGateway,
+	CodeBudgetExhausted:       http.StatusPaymentRequired,
+	CodeSafetyNetNotPermitted: http.StatusForbidden,
+	CodeNotFound:              http.StatusNotFound,
+	CodeInternal:              http.StatusInternalServerError,
+	CodeServiceUnavailable:    http.StatusServiceUnavailable,
+	// Governance refusals: somebody's policy forbids it.
+	CodeModelForbidden:       http.StatusForbidden,
+	CodeProviderNotPermitted: http.StatusForbidden,
+	// Restrictions an upstream cannot express: the request is well-formed but
+	// cannot be served as policy requires.
+	CodeProviderInexpressible: http.StatusUnprocessableEntity,
+	CodeContentInexpressible:  http.StatusUnprocessableEntity,
+	CodeAutoModeInexpressible: http.StatusUnprocessableEntity,
+	CodeUnknownModel:          http.StatusNotFound,
+	CodeAllTargetsRestricted:  http.StatusUnprocessableEntity,
+	CodeValidation:            http.StatusUnprocessableEntity,
+}
+
+// types maps statuses to the OpenAI error "type" field.
+func errType(status int) string {
+	switch {
+	case status == http.StatusUnauthorized:
+		return "authentication_error"
+	case status == http.StatusForbidden:
+		return "permission_error"
+	case status == http.StatusNotFound:
+		return "not_found_error"
+	case status == http.StatusPaymentRequired:
+		return "insufficient_quota"
+	case status == http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case status >= 500:
+		return "api_error"
+	default:
+		return "invalid_request_error"
+	}
+}
+
+// Error is a user-facing error with a stable code.
+type Error struct {
+	// Code is the stable sluice code.
+	Code string
+	// Message is safe to show the caller.
+	Message string
+	// Param names the offending request field (a JSON pointer), when there is one.
+	Param string
+	// Details carries extra structured errors (e.g. every validation error).
+	Details []Detail
+}
+
+// Detail is one located problem inside an [Error].
+type Detail struct {
+	Pointer string `json:"pointer"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// New returns an error with the code.
+func New(code, message string) *Error { return &Error{Code: code, Message: message} }
+
+// Error implements error.
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Status returns the HTTP status of the error's code.
+func (e *Error) Status() int { return Status(e.Code) }
+
+// Status returns the HTTP status of a code; unknown codes are 500.
+func Status(code string) int {
+	if s, ok := statuses[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// Known reports whether the code has a mapped status.
+func Known(code string) bool { _, ok := statuses[code]; return ok }
+
+type body struct {
+	Error bodyErr `json:"error"`
+}
+
+type bodyErr struct {
+	Message string   `json:"message"`
+	Type    string   `json:"type"`
+	Code    string   `json:"code"`
+	Param   *string  `json:"param"`
+	Details []Detail `json:"details,omitempty"`
+}
+
+// Body renders the OpenAI-style error body.
+func (e *Error) Body() []byte {
+	be := bodyErr{Message: e.Message, Type: errType(e.Status()), Code: e.Code, Details: e.Details}
+	if e.Param != "" {
+		p := e.Param
+		be.Param = &p
+	}
+	b, _ := json.Marshal(body{Error: be})
+	return b
+}
+
+// From returns the user-facing form of err: itself when it is an *Error,
+// a generic internal error otherwise (the detail must be logged by the caller).
+func From(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Code: CodeInternal, Message: "internal error; see the gateway log for the request id"}
+}
+
+// Write sends the error as the response.
+func Write(w http.ResponseWriter, e *Error) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(e.Status())
+	_, _ = w.Write(e.Body())
+}
