@@ -142,3 +142,10 @@ func loadFaultCorpus(t testing.TB) []faultCase {
 	}
 	return out
 }
+
+func readAll(t *testing.T, resp *http.Response) []byte {
+	t.Helper()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return b
+}

@@ -1,0 +1,244 @@
+package simulator
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestOpenRouterKnobs(t *testing.T) {
+	s := startSim(t, testConfig())
+	url := s.URL(KindOpenRouter) + "/chat/completions"
+	cases := []struct {
+		name     string
+		body     string // fields besides messages
+		fault    string
+		model    string
+		provider string
+		attempts []string // provider of each attempt, in order
+		strategy string
+	}{
+		{"default is cheapest", `"model":"acme/alpha"`, "", "acme/alpha", "cheap", []string{"cheap"}, "default"},
+		{"sort price", `"model":"acme/alpha","provider":{"sort":"price"}`, "", "acme/alpha", "cheap", []string{"cheap"}, "price"},
+		{"sort throughput", `"model":"acme/alpha","provider":{"sort":"throughput"}`, "", "acme/alpha", "fast", []string{"fast"}, "throughput"},
+		{"sort latency", `"model":"acme/alpha","provider":{"sort":"latency"}`, "", "acme/alpha", "quick", []string{"quick"}, "latency"},
+		{"sort object", `"model":"acme/alpha","provider":{"sort":{"by":"latency","partition":"none"}}`, "", "acme/alpha", "quick", []string{"quick"}, "latency"},
+		{"nitro suffix", `"model":"acme/alpha:nitro"`, "", "acme/alpha", "fast", []string{"fast"}, "default"},
+		{"order", `"model":"acme/alpha","provider":{"order":["quick"]}`, "", "acme/alpha", "quick", []string{"quick"}, "default"},
+		{"order base slug takes its cheapest endpoint", `"model":"acme/alpha","provider":{"order":["multi"]}`, "", "acme/alpha", "multi/one", []string{"multi/one"}, "default"},
+		{"order exact tag, any case", `"model":"acme/alpha","provider":{"order":["MULTI/Two"]}`, "", "acme/alpha", "multi/two", []string{"multi/two"}, "default"},
+		{"only", `"model":"acme/alpha","provider":{"only":["fast","quick"]}`, "", "acme/alpha", "quick", []string{"quick"}, "default"},
+		{"ignore", `"model":"acme/alpha","provider":{"ignore":["cheap"]}`, "", "acme/alpha", "multi/one", []string{"multi/one"}, "default"},
+		{"ignore base slug", `"model":"acme/alpha","provider":{"ignore":["cheap","multi"]}`, "", "acme/alpha", "quick", []string{"quick"}, "default"},
+		{"order falls back to the rest", `"model":"acme/alpha","provider":{"order":["fast"]}`, "status=503;provider=fast",
+			"acme/alpha", "cheap", []string{"fast", "cheap"}, "default"},
+		{"order walks its list in order", `"model":"acme/alpha","provider":{"order":["fast","quick"],"allow_fallbacks":false}`, "status=503;provider=fast",
+			"acme/alpha", "quick", []string{"fast", "quick"}, "default"},
+		{"provider fault walks to next cheapest", `"model":"acme/alpha"`, "status=429;provider=cheap",
+			"acme/alpha", "multi/one", []string{"cheap", "multi/one"}, "default"},
+		{"models chain walks on model fault", `"model":"acme/alpha","models":["acme/gamma"],"provider":{"only":["cheap","fast"]}`, "status=500;model=acme/alpha",
+			"acme/gamma", "fast", []string{"cheap", "fast", "fast"}, "default"},
+		{"models without model", `"models":["acme/beta","acme/gamma"]`, "status=502;model=beta",
+			"acme/gamma", "fast", []string{"cheap", "quick", "fast"}, "default"},
+		{"auto picks first catalog model", `"model":"openrouter/auto"`, "", "acme/alpha", "cheap", []string{"cheap"}, "auto"},
+		{"auto honours allowed_models", `"model":"openrouter/auto","plugins":[{"id":"auto-router","allowed_models":["acme/gamma"]}]`, "",
+			"acme/gamma", "fast", []string{"fast"}, "auto"},
+		{"auto allowed_models glob", `"model":"openrouter/auto","plugins":[{"id":"auto-router","allowed_models":["acme/b*"]}]`, "",
+			"acme/beta", "cheap", []string{"cheap"}, "auto"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s.Reset()
+			hdr := []string{"X-OpenRouter-Metadata", "enabled"}
+			if c.fault != "" {
+				hdr = append(hdr, FaultHeader, c.fault)
+			}
+			r := post(t, url, "{"+c.body+","+hello+"}", hdr...)
+			require.Equal(t, http.StatusOK, r.status, string(r.body))
+			m := r.json(t)
+			assert.Equal(t, c.model, m["model"])
+			assert.Equal(t, c.provider, m["provider"])
+			msg := m["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+			assert.Equal(t, fmt.Sprintf("served by %s via %s", c.model, c.provider), msg["content"])
+			meta := m["openrouter_metadata"].(map[string]any)
+			assert.EqualValues(t, len(c.attempts), meta["attempt"])
+			assert.Equal(t, c.strategy, meta["strategy"])
+			var got []string
+			for _, a := range meta["attempts"].([]any) {
+				got = append(got, a.(map[string]any)["provider"].(string))
+			}
+			assert.Equal(t, c.attempts, got)
+			assert.Len(t, s.Calls(), len(c.attempts))
+			u := m["usage"].(map[string]any)
+			assert.EqualValues(t, 3, u["prompt_tokens"], "ceil(11/4)")
+			assert.Greater(t, u["cost"].(float64), 0.0)
+		})
+	}
+}
+
+func TestOpenRouterMetadataOnlyWhenAsked(t *testing.T) {
+	s := startSim(t, testConfig())
+	r := post(t, s.URL(KindOpenRouter)+"/chat/completions", `{"model":"acme/alpha",`+hello+`}`)
+	require.Equal(t, 200, r.status)
+	_, ok := r.json(t)["openrouter_metadata"]
+	assert.False(t, ok)
+}
+
+func TestOpenRouterRefusals(t *testing.T) {
+	s := startSim(t, testConfig())
+	url := s.URL(KindOpenRouter) + "/chat/completions"
+	cases := []struct {
+		name, body, fault string
+		status            int
+		message           string
+	}{
+		{"more than 3 models", `"model":"acme/alpha","models":["acme/beta","acme/gamma","openai/gpt-x","anthropic/claude-x-1.5"]`, "", 400, "'models' array must have 3 items or fewer"},
+		{"unknown model", `"model":"acme/nope"`, "", 400, "acme/nope is not a valid model ID"},
+		{"no eligible provider", `"model":"acme/alpha","provider":{"only":["nobody"]}`, "", 404, "No allowed providers are available for the selected model."},
+		{"order without fallbacks", `"model":"acme/alpha","provider":{"order":["fast"],"allow_fallbacks":false}`, "status=503;provider=fast", 503, "simulated fault"},
+		{"no fallbacks keeps only the best", `"model":"acme/alpha","provider":{"allow_fallbacks":false}`, "status=503;provider=cheap", 503, "simulated fault"},
+		{"bad sort", `"model":"acme/alpha","provider":{"sort":"vibes"}`, "", 400, "provider.sort"},
+		{"every attempt fails: last error", `"model":"acme/gamma"`, "status=429", 429, "simulated fault"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var hdr []string
+			if c.fault != "" {
+				hdr = []string{FaultHeader, c.fault}
+			}
+			r := post(t, url, "{"+c.body+","+hello+"}", hdr...)
+			require.Equal(t, c.status, r.status, string(r.body))
+			e := r.json(t)["error"].(map[string]any)
+			assert.EqualValues(t, c.status, e["code"])
+			assert.Contains(t, e["message"], c.message)
+		})
+	}
+}
+
+func TestVercelKnobs(t *testing.T) {
+	s := startSim(t, testConfig())
+	url := s.URL(KindVercel) + "/chat/completions"
+	type att struct {
+		model     string
+		providers []string
+	}
+	cases := []struct {
+		name, gateway, fault string
+		model, provider      string
+		attempts             []att
+	}{
+		{"default is catalog order", `{}`, "", "acme/alpha", "cheap", []att{{"acme/alpha", []string{"cheap"}}}},
+		{"sort cost", `{"sort":"cost"}`, "status=500;provider=cheap", "acme/alpha", "multi/one", []att{{"acme/alpha", []string{"cheap", "multi/one"}}}},
+		{"sort tps", `{"sort":"tps"}`, "", "acme/alpha", "fast", []att{{"acme/alpha", []string{"fast"}}}},
+		{"sort ttft", `{"sort":"ttft"}`, "", "acme/alpha", "quick", []att{{"acme/alpha", []string{"quick"}}}},
+		{"order", `{"order":["multi/two","quick"]}`, "", "acme/alpha", "multi/two", []att{{"acme/alpha", []string{"multi/two"}}}},
+		{"order then the rest", `{"order":["quick"]}`, "status=503;provider=quick", "acme/alpha", "cheap", []att{{"acme/alpha", []string{"quick", "cheap"}}}},
+		{"only", `{"only":["fast"]}`, "", "acme/alpha", "fast", []att{{"acme/alpha", []string{"fast"}}}},
+		{"no deny knob", `{"ignore":["cheap"]}`, "", "acme/alpha", "cheap", []att{{"acme/alpha", []string{"cheap"}}}},
+		{"models chain", `{"only":["fast","quick"],"models":["acme/gamma"]}`, "status=500;model=acme/alpha", "acme/gamma", "fast",
+			[]att{{"acme/alpha", []string{"fast", "quick"}}, {"acme/gamma", []string{"fast"}}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var hdr []string
+			if c.fault != "" {
+				hdr = []string{FaultHeader, c.fault}
+			}
+			r := post(t, url, `{"model":"acme/alpha","providerOptions":{"gateway":`+c.gateway+`},`+hello+`}`, hdr...)
+			require.Equal(t, http.StatusOK, r.status, string(r.body))
+			m := r.json(t)
+			assert.Equal(t, c.model, m["model"])
+			routing := m["providerMetadata"].(map[string]any)["gateway"].(map[string]any)["routing"].(map[string]any)
+			assert.Equal(t, c.provider, routing["finalProvider"])
+			var got []att
+			for _, ma := range routing["modelAttempts"].([]any) {
+				ma := ma.(map[string]any)
+				a := att{model: ma["modelId"].(string)}
+				for _, pa := range ma["providerAttempts"].([]any) {
+					a.providers = append(a.providers, pa.(map[string]any)["provider"].(string))
+				}
+				got = append(got, a)
+			}
+			assert.Equal(t, c.attempts, got)
+		})
+	}
+	r := post(t, url, `{"model":"acme/alpha","providerOptions":{"gateway":{"sort":"price"}},`+hello+`}`)
+	assert.Equal(t, 400, r.status, "sort values are cost, ttft, tps")
+}
+
+func TestOpenAIDirect(t *testing.T) {
+	s := startSim(t, testConfig())
+	url := s.URL(KindOpenAI) + "/chat/completions"
+	for _, model := range []string{"gpt-x", "openai/gpt-x"} {
+		r := post(t, url, `{"model":"`+model+`",`+hello+`}`)
+		require.Equal(t, 200, r.status, string(r.body))
+		m := r.json(t)
+		assert.Equal(t, "gpt-x", m["model"])
+		assert.Equal(t, "chat.completion", m["object"])
+		_, hasProvider := m["provider"]
+		assert.False(t, hasProvider)
+		msg := m["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+		assert.Equal(t, "served by openai/gpt-x via openai", msg["content"])
+	}
+	// acme/alpha is not served by openai.
+	r := post(t, url, `{"model":"acme/alpha",`+hello+`}`)
+	require.Equal(t, 404, r.status)
+	e := r.json(t)["error"].(map[string]any)
+	assert.Equal(t, "model_not_found", e["code"])
+	assert.Equal(t, "invalid_request_error", e["type"])
+	assert.Equal(t, "The model `acme/alpha` does not exist or you do not have access to it.", e["message"])
+	assert.Equal(t, 2, s.CallCount(CallFilter{Kind: KindOpenAI, Provider: "openai", Status: 200}))
+}
+
+func TestContextOverflowShapes(t *testing.T) {
+	s := startSim(t, testConfig())
+	long := `"messages":[{"role":"user","content":"` + repeat("abcd", 1001) + `"}]`
+	r := post(t, s.URL(KindOpenAI)+"/chat/completions", `{"model":"gpt-x",`+long+`}`)
+	require.Equal(t, 400, r.status)
+	assert.Equal(t, "context_length_exceeded", r.json(t)["error"].(map[string]any)["code"])
+
+	r = post(t, s.URL(KindAnthropic)+"/messages", `{"model":"claude-x-1-5","max_tokens":5,`+long+`}`, "x-api-key", "k", "anthropic-version", "2023-06-01")
+	require.Equal(t, 400, r.status)
+	assert.Contains(t, r.json(t)["error"].(map[string]any)["message"], "prompt is too long: 1001 tokens > 1000 maximum")
+
+	r = post(t, s.URL(KindOpenRouter)+"/chat/completions", `{"model":"acme/alpha",`+long+`}`)
+	require.Equal(t, 400, r.status)
+	assert.Contains(t, r.json(t)["error"].(map[string]any)["message"], "This endpoint's maximum context length is 1000 tokens")
+}
+
+func repeat(s string, n int) string {
+	b := make([]byte, 0, len(s)*n)
+	for range n {
+		b = append(b, s...)
+	}
+	return string(b)
+}
+
+func TestListings(t *testing.T) {
+	s := startSim(t, DefaultConfig())
+	resp, err := http.Get(s.URL(KindOpenRouter) + "/models")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	r := reply{status: resp.StatusCode}
+	r.body = readAll(t, resp)
+	m := r.json(t)
+	data := m["data"].([]any)
+	require.Len(t, data, 9)
+	first := data[0].(map[string]any)
+	assert.Equal(t, "openai/gpt-4o", first["id"])
+	assert.EqualValues(t, 128000, first["context_length"])
+	assert.Equal(t, "0.0000025", first["pricing"].(map[string]any)["prompt"])
+
+	resp2, err := http.Get(s.URL(KindOpenRouter) + "/models/meta-llama/llama-3.1-70b-instruct/endpoints")
+	require.NoError(t, err)
+	defer resp2.Body.Close()
+	r2 := reply{status: resp2.StatusCode, body: readAll(t, resp2)}
+	require.Equal(t, 200, r2.status)
+	eps := r2.json(t)["data"].(map[string]any)["endpoints"].([]any)
+	require.Len(t, eps, 5)
+	assert.Equal(t, "deepinfra/fp8", eps[0].(map[string]any)["tag"])
+	assert.Equal(t, "fp8", eps[0].(map[string]any)["quantization"])
+}
