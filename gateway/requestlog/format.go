@@ -1,0 +1,123 @@
+package requestlog
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Formats accepted by WriteRows.
+const (
+	FormatTable = "table"
+	FormatCSV   = "csv"
+	FormatJSON  = "json"
+)
+
+// ErrUnknownFormat is returned (wrapped) by WriteRows for a format other
+// than FormatTable, FormatCSV or FormatJSON.
+var ErrUnknownFormat = errors.New("requestlog: unknown format")
+
+// WriteRows writes rows to w as "table" (aligned columns for reading:
+// ts, request_id, team, decided→served model, served_provider, switch reason,
+// degraded, refused_code, fallback_reason, status), "csv" (every column, a
+// header row of column names, arrays as JSON) or "json" (one JSON array).
+// It is what `sluice rows` prints.
+func WriteRows(w io.Writer, rows []Row, format string) error {
+	switch format {
+	case FormatTable:
+		return writeTable(w, rows)
+	case FormatCSV:
+		return writeCSV(w, rows)
+	case FormatJSON:
+		out := make([]Row, len(rows))
+		for i, r := range rows {
+			out[i] = r.normalized()
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return fmt.Errorf("requestlog: write json: %w", err)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w %q (want %s, %s or %s)", ErrUnknownFormat, format, FormatTable, FormatCSV, FormatJSON)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func writeTable(w io.Writer, rows []Row) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TS\tREQUEST_ID\tTEAM\tMODEL\tPROVIDER\tSWITCH\tDEGRADED\tREFUSED\tFALLBACK\tSTATUS")
+	for _, r := range rows {
+		r = r.normalized()
+		model := r.DecidedModel
+		if r.ServedModel != "" && r.ServedModel != r.DecidedModel {
+			model += "→" + r.ServedModel
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n",
+			r.TS.Format("2006-01-02T15:04:05.000Z"), sanitize(r.RequestID), orDash(sanitize(r.Team)),
+			orDash(sanitize(model)), orDash(sanitize(r.ServedProvider)), orDash(sanitize(r.RoutingSwitchReason)),
+			orDash(sanitize(strings.Join(r.RoutingDegraded, ","))), orDash(sanitize(r.RefusedCode)),
+			orDash(sanitize(r.FallbackReason)), r.Status)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("requestlog: write table: %w", err)
+	}
+	return nil
+}
+
+// sanitize keeps tabs and newlines in values from breaking the table.
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// csvHeader is every column, in Row order.
+var csvHeader = []string{
+	"ts", "request_id", "org", "team", "project", "key_id", "session_id", "route",
+	"upstream", "decided_model", "chain", "served_model", "served_provider",
+	"routing_switch_reason", "routing_degraded", "refused_code", "fallback_reason",
+	"attempts", "status", "stream", "cache_hit", "representation_break",
+	"cache_discount_applied", "prompt_tokens", "completion_tokens", "cost_usd",
+	"latency_ms", "ttft_ms",
+}
+
+func writeCSV(w io.Writer, rows []Row) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write(csvHeader)
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	for _, r := range rows {
+		r = r.normalized()
+		chain, _ := json.Marshal(r.Chain)
+		degraded, _ := json.Marshal(r.RoutingDegraded)
+		_ = cw.Write([]string{
+			r.TS.Format(time.RFC3339Nano), r.RequestID, r.Org, r.Team, r.Project, r.KeyID, r.SessionID, r.Route,
+			r.Upstream, r.DecidedModel, string(chain), r.ServedModel, r.ServedProvider,
+			r.RoutingSwitchReason, string(degraded), r.RefusedCode, r.FallbackReason,
+			strconv.Itoa(r.Attempts), strconv.Itoa(r.Status), strconv.FormatBool(r.Stream),
+			strconv.FormatBool(r.CacheHit), strconv.FormatBool(r.RepresentationBreak),
+			strconv.FormatBool(r.CacheDiscountApplied), strconv.FormatInt(r.PromptTokens, 10),
+			strconv.FormatInt(r.CompletionTokens, 10), f(r.CostUSD), f(r.LatencyMS), f(r.TTFTMS),
+		})
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("requestlog: write csv: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+package requestlog
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestWriteRowsCSVHasEveryColumn(t *testing.T) {
+	// The header must name every Row field's JSON column, in order.
+	var want []string
+	rt := reflect.TypeFor[Row]()
+	for i := range rt.NumField() {
+		want = append(want, strings.Split(rt.Field(i).Tag.Get("json"), ",")[0])
+	}
+	require.Equal(t, want, csvHeader)
+
+	var buf bytes.Buffer
+	rows := sampleRows(3)
+	require.NoError(t, WriteRows(&buf, rows, FormatCSV))
+	recs, err := csv.NewReader(&buf).ReadAll()
+	require.NoError(t, err)
+	require.Len(t, recs, 4)
+	require.Equal(t, csvHeader, recs[0])
+	require.Equal(t, "req-00002", recs[3][1])
+	require.Equal(t, `["cache","zdr"]`, recs[3][14], "routing_degraded sorted, as JSON")
+	require.Equal(t, `[]`, recs[1][14], "empty routing_degraded is []")
+	require.Equal(t, "2025-03-14T09:26:53.589Z", recs[1][0])
+}
+
+func TestWriteRowsJSON(t *testing.T) {
+	cases := []struct {
+		name string
+		rows []Row
+		n    int
+	}{{"none", nil, 0}, {"some", sampleRows(4), 4}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			require.NoError(t, WriteRows(&buf, tc.rows, FormatJSON))
+			require.True(t, strings.HasPrefix(buf.String(), "["), "one JSON array, never null")
+			var back []Row
+			require.NoError(t, json.Unmarshal(buf.Bytes(), &back))
+			require.Len(t, back, tc.n)
+			if tc.n > 0 {
+				require.Equal(t, newestFirst(tc.rows)[0].RequestID, newestFirst(back)[0].RequestID)
+				require.Contains(t, buf.String(), `"routing_degraded": []`)
+			}
+		})
+	}
+}
+
+func TestWriteRowsTable(t *testing.T) {
+	var buf bytes.Buffer
+	rows := sampleRows(8)
+	rows[0].Team = "with\ttab"
+	require.NoError(t, WriteRows(&buf, rows, FormatTable))
+	lines := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
+	require.Len(t, lines, 9)
+	require.True(t, strings.HasPrefix(lines[0], "TS "))
+	// Aligned: the REQUEST_ID column starts at the same offset on every line.
+	col := strings.Index(lines[0], "REQUEST_ID")
+	for _, l := range lines[1:] {
+		require.Equal(t, "req-", string([]rune(l)[col:col+4]), "line %q", l)
+	}
+	require.Contains(t, lines[2], "gpt-4o→claude-sonnet", "decided→served when they differ")
+	require.Contains(t, lines[3], "cache,zdr")
+	require.Contains(t, lines[4], "policy_denied")
+	require.Contains(t, lines[1], "with tab")
+}
+
+func TestWriteRowsUnknownFormat(t *testing.T) {
+	err := WriteRows(&bytes.Buffer{}, nil, "yaml")
+	require.ErrorIs(t, err, ErrUnknownFormat)
+}
