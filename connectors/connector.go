@@ -1,0 +1,186 @@
+// Package connectors translates a checked plan into each upstream's native
+// request knobs and reads back which model and provider served. There is one
+// connector per upstream kind, each in its own file with its own golden
+// testdata; the set is closed and listed in [New].
+//
+// A connector never decides what may be expressed: [compiler.Check] did that
+// once, before translation, and a connector only writes what the outcome says.
+package connectors
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+
+	"github.com/sluicegw/sluice/compiler"
+)
+
+// Body is an OpenAI chat-completions request body, decoded one level deep.
+// Fields a connector does not know pass through byte for byte.
+type Body map[string]json.RawMessage
+
+// ParseBody decodes a request body into its top-level members.
+func ParseBody(b []byte) (Body, error) {
+	var body Body
+	if err := json.Unmarshal(b, &body); err != nil {
+		return nil, err
+	}
+	if body == nil {
+		return nil, fmt.Errorf("request body is not a JSON object")
+	}
+	return body, nil
+}
+
+// Native is a translated upstream request, relative to the upstream's base URL.
+type Native struct {
+	// Path is appended to the base URL, e.g. "/chat/completions".
+	Path string
+	// Header holds the connector's own headers (not the credentials).
+	Header http.Header
+	// Body is the exact JSON body sent.
+	Body []byte
+}
+
+// Attempt is one provider attempt an upstream reports having made.
+type Attempt struct {
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+	Status   int    `json:"status"`
+}
+
+// Usage is the token usage an upstream reports.
+type Usage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+}
+
+// Result is what a connector reads back from an answer.
+type Result struct {
+	// ServedModel is the model that actually answered (a slug).
+	ServedModel string
+	// ServedProvider is the provider behind the upstream that answered.
+	ServedProvider string
+	// Attempts are the upstream's own attempts, when it reports them.
+	Attempts []Attempt
+	// Usage is the reported token usage.
+	Usage Usage
+	// FinishReason is the first choice's finish reason.
+	FinishReason string
+}
+
+// Connector translates for one kind of upstream.
+type Connector interface {
+	// Kind returns the connector kind, e.g. "openrouter".
+	Kind() string
+	// Capabilities declares what the upstream's knobs can express.
+	Capabilities() compiler.Capabilities
+	// Translate builds the native request for a plan the check let through.
+	Translate(body Body, plan *compiler.Plan, out *compiler.Outcome) (*Native, error)
+	// Authorize sets the credential headers for a key.
+	Authorize(h http.Header, apiKey string)
+	// Response converts a successful non-streaming answer into an OpenAI
+	// chat.completion body and reads back who served.
+	Response(call *Call, body []byte) ([]byte, Result, error)
+	// NewStream returns a translator for one streaming answer.
+	NewStream(call *Call) Stream
+}
+
+// Call is the context of one translated request, given back to the connector
+// when it reads the answer.
+type Call struct {
+	// Plan is the compiled plan.
+	Plan *compiler.Plan
+	// Outcome is the check's verdict for this upstream.
+	Outcome *compiler.Outcome
+}
+
+// Stream translates one streaming answer's server-sent events.
+type Stream interface {
+	// Event translates one upstream event (its "event:" name, possibly empty,
+	// and its data) and calls emit with each OpenAI chat.completion.chunk
+	// payload to relay, in order. The data slice is only valid during the call.
+	// done reports the upstream's end of stream.
+	Event(event, data []byte, emit func([]byte) error) (done bool, err error)
+	// Result reports who served, once the stream has ended.
+	Result() Result
+}
+
+// Kinds lists every connector kind.
+var Kinds = []string{"anthropic", "openai", "openrouter", "vercel"}
+
+// New returns the connector of a kind. The set is closed: an explicit switch
+// that is easy to grep, no registration order to get wrong.
+func New(kind string) (Connector, error) {
+	switch kind {
+	case "openrouter":
+		return newOpenRouter(), nil
+	case "vercel":
+		return newVercel(), nil
+	case "openai":
+		return newOpenAI(), nil
+	case "anthropic":
+		return newAnthropic(), nil
+	}
+	return nil, fmt.Errorf("unknown connector %q (known: %v)", kind, Kinds)
+}
+
+// encodeBody writes the body's members in sorted key order, so that the same
+// request always compiles to the same bytes (golden files, cache keys).
+func encodeBody(body Body) []byte {
+	keys := make([]string, 0, len(body))
+	n := 2
+	for k, v := range body {
+		keys = append(keys, k)
+		n += len(k) + len(v) + 4
+	}
+	sort.Strings(keys)
+	var buf bytes.Buffer
+	buf.Grow(n)
+	buf.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		kb, _ := json.Marshal(k)
+		buf.Write(kb)
+		buf.WriteByte(':')
+		buf.Write(body[k])
+	}
+	buf.WriteByte('}')
+	return buf.Bytes()
+}
+
+// withMembers returns a shallow copy of body with the members set (a nil
+// value deletes the member).
+func withMembers(body Body, set map[string]json.RawMessage) Body {
+	out := make(Body, len(body)+len(set))
+	for k, v := range body {
+		out[k] = v
+	}
+	for k, v := range set {
+		if v == nil {
+			delete(out, k)
+		} else {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// mustJSON marshals a value the connector built itself.
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("connectors: marshal %T: %v", v, err))
+	}
+	return b
+}
+
+// bearer sets an OpenAI-style Authorization header.
+func bearer(h http.Header, key string) {
+	if key != "" {
+		h.Set("Authorization", "Bearer "+key)
+	}
+}

@@ -1,0 +1,67 @@
+package connectors
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/sluicegw/sluice/compiler"
+)
+
+// openAI translates for OpenAI's own API: one provider, nothing to rank and
+// no model chain. The request goes through as it is, with the native model id.
+type openAI struct{}
+
+var _ Connector = (*openAI)(nil)
+
+func newOpenAI() *openAI { return &openAI{} }
+
+// Kind implements [Connector.Kind].
+func (*openAI) Kind() string { return "openai" }
+
+// Capabilities implements [Connector.Capabilities].
+func (*openAI) Capabilities() compiler.Capabilities {
+	return compiler.Capabilities{DirectProvider: "openai"}
+}
+
+// Authorize implements [Connector.Authorize].
+func (*openAI) Authorize(h http.Header, key string) { bearer(h, key) }
+
+// Translate implements [Connector.Translate].
+func (*openAI) Translate(body Body, _ *compiler.Plan, out *compiler.Outcome) (*Native, error) {
+	b := encodeBody(withMembers(body, map[string]json.RawMessage{"model": mustJSON(out.NativeModel)}))
+	return &Native{Path: "/chat/completions", Header: http.Header{}, Body: b}, nil
+}
+
+// Response implements [Connector.Response].
+func (*openAI) Response(call *Call, body []byte) ([]byte, Result, error) {
+	res := Result{ServedProvider: "openai"}
+	if err := readHead(body, &res); err != nil {
+		return nil, res, err
+	}
+	res.ServedModel = directServed(call, "openai", res.ServedModel)
+	res.ServedProvider = "openai"
+	return body, res, nil
+}
+
+// NewStream implements [Connector.NewStream].
+func (*openAI) NewStream(call *Call) Stream {
+	return &openAIStream{read: readHead, finish: func(res *Result) {
+		res.ServedModel = directServed(call, "openai", res.ServedModel)
+		res.ServedProvider = "openai"
+	}}
+}
+
+// directServed maps the model id a direct provider reports back to a slug:
+// the decided slug when it is the native id sent (or a dated snapshot of it),
+// "<provider>/<id>" otherwise, so a substitution stays visible.
+func directServed(call *Call, provider, reported string) string {
+	if call == nil || call.Plan == nil || call.Outcome == nil {
+		return reported
+	}
+	native := call.Outcome.NativeModel
+	if reported == "" || reported == native || strings.HasPrefix(reported, native+"-") {
+		return call.Plan.DecidedModel
+	}
+	return provider + "/" + reported
+}

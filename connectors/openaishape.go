@@ -1,0 +1,68 @@
+package connectors
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// completionHead is the part of an OpenAI-shaped completion or chunk the
+// connectors read back. Upstream-specific members are decoded by each
+// connector from the same bytes.
+type completionHead struct {
+	Model    string `json:"model"`
+	Provider string `json:"provider"`
+	Choices  []struct {
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int64 `json:"prompt_tokens"`
+		CompletionTokens int64 `json:"completion_tokens"`
+	} `json:"usage"`
+}
+
+// readHead fills the result from an OpenAI-shaped body or chunk; empty fields
+// of the chunk leave the result as it was, so a stream's result accumulates.
+func readHead(b []byte, res *Result) error {
+	var h completionHead
+	if err := json.Unmarshal(b, &h); err != nil {
+		return err
+	}
+	if h.Model != "" {
+		res.ServedModel = h.Model
+	}
+	if h.Provider != "" {
+		res.ServedProvider = h.Provider
+	}
+	if len(h.Choices) > 0 && h.Choices[0].FinishReason != nil && *h.Choices[0].FinishReason != "" {
+		res.FinishReason = *h.Choices[0].FinishReason
+	}
+	if h.Usage != nil {
+		res.Usage = Usage{PromptTokens: h.Usage.PromptTokens, CompletionTokens: h.Usage.CompletionTokens}
+	}
+	return nil
+}
+
+// stripMembers removes upstream-specific top-level members from a JSON
+// object; the body is returned unchanged when it has none of them.
+func stripMembers(b []byte, names ...string) []byte {
+	found := false
+	for _, n := range names {
+		if bytes.Contains(b, []byte(`"`+n+`"`)) {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return b
+	}
+	var m Body
+	if json.Unmarshal(b, &m) != nil {
+		return b
+	}
+	for _, n := range names {
+		delete(m, n)
+	}
+	return encodeBody(m)
+}
+
+var doneData = []byte("[DONE]")

@@ -1,0 +1,111 @@
+package connectors
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+)
+
+// SSEReader reads server-sent events. It reuses its buffers: the slices an
+// event returns are valid until the next call to Next.
+type SSEReader struct {
+	r     *bufio.Reader
+	event []byte
+	data  []byte
+}
+
+// maxSSELine bounds one line of an event stream (a whole data payload).
+const maxSSELine = 4 << 20
+
+// NewSSEReader returns a reader over an event stream.
+func NewSSEReader(r io.Reader) *SSEReader {
+	return &SSEReader{r: bufio.NewReaderSize(r, 32<<10)}
+}
+
+// ErrSSELineTooLong is returned when one line exceeds the reader's bound.
+var ErrSSELineTooLong = errSSE("sse: line longer than 4 MiB")
+
+type errSSE string
+
+func (e errSSE) Error() string { return string(e) }
+
+// Next returns the next event's name (empty when the stream gave none) and its
+// data (multiple data lines joined by "\n"). It returns io.EOF at a clean end
+// and io.ErrUnexpectedEOF when the stream ends inside an event.
+func (s *SSEReader) Next() (event, data []byte, err error) {
+	s.event = s.event[:0]
+	s.data = s.data[:0]
+	haveData, haveAny := false, false
+	for {
+		line, err := s.readLine()
+		if err != nil {
+			if err == io.EOF && (haveData || haveAny) {
+				if haveData {
+					// A final event without its blank line: deliver it; the
+					// caller's protocol decides whether the end was clean.
+					return s.event, s.data, nil
+				}
+				return nil, nil, io.ErrUnexpectedEOF
+			}
+			return nil, nil, err
+		}
+		if len(line) == 0 {
+			if haveData {
+				return s.event, s.data, nil
+			}
+			s.event = s.event[:0]
+			haveAny = false
+			continue
+		}
+		haveAny = true
+		if line[0] == ':' {
+			continue // comment (keep-alive)
+		}
+		field, value := line, []byte(nil)
+		if i := bytes.IndexByte(line, ':'); i >= 0 {
+			field, value = line[:i], line[i+1:]
+			if len(value) > 0 && value[0] == ' ' {
+				value = value[1:]
+			}
+		}
+		switch string(field) {
+		case "event":
+			s.event = append(s.event[:0], value...)
+		case "data":
+			if haveData {
+				s.data = append(s.data, '\n')
+			}
+			s.data = append(s.data, value...)
+			haveData = true
+		}
+	}
+}
+
+// readLine returns one line without its terminator (\n, \r\n or \r is not
+// supported alone: upstreams send \n).
+func (s *SSEReader) readLine() ([]byte, error) {
+	line, err := s.r.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		// Rare: a line larger than the buffer. Accumulate it.
+		buf := append([]byte(nil), line...)
+		for err == bufio.ErrBufferFull {
+			if len(buf) > maxSSELine {
+				return nil, ErrSSELineTooLong
+			}
+			line, err = s.r.ReadSlice('\n')
+			buf = append(buf, line...)
+		}
+		line = buf
+	}
+	if err != nil {
+		if err == io.EOF && len(line) > 0 {
+			return bytes.TrimRight(line, "\r\n"), nil
+		}
+		return nil, err
+	}
+	line = line[:len(line)-1]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, nil
+}

@@ -1,0 +1,108 @@
+package connectors
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+
+	"github.com/sluicegw/sluice/compiler"
+)
+
+// vercel translates for a marketplace upstream with fewer knobs: an order, an
+// allow list, a model chain and a sort, but no deny list.
+type vercel struct{}
+
+var _ Connector = (*vercel)(nil)
+
+func newVercel() *vercel { return &vercel{} }
+
+// Kind implements [Connector.Kind].
+func (*vercel) Kind() string { return "vercel" }
+
+// Capabilities implements [Connector.Capabilities]. There is no deny knob,
+// so a denied list is refused by the check before translation.
+func (*vercel) Capabilities() compiler.Capabilities {
+	return compiler.Capabilities{Ranking: true, PreferredOrder: true, AllowList: true, Chain: true}
+}
+
+// Authorize implements [Connector.Authorize].
+func (*vercel) Authorize(h http.Header, key string) { bearer(h, key) }
+
+type vercelGateway struct {
+	Order  []string `json:"order,omitempty"`
+	Only   []string `json:"only,omitempty"`
+	Models []string `json:"models,omitempty"`
+	Sort   string   `json:"sort,omitempty"`
+}
+
+var vercelSort = map[string]string{"cost": "cost", "latency": "ttft", "throughput": "tps"}
+
+// Translate implements [Connector.Translate].
+func (*vercel) Translate(body Body, plan *compiler.Plan, out *compiler.Outcome) (*Native, error) {
+	set := map[string]json.RawMessage{"model": mustJSON(out.NativeModel)}
+	ps := plan.Providers
+	g := vercelGateway{Order: ps.Preferred, Only: ps.Allowed, Models: out.Chain, Sort: vercelSort[ps.RankBy]}
+	if len(g.Order) > 0 || len(g.Only) > 0 || len(g.Models) > 0 || g.Sort != "" {
+		set["providerOptions"] = mustJSON(map[string]vercelGateway{"gateway": g})
+	}
+	return &Native{Path: "/chat/completions", Header: http.Header{}, Body: encodeBody(withMembers(body, set))}, nil
+}
+
+// vercelMeta is the upstream's routing report.
+type vercelMeta struct {
+	ProviderMetadata *struct {
+		Gateway struct {
+			Routing struct {
+				FinalProvider string `json:"finalProvider"`
+				ModelAttempts []struct {
+					ModelID          string `json:"modelId"`
+					ProviderAttempts []struct {
+						Provider   string `json:"provider"`
+						StatusCode int    `json:"statusCode"`
+					} `json:"providerAttempts"`
+				} `json:"modelAttempts"`
+			} `json:"routing"`
+		} `json:"gateway"`
+	} `json:"providerMetadata"`
+}
+
+func readVercel(b []byte, res *Result) error {
+	if err := readHead(b, res); err != nil {
+		return err
+	}
+	if !bytes.Contains(b, markProvMD) {
+		return nil
+	}
+	var m vercelMeta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	if m.ProviderMetadata == nil {
+		return nil
+	}
+	r := m.ProviderMetadata.Gateway.Routing
+	if r.FinalProvider != "" {
+		res.ServedProvider = r.FinalProvider
+	}
+	res.Attempts = res.Attempts[:0]
+	for _, ma := range r.ModelAttempts {
+		for _, pa := range ma.ProviderAttempts {
+			res.Attempts = append(res.Attempts, Attempt{Provider: pa.Provider, Model: ma.ModelID, Status: pa.StatusCode})
+		}
+	}
+	return nil
+}
+
+// Response implements [Connector.Response].
+func (*vercel) Response(_ *Call, body []byte) ([]byte, Result, error) {
+	var res Result
+	if err := readVercel(body, &res); err != nil {
+		return nil, res, err
+	}
+	return stripMembers(body, "providerMetadata"), res, nil
+}
+
+// NewStream implements [Connector.NewStream].
+func (*vercel) NewStream(*Call) Stream {
+	return &openAIStream{read: readVercel, strip: []string{"providerMetadata"}}
+}

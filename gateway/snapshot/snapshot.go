@@ -1,0 +1,170 @@
+// Package snapshot loads one whole configuration directory — sluice.toml, the
+// profile ladder, the model catalog, the guardrails and a connector per
+// upstream — into an immutable [Snapshot]. The gateway serves from one
+// snapshot at a time and swaps in a new one only when it loaded cleanly, so a
+// broken reload keeps the last good configuration serving and a request never
+// sees half a change.
+package snapshot
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sluicegw/sluice/compiler"
+	"github.com/sluicegw/sluice/connectors"
+	"github.com/sluicegw/sluice/guardrails"
+	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/schemas"
+)
+
+// Snapshot is one loaded configuration. Treat it as read-only.
+type Snapshot struct {
+	// Config is sluice.toml with its profiles.
+	Config *profiles.Config
+	// Catalog is the model catalog, or nil when the directory has none (then
+	// no guardrail may exist either).
+	Catalog *guardrails.Catalog
+	// Policy is the compiled guardrails.
+	Policy *guardrails.Policy
+	// Issuer issues (and caches) guardrail decisions for this revision.
+	Issuer *guardrails.Issuer
+	// Upstreams holds every configured upstream by name.
+	Upstreams map[string]*Upstream
+	// Revision identifies the snapshot's content (config, catalog and policy).
+	Revision string
+	// LoadedAt is when the snapshot was built.
+	LoadedAt time.Time
+
+	layers map[string][]profiles.Layer // by key id: the ladder above the request
+}
+
+// Upstream is a configured upstream with its connector.
+type Upstream struct {
+	Config    *profiles.Upstream
+	Connector connectors.Connector
+	// Check is what the expressibility check knows of it.
+	Check compiler.Upstream
+	// APIKey is the platform key read from Config.APIKeyEnv at load ("" when
+	// unset). Never logged.
+	APIKey string
+}
+
+// Load reads and validates a configuration directory. Every problem comes
+// back as a located diagnostic; the snapshot is nil whenever there is one.
+func Load(dir string) (*Snapshot, profiles.Diagnostics) {
+	var diags profiles.Diagnostics
+	cfg, d := profiles.Load(dir)
+	diags = append(diags, d...)
+	absDir, _ := filepath.Abs(dir)
+
+	var cat *guardrails.Catalog
+	_, statErr := os.Stat(filepath.Join(absDir, guardrails.CatalogFile))
+	if statErr == nil {
+		cat, d = guardrails.LoadCatalog(absDir)
+		diags = append(diags, d...)
+	}
+	policy, d := guardrails.LoadPolicy(absDir)
+	diags = append(diags, d...)
+	if policy != nil && statErr != nil && len(policy.Files()) > 0 {
+		diags = append(diags, profiles.Diagnostic{File: guardrails.CatalogFile, Code: "missing_catalog",
+			Message: "guardrails exist but there is no model catalog to expand their patterns against"})
+	}
+	if len(diags) > 0 {
+		diags.Sort()
+		return nil, diags
+	}
+	s := &Snapshot{Config: cfg, Catalog: cat, Policy: policy, Upstreams: map[string]*Upstream{}, LoadedAt: time.Now(), layers: map[string][]profiles.Layer{}}
+	if cat != nil {
+		s.Issuer = guardrails.NewIssuer(policy, cat)
+	}
+	for i := range cfg.Upstreams {
+		u := &cfg.Upstreams[i]
+		c, err := connectors.New(u.Connector)
+		if err != nil { // the schema lists the connectors: a bug if reached
+			diags = append(diags, profiles.Diagnostic{File: profiles.ConfigFile, Pointer: schemas.Pointer("upstreams", fmt.Sprint(i), "connector"), Code: profiles.CodeSchema, Message: err.Error()})
+			continue
+		}
+		up := &Upstream{Config: u, Connector: c, Check: compiler.Upstream{Name: u.Name, Capabilities: c.Capabilities(), ContentFilters: u.ContentFilters}}
+		if u.APIKeyEnv != "" {
+			up.APIKey = os.Getenv(u.APIKeyEnv)
+		}
+		s.Upstreams[u.Name] = up
+	}
+	diags = append(diags, s.checkRoutes()...)
+	if len(diags) > 0 {
+		diags.Sort()
+		return nil, diags
+	}
+	for i := range cfg.Keys {
+		k := &cfg.Keys[i]
+		s.layers[k.ID] = cfg.Profiles.Layers(k.Principal())
+	}
+	s.Revision = s.revision(absDir)
+	return s, nil
+}
+
+// checkRoutes reports what needs the catalog: a target whose model's class a
+// route forbids (the tail of a pool included).
+func (s *Snapshot) checkRoutes() profiles.Diagnostics {
+	var diags profiles.Diagnostics
+	if s.Catalog == nil {
+		return nil
+	}
+	for i, r := range s.Config.Routes {
+		if len(r.ForbidClasses) == 0 {
+			continue
+		}
+		check := func(t profiles.Target, ptr string) {
+			m, ok := s.Catalog.Model(t.Model)
+			if !ok || t.Class != "" {
+				return // explicit target classes were checked with sluice.toml
+			}
+			for _, fc := range r.ForbidClasses {
+				if m.Class != "" && m.Class == fc {
+					diags = append(diags, profiles.Diagnostic{File: profiles.ConfigFile, Pointer: ptr, Code: profiles.CodeForbiddenClass,
+						Message: fmt.Sprintf("route %q forbids class %q, and the catalog gives model %q that class", r.Model, fc, t.Model)})
+				}
+			}
+		}
+		for j, t := range r.Targets {
+			check(t, schemas.Pointer("routes", fmt.Sprint(i), "targets", fmt.Sprint(j)))
+		}
+		if r.Then != nil {
+			for j, t := range r.Then.Targets {
+				check(t, schemas.Pointer("routes", fmt.Sprint(i), "then", "targets", fmt.Sprint(j)))
+			}
+		}
+	}
+	return diags
+}
+
+// revision hashes what the snapshot was built from.
+func (s *Snapshot) revision(dir string) string {
+	h := sha256.New()
+	if b, err := os.ReadFile(filepath.Join(dir, profiles.ConfigFile)); err == nil {
+		h.Write(b)
+	}
+	_ = filepath.WalkDir(filepath.Join(dir, "profiles"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if b, err := os.ReadFile(p); err == nil {
+				h.Write([]byte(p))
+				h.Write(b)
+			}
+		}
+		return nil
+	})
+	if s.Catalog != nil {
+		h.Write([]byte(s.Catalog.Revision()))
+	}
+	if s.Policy != nil {
+		h.Write([]byte(s.Policy.Revision()))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// Layers returns the key's ladder (org, team, project, key), top first.
+func (s *Snapshot) Layers(keyID string) []profiles.Layer { return s.layers[keyID] }
