@@ -502,6 +502,7 @@ func (s *Server) serveBehaviour(w http.ResponseWriter, r *http.Request, f *Fault
 	switch f.Action {
 	case FaultHang:
 		s.block(ctx)
+		cut() // never answer, not even an empty 200 when the server closes
 		return true
 	case FaultHeadersThenNothing:
 		if stream {
@@ -514,6 +515,7 @@ func (s *Server) serveBehaviour(w http.ResponseWriter, r *http.Request, f *Fault
 			fl.Flush()
 		}
 		s.block(ctx)
+		cut()
 		return true
 	case FaultGarbage:
 		if stream {
@@ -531,10 +533,10 @@ func (s *Server) serveBehaviour(w http.ResponseWriter, r *http.Request, f *Fault
 			e := s.newSSE(w, r)
 			for i := 0; ; i++ {
 				if !e.send("", []byte(`{"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"."},"finish_reason":null}]}`)) {
-					return true
+					cut()
 				}
 				if !s.sleep(ctx, s.cfg.SlowStreamInterval) {
-					return true
+					cut()
 				}
 			}
 		}
@@ -544,13 +546,13 @@ func (s *Server) serveBehaviour(w http.ResponseWriter, r *http.Request, f *Fault
 		fl, _ := w.(http.Flusher)
 		for {
 			if _, err := io.WriteString(w, " "); err != nil {
-				return true
+				cut()
 			}
 			if fl != nil {
 				fl.Flush()
 			}
 			if !s.sleep(ctx, s.cfg.SlowStreamInterval) {
-				return true
+				cut()
 			}
 		}
 	case FaultCutAfter:
