@@ -68,6 +68,10 @@ var sqliteSchema = []string{
 	`CREATE INDEX IF NOT EXISTS requests_team_ts ON requests (team, ts_ms)`,
 	`CREATE INDEX IF NOT EXISTS requests_project_ts ON requests (project, ts_ms)`,
 	`CREATE INDEX IF NOT EXISTS requests_provider_ts ON requests (served_provider, ts_ms)`,
+	`CREATE TABLE IF NOT EXISTS requestlog_meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)`,
+	// A real write: BEGIN IMMEDIATE alone succeeds on a read-only file, and
+	// the statements above write nothing once the schema exists.
+	`INSERT OR REPLACE INTO requestlog_meta (k, v) VALUES ('last_open', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`,
 }
 
 // rowColumns lists the stored columns in insert and select order; ts_ms
@@ -86,6 +90,11 @@ var rowColumns = []string{
 // writable and not locked by another writer, so a read-only or locked file
 // fails here, with an error naming path, rather than on the first insert.
 func OpenSQLite(path string) (Store, error) {
+	return openSQLiteDSN(path, "")
+}
+
+// openSQLiteDSN opens path with extra URI parameters (for tests).
+func openSQLiteDSN(path, extra string) (Store, error) {
 	if path == "" {
 		return nil, errors.New("requestlog: sqlite path is empty")
 	}
@@ -99,7 +108,11 @@ func OpenSQLite(path string) (Store, error) {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	dsn := "file:" + path + "?" + q.Encode()
+	if extra != "" {
+		dsn += "&" + extra
+	}
+	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("requestlog: open sqlite %q: %w", path, err)
 	}
@@ -126,8 +139,9 @@ func (s *sqliteStore) init() error {
 	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", sqliteOpenCheckTimeout.Milliseconds())); err != nil {
 		return s.openErr(err)
 	}
-	// BEGIN IMMEDIATE takes the write lock: it fails on a read-only file and
-	// (after the short timeout) on a file another process is writing.
+	// BEGIN IMMEDIATE takes the write lock: it fails (after the short
+	// timeout) on a file another process is writing. The schema's final
+	// write fails on a read-only file.
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return s.openErr(err)
 	}
