@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/gateway/snapshot"
 )
 
 func runCheck(env *cliEnv, args []string) int {
@@ -12,7 +12,7 @@ func runCheck(env *cliEnv, args []string) int {
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
-	cfg, diags := profiles.Load(*dir)
+	snap, diags := snapshot.Load(*dir)
 	if len(diags) > 0 {
 		for _, d := range diags {
 			fmt.Fprintln(env.stdout, d.String())
@@ -20,7 +20,15 @@ func runCheck(env *cliEnv, args []string) int {
 		fmt.Fprintf(env.stderr, "sluice check: %d error(s) in %s\n", len(diags), *dir)
 		return 1
 	}
-	fmt.Fprintf(env.stdout, "ok: %d profiles, %d keys, %d upstreams, %d routes\n",
-		cfg.Profiles.Count(), len(cfg.Keys), len(cfg.Upstreams), len(cfg.Routes))
+	cfg := snap.Config
+	models, guardrails := 0, 0
+	if snap.Catalog != nil {
+		models = snap.Catalog.Len()
+	}
+	if snap.Policy != nil {
+		guardrails = len(snap.Policy.Files())
+	}
+	fmt.Fprintf(env.stdout, "ok: %d profiles, %d keys, %d upstreams, %d routes, %d guardrail files, %d catalog models\n",
+		cfg.Profiles.Count(), len(cfg.Keys), len(cfg.Upstreams), len(cfg.Routes), guardrails, models)
 	return 0
 }

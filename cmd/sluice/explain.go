@@ -1,21 +1,27 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/compiler"
+	"github.com/sluicegw/sluice/connectors"
+	"github.com/sluicegw/sluice/gateway/request"
+	"github.com/sluicegw/sluice/gateway/snapshot"
 )
 
 func runExplain(env *cliEnv, args []string) int {
-	fs := newFlags(env, "explain", "--key KEY_ID [--config DIR] [--request FILE] [--json]")
+	fs := newFlags(env, "explain", "--key KEY_ID [--config DIR] [--request FILE] [--upstream NAME] [--json]")
 	dir := fs.String("config", ".", "configuration directory")
 	keyID := fs.String("key", "", "key id whose principal to explain (required)")
-	reqFile := fs.String("request", "", "a request body (JSON) whose routing object is the request rung")
-	asJSON := fs.Bool("json", false, "print a stable JSON object instead of text")
+	reqFile := fs.String("request", "", "a chat-completions request body (JSON) to compile")
+	upstream := fs.String("upstream", "", "compile for this upstream only (default: every upstream)")
+	asJSON := fs.Bool("json", false, "print the stable JSON form (documented in the README)")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
@@ -24,80 +30,129 @@ func runExplain(env *cliEnv, args []string) int {
 		fs.Usage()
 		return 2
 	}
-	cfg, diags := profiles.Load(*dir)
+	snap, diags := snapshot.Load(*dir)
 	if len(diags) > 0 {
 		for _, d := range diags {
 			fmt.Fprintln(env.stderr, d.String())
 		}
 		return 1
 	}
-	key := cfg.KeyByID(*keyID)
+	key := snap.Config.KeyByID(*keyID)
 	if key == nil {
-		fmt.Fprintf(env.stderr, "sluice explain: no key %q in %s\n", *keyID, profiles.ConfigFile)
+		fmt.Fprintf(env.stderr, "sluice explain: no key %q in sluice.toml\n", *keyID)
 		return 1
 	}
-	var request *profiles.Profile
+	var creq *compiler.Request
+	var body connectors.Body
 	if *reqFile != "" {
-		p, err := readRequestRouting(*reqFile)
+		raw, err := os.ReadFile(*reqFile)
 		if err != nil {
-			fmt.Fprintln(env.stderr, err)
+			fmt.Fprintf(env.stderr, "sluice explain: %v\n", err)
 			return 1
 		}
-		request = p
+		req, perr := request.Parse(raw)
+		if perr != nil {
+			loc := *reqFile
+			if perr.Param != "" {
+				loc += "#" + perr.Param
+			}
+			fmt.Fprintf(env.stderr, "%s: %s: %s\n", loc, perr.Code, perr.Message)
+			for _, d := range perr.Details {
+				fmt.Fprintf(env.stderr, "%s#%s: %s: %s\n", *reqFile, d.Pointer, d.Code, d.Message)
+			}
+			return 1
+		}
+		creq = &compiler.Request{Model: req.Model, Routing: req.Routing}
+		body = req.Body
 	}
-	exp, merged := cfg.Explain(key, request)
+	e, err := snap.Explain(context.Background(), key, creq, body, *upstream)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "sluice explain: %v\n", err)
+		return 1
+	}
 	if *asJSON {
-		b, _ := json.MarshalIndent(exp, "", "  ")
+		b, _ := json.MarshalIndent(e, "", "  ")
 		fmt.Fprintln(env.stdout, string(b))
 		return 0
 	}
-	p := exp.Principal
-	fmt.Fprintf(env.stdout, "principal: org %s, team %s, project %s, key %s\n\n", p.Org, p.Team, p.Project, p.Key)
-	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "FIELD\tVALUE\tSET BY\tFILE")
-	row := func(name string, set bool, value, rung, file string) {
+	printExplanation(env, e)
+	return 0
+}
+
+func printExplanation(env *cliEnv, e *snapshot.Explanation) {
+	w := env.stdout
+	p := e.Principal
+	fmt.Fprintf(w, "principal: org %s, team %s, project %s, key %s\n\n", p.Org, p.Team, p.Project, p.Key)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROFILE FIELD\tVALUE\tSET BY\tFILE")
+	row := func(name string, set bool, value string) {
 		if !set {
 			fmt.Fprintf(tw, "%s\t(unset)\t-\t-\n", name)
 			return
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, value, rung, file)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, value, e.Provenance[name], e.Sources[name])
 	}
-	list := func(f profiles.Field[[]string]) string { return "[" + strings.Join(f.Value, ", ") + "]" }
-	row("fallbacks", merged.Fallbacks.Set, list(merged.Fallbacks), merged.Fallbacks.Rung, merged.Fallbacks.File)
-	row("providers.rank_by", merged.RankBy.Set, merged.RankBy.Value, merged.RankBy.Rung, merged.RankBy.File)
-	row("providers.preferred", merged.Preferred.Set, list(merged.Preferred), merged.Preferred.Rung, merged.Preferred.File)
-	row("providers.allowed", merged.Allowed.Set, list(merged.Allowed), merged.Allowed.Rung, merged.Allowed.File)
-	row("providers.denied", merged.Denied.Set, list(merged.Denied), merged.Denied.Rung, merged.Denied.File)
+	list := func(l []string) string { return "[" + strings.Join(l, ", ") + "]" }
+	pv := e.Profile
+	row("fallbacks", pv.Fallbacks != nil, list(pv.Fallbacks))
+	rank := ""
+	if pv.Providers.RankBy != nil {
+		rank = *pv.Providers.RankBy
+	}
+	row("providers.rank_by", pv.Providers.RankBy != nil, rank)
+	row("providers.preferred", pv.Providers.Preferred != nil, list(pv.Providers.Preferred))
+	row("providers.allowed", pv.Providers.Allowed != nil, list(pv.Providers.Allowed))
+	row("providers.denied", pv.Providers.Denied != nil, list(pv.Providers.Denied))
 	tw.Flush()
-	return 0
+	if g := e.Guardrail; g != nil {
+		c := g.Counts
+		count := func(n int) string {
+			if n < 0 {
+				return "unrestricted"
+			}
+			return fmt.Sprint(n)
+		}
+		fmt.Fprintf(w, "\nguardrail (revision %s): allowed models %s, denied models %d, allowed providers %s, denied providers %d",
+			g.Revision, count(c.AllowedModels), c.DeniedModels, count(c.AllowedProviders), c.DeniedProviders)
+		if g.ContentFilter != "" {
+			fmt.Fprintf(w, ", content filter %q", g.ContentFilter)
+		}
+		fmt.Fprintln(w)
+	}
+	if e.DecidedModel == "" {
+		return
+	}
+	fmt.Fprintf(w, "\ndecided model: %s\nchain: %s\n", e.DecidedModel, list(e.Chain))
+	for _, d := range e.Dropped {
+		fmt.Fprintf(w, "  dropped %s (%s)\n", d.Model, d.Reason)
+	}
+	ps := e.Providers
+	fmt.Fprintf(w, "providers: rank_by=%q preferred=%s allowed=%s denied=%s\n", ps.RankBy, list(ps.Preferred), allowedText(ps.Allowed), list(ps.Denied))
+	var keys []string
+	for k := range e.Provenance {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "  %s set by %s\n", k, e.Provenance[k])
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "UPSTREAM\tCONNECTOR\tOUTCOME\tDEGRADED")
+	for _, c := range e.Compiled {
+		outcome := "serve"
+		if c.Refused != nil {
+			outcome = "refuse: " + c.Refused.Code
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Upstream, c.Connector, outcome, list(c.Degraded))
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\n(--json shows each upstream's exact native body and every refusal message)")
 }
 
-// readRequestRouting reads a request body file and returns its routing object
-// (nil when absent), refusing an upstream's raw routing fields as the gateway does.
-func readRequestRouting(path string) (*profiles.Profile, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("sluice explain: %w", err)
+func allowedText(a []string) string {
+	if a == nil {
+		return "(no restriction)"
 	}
-	var body map[string]json.RawMessage
-	if err := json.Unmarshal(b, &body); err != nil {
-		return nil, fmt.Errorf("%s: json_syntax: %v", path, err)
-	}
-	for _, f := range profiles.RawRoutingFields {
-		if _, ok := body[f]; ok {
-			return nil, fmt.Errorf("%s#/%s: raw_routing_field: %q is an upstream's own routing field; express routing with the \"routing\" object", path, f, f)
-		}
-	}
-	raw, ok := body["routing"]
-	if !ok {
-		return nil, nil
-	}
-	p, diags := profiles.ParseRouting(raw)
-	if len(diags) > 0 {
-		for i := range diags {
-			diags[i].File = path
-		}
-		return nil, diags
-	}
-	return p, nil
+	return "[" + strings.Join(a, ", ") + "]"
 }

@@ -30,6 +30,7 @@ func commands() []command {
 		{"check", "validate a configuration directory and report every error, located", runCheck},
 		{"explain", "show the merged profile (with provenance) for a key and an optional request", runExplain},
 		{"keys", "hash a key secret (keys hash) or make a new one (keys new)", runKeys},
+		{"test", "run the guardrails' Rego unit tests (*_test.rego)", runTest},
 		{"help", "list the subcommands", runHelp},
 	}
 }
