@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -425,4 +426,21 @@ func TestCloseEndsHangingHandlers(t *testing.T) {
 		t.Fatal("client still waiting")
 	}
 	s.Close() // idempotent
+}
+
+func TestNoGoroutineLeaks(t *testing.T) {
+	before := runtime.NumGoroutine()
+	s := New(testConfig())
+	_, err := s.Start()
+	require.NoError(t, err)
+	for _, fault := range []string{"slow_stream", "headers_then_nothing", "hang"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		_ = postCtx(t, ctx, orURL(s), orBody(true), FaultHeader, fault)
+		cancel()
+	}
+	_ = post(t, orURL(s), orBody(true))
+	s.Close()
+	http.DefaultClient.CloseIdleConnections()
+	assert.Eventually(t, func() bool { return runtime.NumGoroutine() <= before+1 }, 3*time.Second, 20*time.Millisecond,
+		"goroutines: before %d, now %d", before, runtime.NumGoroutine())
 }

@@ -8,6 +8,7 @@
 package simulator
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -572,7 +573,7 @@ func (s *Server) serveBehaviour(w http.ResponseWriter, r *http.Request, f *Fault
 }
 
 // hugeMessage is ~10 MB of text for the huge_error fault.
-func hugeMessage() string { return strings.Repeat("x", 10<<20) }
+func hugeMessage() []byte { return bytes.Repeat([]byte("x"), 10<<20) }
 
 // writeRecorded replays a recorded error answer byte for byte.
 func writeRecorded(w http.ResponseWriter, rec errorbodies.Recording) {
@@ -615,8 +616,11 @@ func (s *Server) failWith(f *Fault, shape func(status int, msg string) any, prov
 		if st == 0 {
 			st = http.StatusInternalServerError
 		}
-		b, _ := json.Marshal(shape(st, hugeMessage()))
-		return failure{status: st, body: b}
+		// Marshal a placeholder and splice the ~10 MB message in: encoding
+		// it through encoding/json is needlessly slow.
+		const mark = "@@huge@@"
+		b, _ := json.Marshal(shape(st, mark))
+		return failure{status: st, body: bytes.Replace(b, []byte(mark), hugeMessage(), 1)}
 	default:
 		msg := fmt.Sprintf("simulated fault: %s %d from %s", http.StatusText(f.Status), f.Status, provider)
 		b, _ := json.Marshal(shape(f.Status, msg))
