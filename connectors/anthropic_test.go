@@ -1,0 +1,628 @@
+package connectors
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicegw/sluice/compiler"
+)
+
+var updateAnthropic = flag.Bool("update-anthropic", false, "rewrite the anthropic connector's golden files")
+
+// anthCorpus is the connector's corpus: one directory per case holding
+// request.json (a chat-completions body) and native.json or error.txt,
+// response.json (a Messages answer) and openai.json or error.txt, or
+// stream.sse (a recorded event stream) and chunks.jsonl; answers and streams
+// also record result.json, what the connector read back.
+const anthCorpus = "../testdata/connectors/anthropic"
+
+// anthCreated is the fixed clock of the golden answers.
+var anthCreated = time.Unix(1760000000, 0)
+
+func anthTestConnector() *anthropic {
+	return &anthropic{now: func() time.Time { return anthCreated }}
+}
+
+// anthTestCall is the check's outcome for the decided model on this upstream:
+// the catalog's native id.
+func anthTestCall() *Call {
+	return &Call{
+		Plan:    &compiler.Plan{DecidedModel: "anthropic/claude-sonnet-4.5"},
+		Outcome: &compiler.Outcome{NativeModel: "claude-sonnet-4-5", Degraded: []string{}},
+	}
+}
+
+// anthCases lists the corpus directories that hold the named input file.
+func anthCases(t testing.TB, input string) []string {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(anthCorpus, "*", input))
+	require.NoError(t, err)
+	require.NotEmpty(t, paths, "no %s in %s", input, anthCorpus)
+	dirs := make([]string, len(paths))
+	for i, p := range paths {
+		dirs[i] = filepath.Dir(p)
+	}
+	return dirs
+}
+
+// anthGolden compares got with a golden file, or rewrites it under
+// -update-anthropic. A golden file that should not exist is removed on update
+// and reported otherwise.
+func anthGolden(t *testing.T, dir, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if *updateAnthropic {
+		if got == nil {
+			_ = os.Remove(path)
+			return
+		}
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	if got == nil {
+		assert.True(t, os.IsNotExist(err), "%s exists but the case produced none", path)
+		return
+	}
+	require.NoError(t, err, "missing golden file (run with -update-anthropic)")
+	assert.Equal(t, string(want), string(got), "%s differs", path)
+}
+
+func anthIndent(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, json.Indent(&buf, b, "", "  "), "not JSON: %s", b)
+	buf.WriteByte('\n')
+	return buf.Bytes()
+}
+
+func anthResultJSON(t *testing.T, r Result) []byte {
+	t.Helper()
+	b, err := json.Marshal(r)
+	require.NoError(t, err)
+	return anthIndent(t, b)
+}
+
+func TestAnthropicTranslateCorpus(t *testing.T) {
+	c := anthTestConnector()
+	call := anthTestCall()
+	for _, dir := range anthCases(t, "request.json") {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join(dir, "request.json"))
+			require.NoError(t, err)
+			body, err := ParseBody(raw)
+			require.NoError(t, err)
+			native, err := c.Translate(body, call.Plan, call.Outcome)
+			if err != nil {
+				var te *TranslateError
+				require.True(t, errors.As(err, &te), "error is not a *TranslateError: %v", err)
+				assert.Contains(t, []string{CodeUnsupportedParameter, CodeInvalidRequest}, te.Code)
+				assert.True(t, strings.HasPrefix(filepath.Base(dir), "err_"), "unexpected error: %v", err)
+				anthGolden(t, dir, "error.txt", []byte(err.Error()+"\n"))
+				anthGolden(t, dir, "native.json", nil)
+				return
+			}
+			assert.False(t, strings.HasPrefix(filepath.Base(dir), "err_"), "want an error, got %s", native.Body)
+			assert.Equal(t, "/messages", native.Path)
+			assert.NotNil(t, native.Header)
+			anthAssertNative(t, native.Body, call.Outcome.NativeModel)
+			// Deterministic: a second translation gives the same bytes.
+			again, err := c.Translate(body, call.Plan, call.Outcome)
+			require.NoError(t, err)
+			assert.Equal(t, string(native.Body), string(again.Body))
+			anthGolden(t, dir, "native.json", anthIndent(t, native.Body))
+			anthGolden(t, dir, "error.txt", nil)
+		})
+	}
+}
+
+// anthAssertNative checks the invariants of any translated body: valid JSON,
+// the native model, a max_tokens, and at least one message with roles
+// alternating.
+func anthAssertNative(t testing.TB, b []byte, model string) {
+	t.Helper()
+	var got struct {
+		Model     string `json:"model"`
+		MaxTokens int64  `json:"max_tokens"`
+		Messages  []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("translated body is not JSON: %v\n%s", err, b)
+	}
+	if got.Model != model || got.MaxTokens < 1 || len(got.Messages) == 0 {
+		t.Fatalf("translated body lacks model, max_tokens or messages: %s", b)
+	}
+	for i, m := range got.Messages {
+		if m.Role != "user" && m.Role != "assistant" {
+			t.Fatalf("message %d has role %q: %s", i, m.Role, b)
+		}
+		if i > 0 && got.Messages[i-1].Role == m.Role {
+			t.Fatalf("messages %d and %d share role %q: %s", i-1, i, m.Role, b)
+		}
+		if string(m.Content) == `""` || string(m.Content) == "[]" {
+			t.Fatalf("message %d is empty: %s", i, b)
+		}
+	}
+}
+
+func TestAnthropicResponseCorpus(t *testing.T) {
+	c := anthTestConnector()
+	call := anthTestCall()
+	for _, dir := range anthCases(t, "response.json") {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join(dir, "response.json"))
+			require.NoError(t, err)
+			out, res, err := c.Response(call, raw)
+			if err != nil {
+				var se *StreamError
+				require.True(t, errors.As(err, &se), "error is not a *StreamError: %v", err)
+				anthGolden(t, dir, "error.txt", []byte(err.Error()+"\n"))
+				anthGolden(t, dir, "openai.json", nil)
+				return
+			}
+			assert.Equal(t, "anthropic", res.ServedProvider)
+			var head struct {
+				Object  string `json:"object"`
+				Created int64  `json:"created"`
+				Model   string `json:"model"`
+			}
+			require.NoError(t, json.Unmarshal(out, &head))
+			assert.Equal(t, "chat.completion", head.Object)
+			assert.Equal(t, anthCreated.Unix(), head.Created)
+			assert.Equal(t, res.ServedModel, head.Model)
+			// The answer reads back the same through the OpenAI-shaped reader.
+			var back Result
+			require.NoError(t, readHead(out, &back))
+			assert.Equal(t, res.Usage, back.Usage)
+			assert.Equal(t, res.FinishReason, back.FinishReason)
+			anthGolden(t, dir, "openai.json", anthIndent(t, out))
+			anthGolden(t, dir, "result.json", anthResultJSON(t, res))
+			anthGolden(t, dir, "error.txt", nil)
+		})
+	}
+}
+
+// anthRunStream feeds a recorded stream through the SSE reader and the
+// connector, and returns the emitted payloads and the error that ended it.
+func anthRunStream(t testing.TB, s Stream, sse []byte) (chunks [][]byte, done bool, err error) {
+	r := NewSSEReader(bytes.NewReader(sse))
+	for {
+		event, data, rerr := r.Next()
+		if rerr == io.EOF {
+			return chunks, done, nil
+		}
+		if rerr != nil {
+			return chunks, done, rerr
+		}
+		done, err = s.Event(event, data, func(p []byte) error {
+			chunks = append(chunks, bytes.Clone(p))
+			return nil
+		})
+		if err != nil || done {
+			return chunks, done, err
+		}
+	}
+}
+
+func TestAnthropicStreamCorpus(t *testing.T) {
+	c := anthTestConnector()
+	call := anthTestCall()
+	for _, dir := range anthCases(t, "stream.sse") {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join(dir, "stream.sse"))
+			require.NoError(t, err)
+			s := c.NewStream(call)
+			chunks, done, err := anthRunStream(t, s, raw)
+			var lines bytes.Buffer
+			for i, ch := range chunks {
+				if !bytes.Equal(ch, doneData) {
+					assert.True(t, json.Valid(ch), "chunk %d is not JSON: %s", i, ch)
+				}
+				lines.Write(ch)
+				lines.WriteByte('\n')
+			}
+			anthGolden(t, dir, "chunks.jsonl", lines.Bytes())
+			if err != nil {
+				var se *StreamError
+				require.True(t, errors.As(err, &se), "error is not a *StreamError: %v", err)
+				assert.False(t, done)
+				anthGolden(t, dir, "error.txt", []byte(err.Error()+"\n"))
+			} else {
+				assert.True(t, done, "stream ended without message_stop")
+				require.NotEmpty(t, chunks)
+				assert.Equal(t, doneData, chunks[len(chunks)-1])
+				anthGolden(t, dir, "error.txt", nil)
+			}
+			res := s.Result()
+			assert.Equal(t, "anthropic", res.ServedProvider)
+			anthGolden(t, dir, "result.json", anthResultJSON(t, res))
+
+			// Events after the end change nothing.
+			if done {
+				d, err := s.Event(nil, []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"late"}}`),
+					func([]byte) error { t.Fatal("emitted after the end"); return nil })
+				assert.True(t, d)
+				assert.NoError(t, err)
+			}
+		})
+	}
+}
+
+// The stream joins back into the non-streaming answer's content: the text
+// deltas and the tool arguments concatenate to the recorded values.
+func TestAnthropicStreamReassembles(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(anthCorpus, "stream_tool_use", "stream.sse"))
+	require.NoError(t, err)
+	chunks, done, err := anthRunStream(t, anthTestConnector().NewStream(anthTestCall()), raw)
+	require.NoError(t, err)
+	require.True(t, done)
+	var text strings.Builder
+	args := map[int]*strings.Builder{}
+	ids := map[int]string{}
+	var finish []string
+	for _, ch := range chunks[:len(chunks)-1] {
+		var c struct {
+			Model   string `json:"model"`
+			Choices []struct {
+				Delta struct {
+					Content   *string `json:"content"`
+					ToolCalls []struct {
+						Index    int    `json:"index"`
+						ID       string `json:"id"`
+						Function struct {
+							Arguments string `json:"arguments"`
+						} `json:"function"`
+					} `json:"tool_calls"`
+				} `json:"delta"`
+				FinishReason *string `json:"finish_reason"`
+			} `json:"choices"`
+		}
+		require.NoError(t, json.Unmarshal(ch, &c))
+		assert.Equal(t, "anthropic/claude-sonnet-4.5", c.Model, "a dated snapshot of the native id is the decided model")
+		for _, ch := range c.Choices {
+			if ch.Delta.Content != nil {
+				text.WriteString(*ch.Delta.Content)
+			}
+			for _, tc := range ch.Delta.ToolCalls {
+				if args[tc.Index] == nil {
+					args[tc.Index] = &strings.Builder{}
+				}
+				if tc.ID != "" {
+					ids[tc.Index] = tc.ID
+				}
+				args[tc.Index].WriteString(tc.Function.Arguments)
+			}
+			if ch.FinishReason != nil {
+				finish = append(finish, *ch.FinishReason)
+			}
+		}
+	}
+	assert.Equal(t, "Okay, let's check the weather for San Francisco, CA:", text.String())
+	require.Len(t, args, 2)
+	assert.JSONEq(t, `{"location": "San Francisco, CA", "unit": "fahrenheit"}`, args[0].String())
+	assert.JSONEq(t, `{}`, args[1].String())
+	assert.Equal(t, map[int]string{0: "toolu_01T1x1fJ34qAmk2tNTrN7Up6", 1: "toolu_01V2"}, ids)
+	assert.Equal(t, []string{"tool_calls"}, finish)
+}
+
+func TestAnthropicStreamProtocolErrors(t *testing.T) {
+	start := []byte(`{"type":"message_start","message":{"id":"m","model":"claude-sonnet-4-5","usage":{"input_tokens":1}}}`)
+	cases := []struct {
+		name   string
+		events []string
+	}{
+		{"delta before start", []string{`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}`}},
+		{"not JSON", []string{string(start), `{"type":`}},
+		{"second start", []string{string(start), string(start)}},
+		{"arguments for a text block", []string{string(start), `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{}"}}`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := anthTestConnector().NewStream(anthTestCall())
+			var err error
+			for _, e := range tc.events {
+				if _, err = s.Event(nil, []byte(e), func([]byte) error { return nil }); err != nil {
+					break
+				}
+			}
+			assert.ErrorIs(t, err, ErrAnthropicStream)
+		})
+	}
+}
+
+// An emit failure (the client went away) ends the translation with that error.
+func TestAnthropicStreamEmitError(t *testing.T) {
+	gone := errors.New("client gone")
+	s := anthTestConnector().NewStream(anthTestCall())
+	_, err := s.Event([]byte("message_start"), []byte(`{"type":"message_start","message":{"id":"m","model":"claude-sonnet-4-5"}}`),
+		func([]byte) error { return gone })
+	assert.ErrorIs(t, err, gone)
+}
+
+// The event name stands in for a data payload that has no type member.
+func TestAnthropicStreamEventName(t *testing.T) {
+	s := anthTestConnector().NewStream(anthTestCall())
+	var got []string
+	emit := func(p []byte) error { got = append(got, string(p)); return nil }
+	_, err := s.Event([]byte("message_start"), []byte(`{"message":{"id":"m","model":"claude-sonnet-4-5"}}`), emit)
+	require.NoError(t, err)
+	done, err := s.Event([]byte("message_stop"), []byte(`{}`), emit)
+	require.NoError(t, err)
+	assert.True(t, done)
+	assert.Len(t, got, 3) // role, usage, [DONE]
+}
+
+func TestAnthropicResponseErrors(t *testing.T) {
+	c := anthTestConnector()
+	for _, body := range []string{`not json`, `{"type":"completion"}`, `[]`} {
+		_, res, err := c.Response(anthTestCall(), []byte(body))
+		assert.Error(t, err, body)
+		assert.Equal(t, "anthropic", res.ServedProvider)
+	}
+	_, _, err := c.Response(anthTestCall(), []byte(`{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`))
+	var se *StreamError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, StreamError{Type: "rate_limit_error", Message: "slow down", Status: 429}, *se)
+}
+
+// The production clock stamps answers with the current time.
+func TestAnthropicResponseCreatedIsNow(t *testing.T) {
+	before := time.Now().Unix()
+	out, _, err := newAnthropic().Response(anthTestCall(), []byte(`{"id":"m","type":"message","model":"claude-sonnet-4-5","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`))
+	require.NoError(t, err)
+	var head struct{ Created int64 }
+	require.NoError(t, json.Unmarshal(out, &head))
+	assert.GreaterOrEqual(t, head.Created, before)
+	assert.LessOrEqual(t, head.Created, time.Now().Unix())
+}
+
+func TestAnthropicConnector(t *testing.T) {
+	c, err := New("anthropic")
+	require.NoError(t, err)
+	assert.Equal(t, "anthropic", c.Kind())
+	assert.Equal(t, compiler.Capabilities{DirectProvider: "anthropic"}, c.Capabilities())
+
+	h := http.Header{}
+	c.Authorize(h, "sk-ant-test")
+	assert.Equal(t, "sk-ant-test", h.Get("x-api-key"))
+	assert.Equal(t, "2023-06-01", h.Get("anthropic-version"))
+	assert.Empty(t, h.Get("Authorization"))
+
+	h = http.Header{}
+	c.Authorize(h, "")
+	assert.Empty(t, h.Values("x-api-key"))
+	assert.Equal(t, "2023-06-01", h.Get("anthropic-version"))
+}
+
+// The check decides the model: the connector sends out.NativeModel whatever
+// the body names.
+func TestAnthropicTranslateUsesNativeModel(t *testing.T) {
+	body, err := ParseBody([]byte(`{"model":"something/else","messages":[{"role":"user","content":"hi"}]}`))
+	require.NoError(t, err)
+	n, err := anthTestConnector().Translate(body, &compiler.Plan{DecidedModel: "anthropic/claude-opus-4.1"}, &compiler.Outcome{NativeModel: "claude-opus-4-1-20250805"})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"model":"claude-opus-4-1-20250805","max_tokens":4096,"messages":[{"role":"user","content":"hi"}]}`, string(n.Body))
+}
+
+// Each parameter's verdict, beside the corpus: the code, and the pointer to
+// the member at fault.
+func TestAnthropicTranslateErrors(t *testing.T) {
+	cases := []struct {
+		body, code, param string
+	}{
+		{`{"messages":[{"role":"user","content":"hi"}],"n":3}`, CodeUnsupportedParameter, "/n"},
+		{`{"messages":[{"role":"user","content":"hi"}],"n":0}`, CodeInvalidRequest, "/n"},
+		{`{"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"}}`, CodeUnsupportedParameter, "/response_format"},
+		{`{"messages":[{"role":"user","content":"hi"}],"logit_bias":{"50256":-100}}`, CodeUnsupportedParameter, "/logit_bias"},
+		{`{"messages":[{"role":"user","content":"hi"}],"modalities":["text","audio"]}`, CodeUnsupportedParameter, "/modalities"},
+		{`{"messages":[{"role":"user","content":"hi"}],"functions":[]}`, CodeUnsupportedParameter, "/functions"},
+		{`{"messages":[{"role":"user","content":"hi"}],"max_tokens":0}`, CodeInvalidRequest, "/max_tokens"},
+		{`{"messages":[{"role":"user","content":"hi"}],"max_completion_tokens":"many"}`, CodeInvalidRequest, "/max_completion_tokens"},
+		{`{"messages":[{"role":"user","content":"hi"}],"temperature":-1}`, CodeInvalidRequest, "/temperature"},
+		{`{"messages":[{"role":"user","content":"hi"}],"top_p":2}`, CodeInvalidRequest, "/top_p"},
+		{`{"messages":[{"role":"user","content":"hi"}],"stop":[1]}`, CodeInvalidRequest, "/stop"},
+		{`{"messages":[{"role":"user","content":"hi"}],"stream":"yes"}`, CodeInvalidRequest, "/stream"},
+		{`{"messages":[{"role":"user","content":"hi"}],"user":7}`, CodeInvalidRequest, "/user"},
+		{`{"messages":[{"role":"user","content":"hi"}],"tool_choice":"required"}`, CodeInvalidRequest, "/tool_choice"},
+		{`{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"sometimes"}`, CodeInvalidRequest, "/tool_choice"},
+		{`{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"allowed_tools"}}`, CodeUnsupportedParameter, "/tool_choice/type"},
+		{`{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"custom","custom":{"name":"f"}}]}`, CodeUnsupportedParameter, "/tools/0/type"},
+		{`{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":[]}}]}`, CodeInvalidRequest, "/tools/0/function/parameters"},
+		{`{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{}}]}`, CodeInvalidRequest, "/tools/0/function/name"},
+		{`{"messages":null}`, CodeInvalidRequest, "/messages"},
+		{`{"model":"x"}`, CodeInvalidRequest, "/messages"},
+		{`{"messages":{}}`, CodeInvalidRequest, "/messages"},
+		{`{"messages":[]}`, CodeInvalidRequest, "/messages"},
+		{`{"messages":[7]}`, CodeInvalidRequest, "/messages/0"},
+		{`{"messages":[{"content":"hi"}]}`, CodeInvalidRequest, "/messages/0/role"},
+		{`{"messages":[{"role":"function","content":"hi","name":"f"}]}`, CodeInvalidRequest, "/messages/0/role"},
+		{`{"messages":[{"role":"user","content":7}]}`, CodeInvalidRequest, "/messages/0/content"},
+		{`{"messages":[{"role":"user","content":[{"type":"text"}]}]}`, CodeInvalidRequest, "/messages/0/content/0/text"},
+		{`{"messages":[{"role":"user","content":[{"type":"video"}]}]}`, CodeInvalidRequest, "/messages/0/content/0/type"},
+		{`{"messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{}}]}]}`, CodeUnsupportedParameter, "/messages/0/content/0/type"},
+		{`{"messages":[{"role":"user","content":[{"type":"refusal","refusal":"no"}]}]}`, CodeInvalidRequest, "/messages/0/content/0/type"},
+		{`{"messages":[{"role":"system","content":[{"type":"image_url","image_url":{"url":"https://x/y.png"}}]},{"role":"user","content":"hi"}]}`, CodeInvalidRequest, "/messages/0/content/0/type"},
+		{`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"ftp://x/y.png"}}]}]}`, CodeInvalidRequest, "/messages/0/content/0/image_url/url"},
+		{`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png,abc"}}]}]}`, CodeInvalidRequest, "/messages/0/content/0/image_url/url"},
+		{`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/tiff;base64,abc"}}]}]}`, CodeInvalidRequest, "/messages/0/content/0/image_url/url"},
+		{`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":7}]}]}`, CodeInvalidRequest, "/messages/0/content/0/image_url"},
+		{`{"messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":"yes"}]}]}`, CodeInvalidRequest, "/messages/0/content/0/cache_control"},
+		{`{"messages":[{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"f"}}]}]}`, CodeInvalidRequest, "/messages/0/tool_calls/0/id"},
+		{`{"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{}}]}]}`, CodeInvalidRequest, "/messages/0/tool_calls/0/function/name"},
+		{`{"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"custom","custom":{}}]}]}`, CodeUnsupportedParameter, "/messages/0/tool_calls/0/type"},
+		{`{"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"[1]"}}]}]}`, CodeInvalidRequest, "/messages/0/tool_calls/0/function/arguments"},
+	}
+	c := anthTestConnector()
+	call := anthTestCall()
+	for _, tc := range cases {
+		t.Run(tc.param+" "+tc.body, func(t *testing.T) {
+			body, err := ParseBody([]byte(tc.body))
+			require.NoError(t, err)
+			_, err = c.Translate(body, call.Plan, call.Outcome)
+			var te *TranslateError
+			require.ErrorAs(t, err, &te)
+			assert.Equal(t, tc.code, te.Code, te.Message)
+			assert.Equal(t, tc.param, te.Param, te.Message)
+			assert.NotEmpty(t, te.Message)
+		})
+	}
+}
+
+// Values the translation drops or maps without a golden file of their own.
+func TestAnthropicTranslateDetails(t *testing.T) {
+	cases := []struct {
+		name, body, want string
+	}{
+		{"image_url as a bare string", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":"https://x/y.png"}]}]}`,
+			`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"https://x/y.png"}}]}]}`},
+		{"data URL with parameters and upper-case type", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:IMAGE/JPEG;name=a.jpg;base64,/9j/"}}]}]}`,
+			`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/jpeg","data":"/9j/"}}]}]}`},
+		{"assistant refusal part", `{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"refusal","refusal":"I can't."}]},{"role":"user","content":"b"}]}`,
+			`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"I can't."},{"role":"user","content":"b"}]}`},
+		{"tool result before the user's text", `{"messages":[{"role":"user","content":"a"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"user","content":"also"},{"role":"tool","tool_call_id":"c1","content":""}],"tools":[{"type":"function","function":{"name":"f"}}]}`,
+			`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"tool_use","id":"c1","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1"},{"type":"text","text":"also"}]}],"tools":[{"name":"f","input_schema":{"type":"object","properties":{}}}]}`},
+		{"parallel_tool_calls false with a named tool", `{"messages":[{"role":"user","content":"a"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}},"parallel_tool_calls":false}`,
+			`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":"a"}],"tools":[{"name":"f","input_schema":{"type":"object","properties":{}}}],"tool_choice":{"type":"tool","name":"f","disable_parallel_tool_use":true}}`},
+		{"tool_choice none without tools is dropped", `{"messages":[{"role":"user","content":"a"}],"tool_choice":"none","tools":[]}`,
+			`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":"a"}]}`},
+		{"nulls are absent", `{"messages":[{"role":"user","content":"a"}],"temperature":null,"stop":null,"tools":null,"tool_choice":null,"user":null,"max_tokens":null}`,
+			`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":"a"}]}`},
+		{"empty stop and user", `{"messages":[{"role":"user","content":"a"}],"stop":"","user":""}`,
+			`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":"a"}]}`},
+		{"an empty assistant turn is left out", `{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":""},{"role":"user","content":"b"}]}`,
+			`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]}`},
+	}
+	c := anthTestConnector()
+	call := anthTestCall()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			body, err := ParseBody([]byte(tc.body))
+			require.NoError(t, err)
+			n, err := c.Translate(body, call.Plan, call.Outcome)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, string(n.Body))
+		})
+	}
+}
+
+func TestAnthropicFinishReasons(t *testing.T) {
+	for stop, want := range map[string]string{
+		"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop", "max_tokens": "length",
+		"model_context_window_exceeded": "length", "tool_use": "tool_calls", "refusal": "content_filter", "something_new": "stop",
+	} {
+		assert.Equal(t, want, anthFinish(&stop), stop)
+	}
+	assert.Equal(t, "stop", anthFinish(nil))
+}
+
+func TestAnthropicMember(t *testing.T) {
+	obj := []byte(` { "a" : [1, {"b": "}"}], "s":"x\"y" ,"n": -1.5e3, "o": {"t": true}, "e": "" } `)
+	for key, want := range map[string]string{
+		"a": `[1, {"b": "}"}]`, "s": `"x\"y"`, "n": `-1.5e3`, "o": `{"t": true}`, "e": `""`, "b": "", "t": "",
+	} {
+		assert.Equal(t, want, string(anthMember(obj, key)), key)
+	}
+	for _, bad := range []string{``, `[]`, `{`, `{"a"`, `{"a":`, `{"a":"`, `"a"`} {
+		assert.Nil(t, anthMember([]byte(bad), "a"), bad)
+	}
+	assert.Equal(t, 12, anthIndex([]byte("12")))
+	assert.Equal(t, -1, anthIndex([]byte("-1")))
+	assert.Equal(t, -1, anthIndex([]byte("1e3")))
+	assert.Equal(t, -1, anthIndex(nil))
+}
+
+func FuzzAnthropicTranslate(f *testing.F) {
+	for _, dir := range anthCases(f, "request.json") {
+		b, err := os.ReadFile(filepath.Join(dir, "request.json"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	c := anthTestConnector()
+	call := anthTestCall()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		body, err := ParseBody(b)
+		if err != nil {
+			return
+		}
+		n, err := c.Translate(body, call.Plan, call.Outcome)
+		if err != nil {
+			var te *TranslateError
+			if !errors.As(err, &te) || (te.Code != CodeInvalidRequest && te.Code != CodeUnsupportedParameter) {
+				t.Fatalf("untyped error: %v", err)
+			}
+			return
+		}
+		anthAssertNative(t, n.Body, call.Outcome.NativeModel)
+	})
+}
+
+func FuzzAnthropicStream(f *testing.F) {
+	for _, dir := range anthCases(f, "stream.sse") {
+		b, err := os.ReadFile(filepath.Join(dir, "stream.sse"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	c := anthTestConnector()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s := c.NewStream(anthTestCall())
+		chunks, _, _ := anthRunStream(t, s, b)
+		for i, ch := range chunks {
+			if !bytes.Equal(ch, doneData) && !json.Valid(ch) {
+				t.Fatalf("chunk %d is not JSON: %s", i, ch)
+			}
+		}
+		_ = s.Result()
+	})
+}
+
+func BenchmarkAnthropicTranslate(b *testing.B) {
+	raw, err := os.ReadFile(filepath.Join(anthCorpus, "req_tool_round_trip", "request.json"))
+	require.NoError(b, err)
+	body, err := ParseBody(raw)
+	require.NoError(b, err)
+	c := anthTestConnector()
+	call := anthTestCall()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Translate(body, call.Plan, call.Outcome); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAnthropicStreamTextDelta measures one text delta, the event of
+// which a stream is mostly made.
+func BenchmarkAnthropicStreamTextDelta(b *testing.B) {
+	s := anthTestConnector().NewStream(anthTestCall())
+	emit := func([]byte) error { return nil }
+	_, err := s.Event([]byte("message_start"), []byte(`{"type":"message_start","message":{"id":"msg_01","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5","stop_reason":null,"usage":{"input_tokens":25,"output_tokens":1}}}`), emit)
+	require.NoError(b, err)
+	event := []byte("content_block_delta")
+	data := []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello, this is a typical \"delta\" of a few words.\n"}}`)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := s.Event(event, data, emit); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
