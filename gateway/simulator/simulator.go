@@ -22,7 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	errorbodies "github.com/sluicegw/sluice/testdata/errors"
+	"github.com/sluicegw/sluice/gateway/simulator/errorbodies"
 )
 
 // The upstream kinds, as used by [Server.URL] and [Call.Kind].

@@ -1,23 +1,24 @@
-// Package errorbodies holds error answers recorded from the upstream APIs'
+// Package errorbodies reads the error answers recorded from the upstream APIs'
 // public documentation and from live answers quoted in public issue threads,
-// one JSON file per answer under <upstream>/<name>.json (see README.md).
+// one JSON file per answer under testdata/errors/<upstream>/<name>.json (see
+// its README.md).
 //
 // The files are embedded, so the simulator and the failure classifier's
 // tests replay exactly the bytes that were recorded.
 package errorbodies
 
 import (
-	"embed"
 	"encoding/json"
 	"fmt"
 	"io/fs"
 	"path"
 	"sort"
 	"strings"
+
+	sluice "github.com/sluicegw/sluice"
 )
 
-//go:embed */*.json
-var files embed.FS
+var files = sluice.ErrorBodies()
 
 // Recording is one recorded error answer.
 type Recording struct {
@@ -57,7 +58,7 @@ func Load() (map[string]Recording, error) {
 	}
 	out := make(map[string]Recording, len(names))
 	for _, n := range names {
-		raw, err := files.ReadFile(n)
+		raw, err := fs.ReadFile(files, n)
 		if err != nil {
 			return nil, fmt.Errorf("errorbodies: read %s: %w", n, err)
 		}

@@ -1,0 +1,36 @@
+// Package sluice embeds the data files the binary ships with: the demo
+// configuration that `sluice demo` serves, and the upstream error answers the
+// simulator replays. The Go code lives in the pipeline's packages
+// (profiles → guardrails → compiler → connectors → gateway) and cmd/sluice.
+package sluice
+
+import (
+	"embed"
+	"io/fs"
+)
+
+//go:embed testdata/demo/sluice.toml testdata/demo/catalog.json testdata/demo/profiles testdata/demo/guardrails
+var demo embed.FS
+
+//go:embed testdata/errors/*/*.json
+var errorBodies embed.FS
+
+// DemoConfig returns the demo configuration directory (sluice.toml, catalog,
+// profiles and guardrails) as a read-only file system.
+func DemoConfig() fs.FS {
+	sub, err := fs.Sub(demo, "testdata/demo")
+	if err != nil {
+		panic(err) // the embed pattern guarantees the directory
+	}
+	return sub
+}
+
+// ErrorBodies returns the recorded upstream error answers, laid out as
+// <upstream>/<name>.json.
+func ErrorBodies() fs.FS {
+	sub, err := fs.Sub(errorBodies, "testdata/errors")
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}
