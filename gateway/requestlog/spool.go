@@ -19,6 +19,16 @@ const (
 	spoolOffsetFile = "requests.spool.offset"
 )
 
+// jsonLine encodes r as one line of JSON ending in '\n', the spool's
+// record format.
+func (r Row) jsonLine() ([]byte, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("requestlog: encode row %q: %w", r.RequestID, err)
+	}
+	return append(b, '\n'), nil
+}
+
 // spool is an append-only file of JSON lines, one Row each, plus a small
 // file holding the offset up to which rows have been replayed into the
 // store. Replaying advances the offset only after the store accepted the
@@ -118,11 +128,11 @@ func (s *spool) append(rows []Row, sync bool) (int, error) {
 	var buf bytes.Buffer
 	n := 0
 	for _, r := range rows {
-		line, err := json.Marshal(r)
+		line, err := r.jsonLine()
 		if err != nil {
 			return n, fmt.Errorf("requestlog: spool encode %q: %w", r.RequestID, err)
 		}
-		need := int64(buf.Len() + len(line) + 1)
+		need := int64(buf.Len() + len(line))
 		if s.size+need > s.maxBytes && s.readOff > 0 && !s.inFlight {
 			if err := s.compact(); err != nil {
 				return n, err
@@ -132,7 +142,6 @@ func (s *spool) append(rows []Row, sync bool) (int, error) {
 			break
 		}
 		buf.Write(line)
-		buf.WriteByte('\n')
 		n++
 	}
 	if buf.Len() == 0 {
