@@ -172,6 +172,8 @@ func (c *anthropic) Translate(body Body, _ *compiler.Plan, out *compiler.Outcome
 		case "top_p":
 			req.TopP, err = anthNumberIn(v, p, 0, 1)
 		case "top_k":
+			// Not a chat-completions member, but a common extension that the
+			// upstream has natively: passed through.
 			var n int64
 			n, err = anthPositiveInt(v, p)
 			req.TopK = strconv.AppendInt(nil, n, 10)
@@ -569,7 +571,8 @@ func anthToolUse(tc oaiToolCall, p string) (anthBlock, error) {
 var anthEmptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
 // anthTools converts function tool definitions. A function's "strict" flag
-// is not sent (see the report of known gaps in the connector's tests).
+// is not sent: the schema still is, and the upstream's own strict mode is a
+// separate feature the connector does not enable.
 func anthTools(v json.RawMessage) ([]anthTool, error) {
 	var tools []oaiTool
 	if json.Unmarshal(v, &tools) != nil {
@@ -693,7 +696,7 @@ func (t *anthTokens) merge(u anthUsage) {
 func (t anthTokens) prompt() int64 { return t.input + t.cacheCreate + t.cacheRead }
 
 func (t anthTokens) usage() Usage {
-	return Usage{PromptTokens: t.prompt(), CompletionTokens: t.output}
+	return Usage{PromptTokens: t.prompt(), CompletionTokens: t.output, CachedTokens: t.cacheRead}
 }
 
 // Response implements [Connector.Response].
@@ -833,6 +836,7 @@ func (s *anthStream) Event(event, data []byte, emit func([]byte) error) (bool, e
 		if err != nil {
 			return false, err
 		}
+		s.res.StreamError = string(b)
 		if err := emit(b); err != nil {
 			return false, err
 		}

@@ -250,6 +250,14 @@ func TestAnthropicStreamCorpus(t *testing.T) {
 			}
 			res := s.Result()
 			assert.Equal(t, "anthropic", res.ServedProvider)
+			if err != nil {
+				// The caller was told: the last payload is the error, and the
+				// result records it.
+				assert.Equal(t, string(chunks[len(chunks)-1]), res.StreamError)
+				assert.Equal(t, "error", res.FinishReason)
+			} else {
+				assert.Empty(t, res.StreamError)
+			}
 			anthGolden(t, dir, "result.json", anthResultJSON(t, res))
 
 			// Events after the end change nothing.
