@@ -22,38 +22,52 @@ type Row struct {
 	TS time.Time `json:"ts"`
 	// RequestID identifies the request; stores keep at most one row per ID.
 	RequestID string `json:"request_id"`
-	Org       string `json:"org"`
-	Team      string `json:"team"`
-	Project   string `json:"project"`
+	// Org, Team and Project are the principal's tenancy path.
+	Org     string `json:"org"`
+	Team    string `json:"team"`
+	Project string `json:"project"`
+	// KeyID identifies the API key used; SessionID the client session, if any.
 	KeyID     string `json:"key_id"`
 	SessionID string `json:"session_id"`
 	// Route is the route alias the client asked for, "" if none.
-	Route    string `json:"route"`
+	Route string `json:"route"`
+	// Upstream names the upstream the request was sent through.
 	Upstream string `json:"upstream"`
 	// DecidedModel is the model routing chose first; Chain is the full
 	// ordered candidate list.
 	DecidedModel string   `json:"decided_model"`
 	Chain        []string `json:"chain"`
 	// ServedModel and ServedProvider answered the request ("" if none did).
-	ServedModel         string `json:"served_model"`
-	ServedProvider      string `json:"served_provider"`
+	ServedModel    string `json:"served_model"`
+	ServedProvider string `json:"served_provider"`
+	// RoutingSwitchReason says why routing moved off the decided model.
 	RoutingSwitchReason string `json:"routing_switch_reason"`
 	// RoutingDegraded lists what routing had to give up, sorted; stores return
 	// an empty (non-nil) slice when nothing was lost.
-	RoutingDegraded      []string `json:"routing_degraded"`
-	RefusedCode          string   `json:"refused_code"`
-	FallbackReason       string   `json:"fallback_reason"`
-	Attempts             int      `json:"attempts"`
-	Status               int      `json:"status"`
-	Stream               bool     `json:"stream"`
-	CacheHit             bool     `json:"cache_hit"`
-	RepresentationBreak  bool     `json:"representation_break"`
-	CacheDiscountApplied bool     `json:"cache_discount_applied"`
-	PromptTokens         int64    `json:"prompt_tokens"`
-	CompletionTokens     int64    `json:"completion_tokens"`
-	CostUSD              float64  `json:"cost_usd"`
-	LatencyMS            float64  `json:"latency_ms"`
-	TTFTMS               float64  `json:"ttft_ms"`
+	RoutingDegraded []string `json:"routing_degraded"`
+	// RefusedCode is the gateway's refusal code, "" if the request was not refused.
+	RefusedCode string `json:"refused_code"`
+	// FallbackReason says why a fallback upstream or model was used.
+	FallbackReason string `json:"fallback_reason"`
+	// Attempts counts upstream attempts; Status is the HTTP status returned.
+	Attempts int `json:"attempts"`
+	Status   int `json:"status"`
+	// Stream is true for streamed responses; CacheHit when served from cache.
+	Stream   bool `json:"stream"`
+	CacheHit bool `json:"cache_hit"`
+	// RepresentationBreak is true when the served upstream could not keep the
+	// request's representation intact.
+	RepresentationBreak bool `json:"representation_break"`
+	// CacheDiscountApplied is true when a provider prompt-cache discount was priced in.
+	CacheDiscountApplied bool `json:"cache_discount_applied"`
+	// PromptTokens and CompletionTokens are the usage billed.
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	// CostUSD is the request's cost in US dollars.
+	CostUSD float64 `json:"cost_usd"`
+	// LatencyMS is the total latency and TTFTMS the time to first token, in milliseconds.
+	LatencyMS float64 `json:"latency_ms"`
+	TTFTMS    float64 `json:"ttft_ms"`
 }
 
 // normalized returns r as stores keep it: TS in UTC truncated to the

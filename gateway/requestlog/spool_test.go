@@ -11,7 +11,8 @@ import (
 func spoolRows(prefix string, n int) []Row {
 	out := make([]Row, n)
 	for i, id := range rowIDs(prefix, n) {
-		out[i] = Row{RequestID: id}.normalized()
+		// A fixed TS: every line has the same length, which the bound test relies on.
+		out[i] = Row{TS: baseTS, RequestID: id}.normalized()
 	}
 	return out
 }
@@ -76,7 +77,7 @@ func TestSpoolStaleOffsetReplaysFromStart(t *testing.T) {
 
 func TestSpoolCompactsReplayedPrefixAtBound(t *testing.T) {
 	dir := t.TempDir()
-	one, err := Row{RequestID: "r-00000"}.normalized().jsonLine()
+	one, err := spoolRows("r", 1)[0].jsonLine()
 	require.NoError(t, err)
 	max := int64(len(one)) * 10
 	s, err := openSpool(dir, max)
