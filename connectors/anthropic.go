@@ -127,9 +127,11 @@ var anthDropped = map[string]bool{
 
 // Translate implements [Connector.Translate]: a chat-completions body becomes
 // a Messages API body. Members are read in sorted order, so that the first
-// error found is always the same one. Members the connector does not know are
-// refused rather than dropped: the upstream would not honour them, and nothing
-// would tell the client.
+// error found is always the same one. Members with a chat-completions meaning
+// the upstream cannot honour are refused (a silent drop would change what the
+// answer means); members the connector does not know pass through untouched,
+// so a caller can use the upstream's own parameters (thinking, service_tier)
+// and the upstream itself judges anything else.
 func (c *anthropic) Translate(body Body, _ *compiler.Plan, out *compiler.Outcome) (*Native, error) {
 	req := anthRequest{Model: out.NativeModel, MaxTokens: anthDefaultMaxTokens}
 	keys := make([]string, 0, len(body))
@@ -142,6 +144,7 @@ func (c *anthropic) Translate(body Body, _ *compiler.Plan, out *compiler.Outcome
 		maxTokens, maxCompletion int64
 		toolChoice               json.RawMessage
 		parallel                 = true
+		passThrough              []string
 	)
 	for _, k := range keys {
 		v := body[k]
@@ -246,9 +249,12 @@ func (c *anthropic) Translate(body Body, _ *compiler.Plan, out *compiler.Outcome
 					err = anthUnsupported(p, "modality %q: the upstream answers with text only", m)
 				}
 			}
+		case "functions", "function_call", "reasoning_effort", "audio", "web_search_options":
+			// Chat-completions semantics the upstream has no equivalent for.
+			err = anthUnsupported(p, "parameter %q has no equivalent on the upstream", k)
 		default:
 			if !anthDropped[k] {
-				err = anthUnsupported(p, "parameter %q has no equivalent on the upstream", k)
+				passThrough = append(passThrough, k) // keys are sorted
 			}
 		}
 		if err != nil {
@@ -273,6 +279,14 @@ func (c *anthropic) Translate(body Body, _ *compiler.Plan, out *compiler.Outcome
 	b, err := anthMarshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: encode request: %w", err)
+	}
+	if len(passThrough) > 0 {
+		b = b[:len(b)-1] // drop the closing brace, append the members untouched
+		for _, k := range passThrough {
+			kb, _ := json.Marshal(k)
+			b = append(append(append(append(b, ','), kb...), ':'), body[k]...)
+		}
+		b = append(b, '}')
 	}
 	return &Native{Path: "/messages", Header: http.Header{}, Body: b}, nil
 }

@@ -54,6 +54,9 @@ type Attempt struct {
 type Usage struct {
 	PromptTokens     int64 `json:"prompt_tokens"`
 	CompletionTokens int64 `json:"completion_tokens"`
+	// CachedTokens is the part of the prompt served from the provider's
+	// prompt cache, when reported.
+	CachedTokens int64 `json:"cached_tokens"`
 }
 
 // Result is what a connector reads back from an answer.
@@ -68,6 +71,9 @@ type Result struct {
 	Usage Usage
 	// FinishReason is the first choice's finish reason.
 	FinishReason string
+	// StreamError is set when a stream relayed the upstream's own in-band
+	// error event (the caller has been told; the stream did not complete).
+	StreamError string
 }
 
 // Connector translates for one kind of upstream.
@@ -183,4 +189,17 @@ func bearer(h http.Header, key string) {
 	if key != "" {
 		h.Set("Authorization", "Bearer "+key)
 	}
+}
+
+// CanonicalJSON re-encodes a JSON document with every object's members in
+// sorted order and numbers as written, so that equal requests written in a
+// different member order compare equal (response-cache keys).
+func CanonicalJSON(b []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
 }

@@ -15,8 +15,11 @@ type completionHead struct {
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage *struct {
-		PromptTokens     int64 `json:"prompt_tokens"`
-		CompletionTokens int64 `json:"completion_tokens"`
+		PromptTokens        int64 `json:"prompt_tokens"`
+		CompletionTokens    int64 `json:"completion_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens int64 `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
 	} `json:"usage"`
 }
 
@@ -38,6 +41,9 @@ func readHead(b []byte, res *Result) error {
 	}
 	if h.Usage != nil {
 		res.Usage = Usage{PromptTokens: h.Usage.PromptTokens, CompletionTokens: h.Usage.CompletionTokens}
+		if d := h.Usage.PromptTokensDetails; d != nil {
+			res.Usage.CachedTokens = d.CachedTokens
+		}
 	}
 	return nil
 }

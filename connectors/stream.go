@@ -2,6 +2,7 @@ package connectors
 
 import (
 	"bytes"
+	"encoding/json"
 )
 
 // openAIStream relays an OpenAI-shaped event stream chunk by chunk and reads
@@ -40,6 +41,9 @@ func (s *openAIStream) Event(_ []byte, data []byte, emit func([]byte) error) (bo
 		if err := s.read(data, &s.res); err != nil {
 			return false, err
 		}
+		if bytes.Contains(data, markError) && inBandError(data) {
+			s.res.StreamError = string(data)
+		}
 		if len(s.strip) > 0 {
 			data = stripMembers(data, s.strip...)
 		}
@@ -54,4 +58,13 @@ func (s *openAIStream) Result() Result {
 		s.finish = nil
 	}
 	return s.res
+}
+
+// inBandError reports whether a chunk is an error event (a top-level "error"
+// member), not merely a chunk whose text mentions the word.
+func inBandError(data []byte) bool {
+	var probe struct {
+		Error json.RawMessage `json:"error"`
+	}
+	return json.Unmarshal(data, &probe) == nil && len(probe.Error) > 0 && string(probe.Error) != "null"
 }
