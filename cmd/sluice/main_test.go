@@ -38,7 +38,7 @@ func TestCLI(t *testing.T) {
 		{name: "no args", args: nil, code: 2, contains: []string{"Commands:"}},
 		{name: "help", args: []string{"help"}, code: 0, contains: []string{"check", "explain", "keys"}},
 		{name: "unknown command", args: []string{"frobnicate"}, code: 2},
-		{name: "check demo", args: []string{"check", "--config", demoDir}, code: 0, contains: []string{"ok: 5 profiles, 4 keys, 4 upstreams, 2 routes, 2 guardrail files, 14 catalog models"}},
+		{name: "check demo", args: []string{"check", "--config", demoDir}, code: 0, contains: []string{"ok: 5 profiles, 5 keys, 4 upstreams, 2 routes, 2 guardrail files, 14 catalog models"}},
 		{name: "check bad prints every located error", args: []string{"check", "--config", bad}, code: 1, stdout: string(wantBad)},
 		{name: "check missing dir", args: []string{"check", "--config", "/nonexistent"}, code: 1, contains: []string{"sluice.toml: read_error:"}},
 		{name: "check stray argument", args: []string{"check", "extra"}, code: 2},

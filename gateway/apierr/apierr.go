@@ -40,6 +40,7 @@ const (
 	CodeAllTargetsRestricted  = "all_targets_restricted"
 	CodeValidation            = "validation_failed"
 	CodeServiceUnavailable    = "service_unavailable"
+	CodePermissionDenied      = "permission_denied"
 )
 
 // statuses maps every code to its HTTP status; a code missing here is a bug
@@ -61,6 +62,7 @@ var statuses = map[string]int{
 	CodeNotFound:              http.StatusNotFound,
 	CodeInternal:              http.StatusInternalServerError,
 	CodeServiceUnavailable:    http.StatusServiceUnavailable,
+	CodePermissionDenied:      http.StatusForbidden,
 	// Governance refusals: somebody's policy forbids it.
 	CodeModelForbidden:       http.StatusForbidden,
 	CodeProviderNotPermitted: http.StatusForbidden,

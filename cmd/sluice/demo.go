@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	sluice "github.com/sluicegw/sluice"
+	"github.com/sluicegw/sluice/gateway"
+	"github.com/sluicegw/sluice/gateway/requestlog"
+	"github.com/sluicegw/sluice/gateway/simulator"
+	"github.com/sluicegw/sluice/guardrails"
+)
+
+// demoStep is one scripted request of the demo.
+type demoStep struct {
+	title   string
+	secret  string
+	body    string
+	headers map[string]string
+}
+
+// demoSteps exercise each outcome a compliance reviewer reads about: plain,
+// degraded, refused, a fallback chain firing, a cache hit, and a stream.
+var demoSteps = []demoStep{
+	{title: "plain: ml team, openai/gpt-4o on the marketplace", secret: "sk-sluice-demo-chat",
+		body: `{"model":"openai/gpt-4o","messages":[{"role":"user","content":"Summarise our Q3 incidents."}]}`},
+	{title: "degraded: batch key on the direct OpenAI upstream, which cannot walk the team's chain", secret: "sk-sluice-demo-batch",
+		body: `{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":"Classify these tickets."}]}`},
+	{title: "refused: finance key on an upstream with no deny knob, while the org denies deepinfra/fp4", secret: "sk-sluice-demo-finance",
+		body: `{"model":"anthropic/claude-sonnet-4.5","messages":[{"role":"user","content":"Reconcile the ledger."}]}`},
+	{title: "refused: guardrail forbids x-ai models for everyone", secret: "sk-sluice-demo-chat",
+		body: `{"model":"x-ai/grok-4","messages":[{"role":"user","content":"Hello"}]}`},
+	{title: "chain fires: the decided model fails upstream, the marketplace walks the chain", secret: "sk-sluice-demo-chat",
+		body:    `{"model":"openai/gpt-4o","messages":[{"role":"user","content":"Draft the release notes."}]}`,
+		headers: map[string]string{"X-Sim-Fault": "status=503;model=openai/gpt-4o", "X-Session-Id": "demo-session-1"}},
+	{title: "cache hit: the first request again, answered without contacting any provider", secret: "sk-sluice-demo-chat",
+		body: `{"model":"openai/gpt-4o","messages":[{"role":"user","content":"Summarise our Q3 incidents."}]}`},
+	{title: "stream: research team, filtered upstream, streamed chunk by chunk", secret: "sk-sluice-demo-research",
+		body: `{"model":"anthropic/claude-haiku-4.5","stream":true,"messages":[{"role":"user","content":"Explain the study design."}]}`},
+}
+
+func runDemo(env *cliEnv, args []string) int {
+	fs := newFlags(env, "demo", "[--dir DIR]")
+	dir := fs.String("dir", filepath.Join(os.TempDir(), "sluice-demo"), "working directory for the demo's config copy and database (recreated)")
+	if code := parseFlags(fs, args); code >= 0 {
+		return code
+	}
+	out := env.stdout
+	cfgDir := filepath.Join(*dir, "config")
+	if err := os.RemoveAll(*dir); err != nil {
+		fmt.Fprintf(env.stderr, "sluice demo: %v\n", err)
+		return 1
+	}
+	if err := os.CopyFS(cfgDir, sluice.DemoConfig()); err != nil {
+		fmt.Fprintf(env.stderr, "sluice demo: writing the demo config: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(out, "sluice demo\n  config:   %s (a copy of testdata/demo)\n", cfgDir)
+
+	// The upstreams are the marketplace simulator: real HTTP on loopback.
+	boot, diags := bootSnapshot(cfgDir)
+	if diags != nil {
+		printLoadError(env, diags)
+		return 1
+	}
+	sim := simulator.New(simulator.FromCatalog(boot))
+	if _, err := sim.Start(); err != nil {
+		fmt.Fprintf(env.stderr, "sluice demo: simulator: %v\n", err)
+		return 1
+	}
+	defer sim.Close()
+	urls := map[string]string{}
+	for _, u := range []struct{ name, kind string }{{"market", "openrouter"}, {"edge", "vercel"}, {"openai", "openai"}, {"anthropic", "anthropic"}} {
+		urls[u.name] = sim.URL(u.kind)
+	}
+	fmt.Fprintf(out, "  upstream: marketplace simulator at %s\n", sim.BaseURL())
+
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := gateway.New(gateway.Options{ConfigDir: cfgDir, Logger: logger, UpstreamURLs: urls})
+	if err != nil {
+		printLoadError(env, err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintf(env.stderr, "sluice demo: %v\n", err)
+		return 1
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	base := "http://" + ln.Addr().String()
+	fmt.Fprintf(out, "  gateway:  %s\n\n", base)
+
+	client := &http.Client{Timeout: 30 * time.Second}
+	failed := 0
+	for i, st := range demoSteps {
+		fmt.Fprintf(out, "[%d/%d] %s\n", i+1, len(demoSteps), st.title)
+		line, ok := demoRequest(client, base, st)
+		fmt.Fprintf(out, "      %s\n", line)
+		if !ok {
+			failed++
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(ctx)
+	if err := srv.Close(ctx); err != nil {
+		fmt.Fprintf(env.stderr, "sluice demo: flushing the request log: %v\n", err)
+		return 1
+	}
+	dbPath := filepath.Join(cfgDir, "data", "requests.db")
+	store, err := requestlog.OpenSQLite(dbPath)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "sluice demo: %v\n", err)
+		return 1
+	}
+	defer store.Close()
+	page, err := store.Query(ctx, requestlog.Filter{Limit: 100})
+	if err != nil {
+		fmt.Fprintf(env.stderr, "sluice demo: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(out, "\nRecorded rows (newest first):\n")
+	if err := requestlog.WriteRows(out, page.Rows, "table"); err != nil {
+		fmt.Fprintf(env.stderr, "sluice demo: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(out, "\nDatabase: %s\nRead it again with: sluice rows --config %s\n", dbPath, cfgDir)
+	if failed > 0 || len(page.Rows) != len(demoSteps) {
+		fmt.Fprintf(env.stderr, "sluice demo: %d step(s) did not behave as scripted; %d rows recorded for %d requests\n", failed, len(page.Rows), len(demoSteps))
+		return 1
+	}
+	return 0
+}
+
+// demoRequest sends one step and describes the answer in a line. ok reports
+// whether the outcome is the one the step's title promises.
+func demoRequest(client *http.Client, base string, st demoStep) (string, bool) {
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", bytes.NewReader([]byte(st.body)))
+	req.Header.Set("Authorization", "Bearer "+st.secret)
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range st.headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "error: " + err.Error(), false
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	h := resp.Header
+	switch {
+	case resp.StatusCode != http.StatusOK:
+		var e struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		_ = json.Unmarshal(raw, &e)
+		return fmt.Sprintf("%d %s: %s", resp.StatusCode, e.Error.Code, e.Error.Message), strings.HasPrefix(st.title, "refused")
+	case strings.HasPrefix(h.Get("Content-Type"), "text/event-stream"):
+		chunks := strings.Count(string(raw), "data: ")
+		return fmt.Sprintf("200 stream: %d events, ends with [DONE]: %t (request %s)", chunks, strings.Contains(string(raw), "data: [DONE]"), h.Get(gateway.HeaderRequestID)), strings.Contains(string(raw), "[DONE]")
+	default:
+		line := fmt.Sprintf("200 served by %s via %s", h.Get(gateway.HeaderServedModel), h.Get(gateway.HeaderServedProvider))
+		if d := h.Get(gateway.HeaderDegraded); d != "" {
+			line += ", degraded: " + d
+		}
+		if h.Get(gateway.HeaderCache) == "hit" {
+			line += " (from the response cache)"
+		}
+		return line, !strings.HasPrefix(st.title, "refused")
+	}
+}
+
+// bootSnapshot loads the demo catalog so the simulator serves the same models.
+func bootSnapshot(dir string) (*guardrails.Catalog, error) {
+	cat, diags := guardrails.LoadCatalog(dir)
+	if len(diags) > 0 {
+		return nil, diags
+	}
+	return cat, nil
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/sluicegw/sluice/gateway"
+	"github.com/sluicegw/sluice/profiles"
+)
+
+// AdminTokenEnv names the environment variable holding the admin token.
+const AdminTokenEnv = "SLUICE_ADMIN_TOKEN"
+
+func runServe(env *cliEnv, args []string) int {
+	fs := newFlags(env, "serve", "[--config DIR]")
+	dir := fs.String("config", ".", "configuration directory")
+	if code := parseFlags(fs, args); code >= 0 {
+		return code
+	}
+	logger := slog.New(slog.NewJSONHandler(env.stderr, nil))
+	srv, err := gateway.New(gateway.Options{ConfigDir: *dir, Logger: logger, AdminToken: os.Getenv(AdminTokenEnv)})
+	if err != nil {
+		printLoadError(env, err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", srv.Snapshot().Config.Server.Listen)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "sluice serve: %v\n", err)
+		return 1
+	}
+	logger.Info("serving", "addr", ln.Addr().String(), "config", *dir, "revision", srv.Snapshot().Revision)
+	return serveUntilSignal(env, srv, ln, logger)
+}
+
+// serveUntilSignal serves until SIGINT/SIGTERM, reloading on SIGHUP and on
+// file changes. The first signal stops accepting connections and drains
+// in-flight requests (streams included) within [server] shutdown_timeout,
+// then flushes the request log; a second signal exits at once.
+func serveUntilSignal(env *cliEnv, srv *gateway.Server, ln net.Listener, logger *slog.Logger) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	// Requests are not cancelled by shutdown: BaseContext outlives it until
+	// drained (cancel runs after Shutdown returns).
+	go func() {
+		if err := srv.Watch(ctx); err != nil {
+			logger.Warn("config watcher stopped", "err", err.Error())
+		}
+	}()
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	for {
+		select {
+		case err := <-errc:
+			logger.Error("server stopped", "err", err.Error())
+			return 1
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				if diags := srv.Reload(); len(diags) > 0 {
+					for _, d := range diags {
+						fmt.Fprintln(env.stderr, d.String())
+					}
+				}
+				continue
+			}
+			return shutdown(srv, hs, sigs, logger)
+		}
+	}
+}
+
+func shutdown(srv *gateway.Server, hs *http.Server, sigs <-chan os.Signal, logger *slog.Logger) int {
+	timeout := srv.Snapshot().Config.Server.ShutdownTimeout.Duration
+	logger.Info("shutting down: draining in-flight requests", "timeout", timeout.String())
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		code := 0
+		if err := hs.Shutdown(ctx); err != nil {
+			logger.Warn("drain timed out; closing remaining connections", "err", err.Error())
+			_ = hs.Close()
+		}
+		flushCtx, cancelFlush := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancelFlush()
+		if err := srv.Close(flushCtx); err != nil {
+			logger.Error("request log flush failed", "err", err.Error())
+			code = 1
+		}
+		done <- code
+	}()
+	select {
+	case code := <-done:
+		logger.Info("stopped", "code", code)
+		return code
+	case <-sigs:
+		logger.Warn("second signal: exiting without draining")
+		return 1
+	}
+}
+
+// printLoadError prints configuration diagnostics one a line, or the error.
+func printLoadError(env *cliEnv, err error) {
+	var diags profiles.Diagnostics
+	if errors.As(err, &diags) {
+		for _, d := range diags {
+			fmt.Fprintln(env.stderr, d.String())
+		}
+		return
+	}
+	fmt.Fprintf(env.stderr, "sluice: %v\n", err)
+}

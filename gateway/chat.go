@@ -1,0 +1,350 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sluicegw/sluice/compiler"
+	"github.com/sluicegw/sluice/connectors"
+	"github.com/sluicegw/sluice/gateway/apierr"
+	"github.com/sluicegw/sluice/gateway/request"
+	"github.com/sluicegw/sluice/gateway/requestlog"
+	"github.com/sluicegw/sluice/gateway/snapshot"
+	"github.com/sluicegw/sluice/guardrails"
+	"github.com/sluicegw/sluice/profiles"
+)
+
+// Response headers sluice adds. Streams carry only the request id (their
+// headers leave before the upstream has said who serves): correlate a stream
+// with its request-log row by X-Request-Id.
+const (
+	HeaderRequestID      = "X-Request-Id"
+	HeaderServedModel    = "X-Sluice-Served-Model"
+	HeaderServedProvider = "X-Sluice-Served-Provider"
+	HeaderUpstream       = "X-Sluice-Upstream"
+	HeaderDegraded       = "X-Sluice-Degraded"
+	HeaderCache          = "X-Sluice-Cache"
+	HeaderSessionID      = "X-Session-Id"
+)
+
+// Switch reasons recorded in routing_switch_reason.
+const (
+	SwitchChain        = "chain"
+	SwitchSubstitution = "upstream_substitution"
+)
+
+// cachedAnswer is a response-cache entry: the answer and who served it.
+type cachedAnswer struct {
+	body           []byte
+	servedModel    string
+	servedProvider string
+	upstream       string
+	usage          connectors.Usage
+}
+
+// pin is a session's routing pin: the model and provider that served its
+// last turn.
+type pin struct{ model, provider string }
+
+// turn carries one request through the path and becomes its request-log row.
+type turn struct {
+	start time.Time
+	row   requestlog.Row
+	snap  *snapshot.Snapshot
+	key   *profiles.Key
+	req   *request.Request
+	plan  *compiler.Plan
+	// pinKey is the session's key in the pin table ("" without a session).
+	pinKey string
+	pin    pin
+	hasPin bool
+}
+
+func newRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// validSessionID accepts 1-128 printable ASCII characters, so that a session
+// id can never inject a header or a log line.
+func validSessionID(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// chatCompletions is the request path:
+// auth (middleware) → parse → cache → decide → check → translate → send → record.
+func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	t := &turn{start: time.Now(), snap: s.snap.Load(), key: KeyFrom(r.Context())}
+	p := t.key.Principal()
+	t.row = requestlog.Row{TS: t.start, RequestID: newRequestID(), Org: p.Org, Team: p.Team, Project: p.Project,
+		KeyID: p.Key, Chain: []string{}, RoutingDegraded: []string{}}
+	w.Header().Set(HeaderRequestID, t.row.RequestID)
+	defer s.record(t)
+
+	// parse
+	if sid := r.Header.Get(HeaderSessionID); sid != "" {
+		if !validSessionID(sid) {
+			s.fail(w, t, apierr.New(apierr.CodeInvalidRequest, "X-Session-Id must be 1 to 128 printable ASCII characters"))
+			return
+		}
+		t.row.SessionID = sid
+		t.pinKey = t.key.ID + "\x00" + sid
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, t.snap.Config.Server.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			s.fail(w, t, apierr.New(apierr.CodeBodyTooLarge, "request body exceeds the gateway's limit ([server] max_body_bytes)"))
+			return
+		}
+		t.row.Status = 499
+		return // the client went away while sending
+	}
+	req, perr := request.Parse(body)
+	if perr != nil {
+		s.fail(w, t, perr)
+		return
+	}
+	t.req = req
+	t.row.DecidedModel, t.row.Stream = req.Model, req.Stream
+	upstream := t.snap.Config.UpstreamFor(t.key)
+	t.row.Upstream = upstream
+
+	// cache: before the check, because a hit contacts no provider, so a
+	// restriction an upstream cannot express does not stop it. Streams are
+	// never cached: a replayed stream would not be the stream it claims.
+	decision, err := t.snap.Decision(r.Context(), p)
+	if err != nil {
+		s.log.Error("guardrail decision failed", "request_id", t.row.RequestID, "key", p.Key, "err", err)
+		s.fail(w, t, internalError())
+		return
+	}
+	var cacheKey string
+	if t.snap.Config.Cache.Enabled && !req.Stream {
+		cacheKey = s.cacheKey(t, decision, upstream, body)
+		if hit, ok := s.cache.Get(cacheKey); ok {
+			s.metrics.Cache.WithLabelValues("hit").Inc()
+			s.serveCached(w, t, hit)
+			return
+		}
+		s.metrics.Cache.WithLabelValues("miss").Inc()
+	}
+
+	// decide
+	if t.pinKey != "" {
+		t.pin, t.hasPin = s.sessions.Get(t.pinKey)
+	}
+	creq := compiler.Request{Model: req.Model, Routing: req.Routing}
+	if t.hasPin && t.pin.model == req.Model {
+		creq.PinnedProvider = t.pin.provider
+	}
+	t.plan = compiler.Decide(creq, t.snap.Layers(p.Key), decision)
+	t.plan.Principal = p
+	t.row.Chain = t.plan.Chain
+
+	// check + translate
+	c, terr := t.snap.Compile(t.plan, upstream, req.Body)
+	if terr != nil {
+		s.fail(w, t, translateError(terr))
+		return
+	}
+	if ref := c.Refused(); ref != nil {
+		s.fail(w, t, &apierr.Error{Code: ref.Code, Message: ref.Message})
+		return
+	}
+	t.row.RoutingDegraded = c.Outcome.Degraded
+
+	// send
+	s.dispatch(w, r, t, c, cacheKey)
+}
+
+// translateError maps a connector's translation error to the caller's error.
+func translateError(err error) *apierr.Error {
+	var te *connectors.TranslateError
+	if errors.As(err, &te) {
+		return &apierr.Error{Code: apierr.CodeInvalidRequest, Message: te.Message, Param: te.Param}
+	}
+	return internalError()
+}
+
+// cacheKey is an exact match on the request: the principal's decision
+// revision, the configuration revision, the upstream and the body bytes
+// (routing object included).
+func (s *Server) cacheKey(t *turn, d *guardrails.Decision, upstream string, body []byte) string {
+	h := sha256.New()
+	h.Write([]byte(t.key.ID))
+	h.Write([]byte{0})
+	if d != nil {
+		h.Write([]byte(d.Revision()))
+	}
+	h.Write([]byte{0})
+	h.Write([]byte(t.snap.Revision))
+	h.Write([]byte{0})
+	h.Write([]byte(upstream))
+	h.Write([]byte{0})
+	h.Write(canonicalBody(t.req, body))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// canonicalBody is the request with its members in sorted order, so that the
+// same request written in another member order hits the same entry.
+func canonicalBody(req *request.Request, raw []byte) []byte {
+	b, err := connectors.CanonicalJSON(raw)
+	if err != nil {
+		return raw
+	}
+	return b
+}
+
+func (s *Server) serveCached(w http.ResponseWriter, t *turn, hit *cachedAnswer) {
+	t.row.CacheHit = true
+	t.row.ServedModel, t.row.ServedProvider = hit.servedModel, hit.servedProvider
+	t.row.RoutingSwitchReason = switchReason(t.row.DecidedModel, nil, hit.servedModel)
+	t.row.PromptTokens, t.row.CompletionTokens = hit.usage.PromptTokens, hit.usage.CompletionTokens
+	t.row.Status = http.StatusOK
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set(HeaderCache, "hit")
+	setServed(h, hit.servedModel, hit.servedProvider)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(hit.body)
+}
+
+// fail answers with an error and records its code.
+func (s *Server) fail(w http.ResponseWriter, t *turn, e *apierr.Error) {
+	t.row.Status = e.Status()
+	if e.Status() != http.StatusInternalServerError {
+		t.row.RefusedCode = e.Code
+	}
+	s.metrics.Refused.WithLabelValues(e.Code).Inc()
+	writeError(w, e)
+}
+
+// switchReason says why the served model differs from the decided one.
+func switchReason(decided string, chain []string, served string) string {
+	served = strings.ToLower(served)
+	if served == "" || served == decided {
+		return ""
+	}
+	for _, c := range chain {
+		if c == served {
+			return SwitchChain
+		}
+	}
+	return SwitchSubstitution
+}
+
+func setServed(h http.Header, model, provider string) {
+	if model != "" {
+		h.Set(HeaderServedModel, model)
+	}
+	if provider != "" {
+		h.Set(HeaderServedProvider, provider)
+	}
+}
+
+// served records who answered, moves the session pin and decides whether
+// the turn keeps the cross-turn prompt-cache discount.
+func (s *Server) served(t *turn, chain []string, res connectors.Result) {
+	r := &t.row
+	r.ServedModel = strings.ToLower(res.ServedModel)
+	r.ServedProvider = strings.ToLower(res.ServedProvider)
+	r.PromptTokens, r.CompletionTokens = res.Usage.PromptTokens, res.Usage.CompletionTokens
+	if r.RoutingSwitchReason == "" {
+		r.RoutingSwitchReason = switchReason(r.DecidedModel, chain, r.ServedModel)
+	}
+	// A switch of model is a representation break: the new model's prompt
+	// cache is cold however identical the bytes, so no discount this turn.
+	r.RepresentationBreak = r.ServedModel != "" && r.ServedModel != r.DecidedModel
+	now := pin{model: r.ServedModel, provider: r.ServedProvider}
+	r.CacheDiscountApplied = t.hasPin && !r.RepresentationBreak && t.pin == now
+	if t.pinKey != "" && r.ServedModel != "" {
+		s.sessions.Put(t.pinKey, now)
+	}
+	r.CostUSD = cost(t.snap, r.ServedModel, r.ServedProvider, res.Usage, r.CacheDiscountApplied)
+}
+
+// cost estimates the spend of an answer from the catalog's prices (USD per
+// million tokens). With the cross-turn discount, cached prompt tokens are
+// priced at a tenth.
+func cost(snap *snapshot.Snapshot, model, provider string, u connectors.Usage, discount bool) float64 {
+	if snap.Catalog == nil {
+		return 0
+	}
+	m, ok := snap.Catalog.Model(model)
+	if !ok || len(m.Endpoints) == 0 {
+		return 0
+	}
+	ep := m.Endpoints[0]
+	for _, e := range m.Endpoints {
+		if e.Slug() == provider || e.Provider == provider {
+			ep = e
+			break
+		}
+	}
+	prompt := float64(u.PromptTokens)
+	if discount && u.CachedTokens > 0 && u.CachedTokens <= u.PromptTokens {
+		prompt -= 0.9 * float64(u.CachedTokens)
+	}
+	return (prompt*ep.PriceIn + float64(u.CompletionTokens)*ep.PriceOut) / 1e6
+}
+
+// record finishes the row and hands it to the request log; it never blocks.
+func (s *Server) record(t *turn) {
+	r := &t.row
+	r.LatencyMS = float64(time.Since(t.start).Microseconds()) / 1000
+	if r.Status == 0 {
+		r.Status = 499 // the client went away before an answer
+	}
+	for _, d := range r.RoutingDegraded {
+		s.metrics.Degraded.WithLabelValues(d).Inc()
+	}
+	up := r.Upstream
+	if r.CacheHit {
+		up = "cache"
+	}
+	s.metrics.Requests.WithLabelValues(statusLabel(r.Status), up).Inc()
+	stream := "false"
+	if r.Stream {
+		stream = "true"
+	}
+	s.metrics.Duration.WithLabelValues(up, stream).Observe(r.LatencyMS / 1000)
+	s.writer.Enqueue(*r)
+	s.log.Info("request", "request_id", r.RequestID, "key", r.KeyID, "team", r.Team, "upstream", r.Upstream,
+		"decided_model", r.DecidedModel, "served_model", r.ServedModel, "served_provider", r.ServedProvider,
+		"status", r.Status, "refused_code", r.RefusedCode, "degraded", r.RoutingDegraded, "latency_ms", r.LatencyMS)
+}
+
+var statusLabels = map[int]string{200: "200", 400: "400", 401: "401", 403: "403", 404: "404", 413: "413", 422: "422", 429: "429", 499: "499", 500: "500", 502: "502", 503: "503", 504: "504"}
+
+func statusLabel(code int) string {
+	if l, ok := statusLabels[code]; ok {
+		return l
+	}
+	return http.StatusText(code)
+}
+
+// context helpers for the upstream deadlines.
+var (
+	errFirstByte = errors.New("upstream sent no response headers within first_byte_timeout")
+	errTotal     = errors.New("upstream did not finish within timeout")
+)
+
+// clientGone reports whether the caller has gone away.
+func clientGone(ctx context.Context) bool { return ctx.Err() != nil }

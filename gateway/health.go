@@ -1,0 +1,123 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"time"
+)
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// healthz answers while the process serves.
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// Readiness is the /readyz body.
+type Readiness struct {
+	Ready  bool        `json:"ready"`
+	Config ConfigState `json:"config"`
+	Store  StoreState  `json:"store"`
+}
+
+// ConfigState describes the configuration serving.
+type ConfigState struct {
+	Revision string    `json:"revision"`
+	LoadedAt time.Time `json:"loaded_at"`
+	// LastReloadFailed is set while the last reload failed (the revision above
+	// keeps serving); Errors lists its diagnostics.
+	LastReloadFailed bool      `json:"last_reload_failed"`
+	FailedAt         time.Time `json:"failed_at,omitzero"`
+	Errors           []string  `json:"errors,omitempty"`
+}
+
+// StoreState describes the request log.
+type StoreState struct {
+	Reachable   bool   `json:"reachable"`
+	Spooling    bool   `json:"spooling"`
+	QueueDepth  int    `json:"queue_depth"`
+	SpooledRows uint64 `json:"spooled_rows"`
+	DroppedRows uint64 `json:"dropped_rows"`
+	SpoolBytes  int64  `json:"spool_bytes"`
+	Error       string `json:"error,omitempty"`
+}
+
+// readyz answers 200 when a configuration is loaded and the request log is
+// either reachable or spooling to disk (nothing is lost), 503 otherwise. A
+// failed reload is shown but does not make the gateway unready: the last
+// good configuration serves.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	snap := s.snap.Load()
+	st := s.writer.Stats()
+	rd := Readiness{Config: ConfigState{Revision: snap.Revision, LoadedAt: snap.LoadedAt}}
+	if le := s.lastErr.Load(); le != nil {
+		rd.Config.LastReloadFailed, rd.Config.FailedAt = true, le.at
+		for _, d := range le.diags {
+			rd.Config.Errors = append(rd.Config.Errors, d.String())
+		}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	err := s.store.Ping(ctx)
+	rd.Store = StoreState{Reachable: err == nil, Spooling: err != nil || !st.StoreUp, QueueDepth: st.QueueDepth,
+		SpooledRows: st.SpooledRows, DroppedRows: st.DroppedRows, SpoolBytes: st.SpoolBytes}
+	if err != nil {
+		rd.Store.Error = err.Error()
+	}
+	limit := snap.Config.Store.SpoolMaxBytes
+	rd.Ready = rd.Store.Reachable || st.SpoolBytes < limit
+	status := http.StatusOK
+	if !rd.Ready {
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, rd)
+}
+
+type modelEntry struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+// listModels lists what the caller may ask for: the catalog models their
+// guardrail decision allows, and the route aliases.
+func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
+	snap := s.snap.Load()
+	key := KeyFrom(r.Context())
+	d, err := snap.Decision(r.Context(), key.Principal())
+	if err != nil {
+		s.log.Error("guardrail decision failed", "key", key.ID, "err", err)
+		writeError(w, internalError())
+		return
+	}
+	data := []modelEntry{}
+	if snap.Catalog != nil {
+		for _, m := range snap.Catalog.Models() {
+			if d == nil || d.ModelAllowed(m.Slug) {
+				owner, _, _ := cut(m.Slug)
+				data = append(data, modelEntry{ID: m.Slug, Object: "model", OwnedBy: owner})
+			}
+		}
+	}
+	for _, rt := range snap.Config.Routes {
+		data = append(data, modelEntry{ID: rt.Model, Object: "model", OwnedBy: "sluice-route"})
+	}
+	sort.Slice(data, func(i, j int) bool { return data[i].ID < data[j].ID })
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+func cut(slug string) (string, string, bool) {
+	for i := 0; i < len(slug); i++ {
+		if slug[i] == '/' {
+			return slug[:i], slug[i+1:], true
+		}
+	}
+	return slug, "", false
+}

@@ -1,0 +1,79 @@
+// Package lru is a bounded, concurrency-safe map with least-recently-used
+// eviction and a time to live, used for the response cache and session pins.
+// Expired entries are dropped when touched; nothing runs in the background.
+package lru
+
+import (
+	"container/list"
+	"sync"
+	"time"
+)
+
+// Cache holds at most Max entries, each for at most TTL.
+type Cache[K comparable, V any] struct {
+	mu    sync.Mutex
+	ll    *list.List
+	items map[K]*list.Element
+	max   int
+	ttl   time.Duration
+	now   func() time.Time
+}
+
+type entry[K comparable, V any] struct {
+	key     K
+	value   V
+	expires time.Time
+}
+
+// New returns a cache of at most max entries (at least 1) kept for ttl.
+func New[K comparable, V any](max int, ttl time.Duration) *Cache[K, V] {
+	if max < 1 {
+		max = 1
+	}
+	return &Cache[K, V]{ll: list.New(), items: map[K]*list.Element{}, max: max, ttl: ttl, now: time.Now}
+}
+
+// SetClock replaces the clock (tests).
+func (c *Cache[K, V]) SetClock(now func() time.Time) { c.mu.Lock(); c.now = now; c.mu.Unlock() }
+
+// Get returns the value and true when present and not expired.
+func (c *Cache[K, V]) Get(k K) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var zero V
+	el, ok := c.items[k]
+	if !ok {
+		return zero, false
+	}
+	e := el.Value.(*entry[K, V])
+	if !c.now().Before(e.expires) {
+		c.ll.Remove(el)
+		delete(c.items, k)
+		return zero, false
+	}
+	c.ll.MoveToFront(el)
+	return e.value, true
+}
+
+// Put stores the value, refreshing its time to live and evicting the least
+// recently used entry when full.
+func (c *Cache[K, V]) Put(k K, v V) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	exp := c.now().Add(c.ttl)
+	if el, ok := c.items[k]; ok {
+		e := el.Value.(*entry[K, V])
+		e.value, e.expires = v, exp
+		c.ll.MoveToFront(el)
+		return
+	}
+	c.items[k] = c.ll.PushFront(&entry[K, V]{key: k, value: v, expires: exp})
+	for c.ll.Len() > c.max {
+		last := c.ll.Back()
+		c.ll.Remove(last)
+		delete(c.items, last.Value.(*entry[K, V]).key)
+	}
+}
+
+// Len returns the number of entries, expired ones not yet touched included.
+func (c *Cache[K, V]) Len() int { c.mu.Lock(); defer c.mu.Unlock(); return c.ll.Len() }

@@ -1,0 +1,248 @@
+// Package gateway serves the OpenAI-compatible API over compiled plans and
+// records every request. The request path lives in chat.go, in order:
+// auth → parse → cache → decide → check → translate → send → record.
+// Each other responsibility has its own subpackage: request parsing
+// (request), the loaded configuration (snapshot), error bodies (apierr), the
+// request log (requestlog), the bounded caches (lru), metrics, and the
+// upstream simulator used by the demo and the tests (simulator).
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluicegw/sluice/gateway/lru"
+	"github.com/sluicegw/sluice/gateway/metrics"
+	"github.com/sluicegw/sluice/gateway/requestlog"
+	"github.com/sluicegw/sluice/gateway/snapshot"
+	"github.com/sluicegw/sluice/profiles"
+)
+
+// Options configure a [Server].
+type Options struct {
+	// ConfigDir is the configuration directory. Required.
+	ConfigDir string
+	// Logger receives structured logs. Default: JSON to stderr.
+	Logger *slog.Logger
+	// Registry receives the metrics. Default: a new registry with the Go and
+	// process collectors.
+	Registry *prometheus.Registry
+	// Transport sends upstream requests. Default: a transport tuned for many
+	// concurrent requests to few hosts.
+	Transport http.RoundTripper
+	// AdminToken authorises the admin and analytics APIs. Default "" (the
+	// analytics API then serves analyst keys only).
+	AdminToken string
+	// UpstreamURLs overrides upstream base URLs by upstream name (the demo
+	// points them at the simulator). Default none.
+	UpstreamURLs map[string]string
+	// Store is the request-log store. Default: opened from [store] in
+	// sluice.toml.
+	Store requestlog.Store
+}
+
+// Server is the gateway. Create it with [New]; serve [Server.Handler]; stop
+// it with [Server.Close].
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	reg     *prometheus.Registry
+	metrics *metrics.Metrics
+	client  *http.Client
+	store   requestlog.Store
+	writer  *requestlog.Writer
+	router  chi.Router
+
+	snap     atomic.Pointer[snapshot.Snapshot]
+	reloadMu sync.Mutex
+	lastErr  atomic.Pointer[reloadError]
+
+	cache    *lru.Cache[string, *cachedAnswer]
+	sessions *lru.Cache[string, pin]
+}
+
+type reloadError struct {
+	at    time.Time
+	diags profiles.Diagnostics
+}
+
+// New loads the configuration and opens the request log. A configuration
+// error is returned with every located diagnostic.
+func New(opts Options) (*Server, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+		opts.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	snap, diags := snapshot.Load(opts.ConfigDir)
+	if len(diags) > 0 {
+		return nil, diags
+	}
+	s := &Server{opts: opts, log: opts.Logger, reg: opts.Registry, metrics: metrics.New(opts.Registry)}
+	s.snap.Store(snap)
+	cfg := snap.Config
+	s.cache = lru.New[string, *cachedAnswer](cfg.Cache.MaxEntries, cfg.Cache.TTL.Duration)
+	s.sessions = lru.New[string, pin](cfg.Sessions.MaxEntries, cfg.Sessions.TTL.Duration)
+
+	transport := opts.Transport
+	if transport == nil {
+		transport = NewTransport()
+	}
+	s.client = &http.Client{Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+	st := &cfg.Store
+	if err := os.MkdirAll(st.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("store: data_dir %s: %w", st.DataDir, err)
+	}
+	s.store = opts.Store
+	if s.store == nil {
+		store, err := openStore(st)
+		if err != nil {
+			return nil, err
+		}
+		s.store = store
+	}
+	s.writer = requestlog.NewWriter(s.store, requestlog.WriterOptions{
+		BatchSize: st.BatchSize, FlushInterval: st.FlushInterval.Duration,
+		SpoolDir: filepath.Join(st.DataDir, "spool"), SpoolMaxBytes: st.SpoolMaxBytes,
+		Registerer: opts.Registry, Logger: opts.Logger,
+	})
+	s.router = s.routes()
+	return s, nil
+}
+
+// openStore opens the configured request-log backend. ClickHouse may be down
+// at start: rows then spool until it answers, so the gateway still serves.
+func openStore(st *profiles.Store) (requestlog.Store, error) {
+	switch st.Kind {
+	case "clickhouse":
+		return newLazyStore(func(ctx context.Context) (requestlog.Store, error) {
+			return requestlog.OpenClickHouse(ctx, requestlog.Options{Addr: st.ClickHouseAddr, Database: st.ClickHouseDatabase})
+		}), nil
+	default:
+		path := filepath.Join(st.DataDir, "requests.db")
+		store, err := requestlog.OpenSQLite(path)
+		if err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		return store, nil
+	}
+}
+
+// NewTransport returns the upstream transport: keep-alive connections reused
+// across requests, enough idle connections per host for high concurrency,
+// and no transparent compression (bodies pass through as sent).
+func NewTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:   true,
+		MaxIdleConns:        1024,
+		MaxIdleConnsPerHost: 512,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: 10 * time.Second,
+		DisableCompression:  true,
+		WriteBufferSize:     32 << 10,
+		ReadBufferSize:      32 << 10,
+	}
+}
+
+// Snapshot returns the configuration currently serving.
+func (s *Server) Snapshot() *snapshot.Snapshot { return s.snap.Load() }
+
+// Handler returns the HTTP handler.
+func (s *Server) Handler() http.Handler { return s.router }
+
+// Registry returns the metrics registry.
+func (s *Server) Registry() *prometheus.Registry { return s.reg }
+
+// Store returns the request-log store (for queries).
+func (s *Server) Store() requestlog.Store { return s.store }
+
+// WriterStats returns the request-log writer's counters.
+func (s *Server) WriterStats() requestlog.Stats { return s.writer.Stats() }
+
+func (s *Server) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Use(s.recoverer)
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
+	r.Group(func(r chi.Router) {
+		r.Use(s.authenticate)
+		r.Post("/v1/chat/completions", s.chatCompletions)
+		r.Get("/v1/models", s.listModels)
+	})
+	r.Get("/api/v1/analytics/invocations", s.invocations)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, notFound(r))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, notFound(r))
+	})
+	return r
+}
+
+// Reload loads the configuration directory again and swaps it in when it is
+// valid. A broken configuration keeps the last good one serving; the
+// diagnostics are returned, logged, kept for /readyz and counted.
+func (s *Server) Reload() profiles.Diagnostics {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	snap, diags := snapshot.Load(s.opts.ConfigDir)
+	if len(diags) > 0 {
+		s.lastErr.Store(&reloadError{at: time.Now(), diags: diags})
+		s.metrics.Reloads.WithLabelValues("failed").Inc()
+		s.metrics.ConfigHealthy.Set(0)
+		s.log.Error("config reload failed; the last good configuration keeps serving",
+			"revision", s.snap.Load().Revision, "errors", len(diags), "first", diags[0].String())
+		return diags
+	}
+	old := s.snap.Swap(snap)
+	s.lastErr.Store(nil)
+	s.metrics.Reloads.WithLabelValues("ok").Inc()
+	s.metrics.ConfigHealthy.Set(1)
+	s.log.Info("config reloaded", "revision", snap.Revision, "previous", old.Revision)
+	return nil
+}
+
+// Close flushes the request log within the context's deadline and closes
+// the store. Call it after the HTTP server has drained.
+func (s *Server) Close(ctx context.Context) error {
+	err := s.writer.Close(ctx)
+	if cerr := s.store.Close(); cerr != nil && !errors.Is(cerr, context.Canceled) {
+		err = errors.Join(err, cerr)
+	}
+	return err
+}
+
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic serving request", "path", r.URL.Path, "panic", fmt.Sprint(v))
+				writeError(w, internalError())
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
