@@ -137,7 +137,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	var cacheKey string
 	if t.snap.Config.Cache.Enabled && !req.Stream {
-		cacheKey = s.cacheKey(t, decision, upstream, body)
+		cacheKey = s.cacheKey(t, decision, body)
 		if hit, ok := s.cache.Get(cacheKey); ok {
 			s.metrics.Cache.WithLabelValues("hit").Inc()
 			s.serveCached(w, t, hit)
@@ -183,28 +183,25 @@ func translateError(err error) *apierr.Error {
 	return internalError()
 }
 
-// cacheKey is an exact match on the request: the principal's decision
-// revision, the configuration revision, the upstream and the body bytes
-// (routing object included).
-func (s *Server) cacheKey(t *turn, d *guardrails.Decision, upstream string, body []byte) string {
+// cacheKey is an exact match on the normalised request (the routing object
+// included) and the principal's decision revision. It names neither the
+// upstream nor the profile revision: an answer is a property of the request
+// and of what governance allows, and a hit contacts no provider at all.
+func (s *Server) cacheKey(t *turn, d *guardrails.Decision, body []byte) string {
 	h := sha256.New()
-	h.Write([]byte(t.key.ID))
+	h.Write([]byte(t.key.Principal().String()))
 	h.Write([]byte{0})
 	if d != nil {
 		h.Write([]byte(d.Revision()))
 	}
 	h.Write([]byte{0})
-	h.Write([]byte(t.snap.Revision))
-	h.Write([]byte{0})
-	h.Write([]byte(upstream))
-	h.Write([]byte{0})
-	h.Write(canonicalBody(t.req, body))
+	h.Write(canonicalBody(body))
 	return hex.EncodeToString(h.Sum(nil))
 }
 
 // canonicalBody is the request with its members in sorted order, so that the
 // same request written in another member order hits the same entry.
-func canonicalBody(req *request.Request, raw []byte) []byte {
+func canonicalBody(raw []byte) []byte {
 	b, err := connectors.CanonicalJSON(raw)
 	if err != nil {
 		return raw

@@ -25,7 +25,34 @@ const (
 // upstreamCall is one HTTP exchange with an upstream.
 type upstreamCall struct {
 	resp   *http.Response
+	ctx    context.Context
 	cancel context.CancelCauseFunc
+}
+
+// readErr explains a failed body read: a deadline if one fired.
+func (c *upstreamCall) readErr(err error) error {
+	if cause := context.Cause(c.ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return err
+}
+
+// firstByteBody stops the first-byte deadline when the first body byte
+// arrives: headers alone do not count, so an upstream that sends headers and
+// then nothing times out like one that sends nothing.
+type firstByteBody struct {
+	io.ReadCloser
+	timer *time.Timer
+	seen  bool
+}
+
+func (b *firstByteBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 && !b.seen {
+		b.seen = true
+		b.timer.Stop()
+	}
+	return n, err
 }
 
 // send posts a compiled request to its upstream with the upstream's
@@ -65,8 +92,8 @@ func (s *Server) send(ctx context.Context, c *snapshot.Compiled, stream bool, in
 	up.Connector.Authorize(h, up.APIKey)
 	firstByte := time.AfterFunc(up.Config.FirstByteTimeout.Duration, func() { cancel(errFirstByte) })
 	resp, err := s.client.Do(req)
-	firstByte.Stop()
 	if err != nil {
+		firstByte.Stop()
 		total.Stop()
 		cause := context.Cause(ctx)
 		cancel(nil)
@@ -75,7 +102,8 @@ func (s *Server) send(ctx context.Context, c *snapshot.Compiled, stream bool, in
 		}
 		return nil, err
 	}
-	return &upstreamCall{resp: resp, cancel: func(err error) { total.Stop(); cancel(err) }}, nil
+	resp.Body = &firstByteBody{ReadCloser: resp.Body, timer: firstByte}
+	return &upstreamCall{resp: resp, ctx: ctx, cancel: func(err error) { firstByte.Stop(); total.Stop(); cancel(err) }}, nil
 }
 
 // transportError maps a failed exchange to the caller's error.
@@ -83,6 +111,8 @@ func transportError(err error) *apierr.Error {
 	switch {
 	case errors.Is(err, errFirstByte), errors.Is(err, errTotal), errors.Is(err, context.DeadlineExceeded):
 		return apierr.New(apierr.CodeUpstreamTimeout, "the upstream did not answer in time: "+err.Error())
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return apierr.New(apierr.CodeUpstreamUnavailable, "the upstream closed the connection before its answer was complete")
 	default:
 		return apierr.New(apierr.CodeUpstreamUnavailable, "the upstream could not be reached")
 	}
@@ -106,14 +136,14 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, t *turn, c *sn
 	resp := call.resp
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		s.metrics.UpstreamErrors.WithLabelValues(c.Upstream.Config.Name, statusLabel(resp.StatusCode)).Inc()
-		s.relayError(w, t, resp)
+		s.relayError(w, t, call)
 		return
 	}
 	if t.req.Stream {
 		s.relayStream(w, r, t, c, call)
 		return
 	}
-	s.relayAnswer(w, t, c, resp, cacheKey)
+	s.relayAnswer(w, t, c, call, cacheKey)
 }
 
 // failUpstream answers with a gateway-made upstream error (not a refusal).
@@ -123,10 +153,11 @@ func (s *Server) failUpstream(w http.ResponseWriter, t *turn, e *apierr.Error) {
 }
 
 // relayError forwards an upstream's error answer unchanged, body included.
-func (s *Server) relayError(w http.ResponseWriter, t *turn, resp *http.Response) {
+func (s *Server) relayError(w http.ResponseWriter, t *turn, call *upstreamCall) {
+	resp := call.resp
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody+1))
 	if err != nil {
-		s.failUpstream(w, t, apierr.New(apierr.CodeUpstreamUnavailable, "the upstream's error answer was cut off"))
+		s.failUpstream(w, t, transportError(call.readErr(err)))
 		return
 	}
 	if len(body) > maxErrorBody {
@@ -147,10 +178,14 @@ func (s *Server) relayError(w http.ResponseWriter, t *turn, resp *http.Response)
 
 // relayAnswer reads a non-streaming answer, reads back who served and
 // answers the caller.
-func (s *Server) relayAnswer(w http.ResponseWriter, t *turn, c *snapshot.Compiled, resp *http.Response, cacheKey string) {
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBody+1))
-	if err != nil || len(raw) > maxAnswerBody {
-		s.failUpstream(w, t, apierr.New(apierr.CodeUpstreamBadResponse, "the upstream's answer was cut off or too large"))
+func (s *Server) relayAnswer(w http.ResponseWriter, t *turn, c *snapshot.Compiled, call *upstreamCall, cacheKey string) {
+	raw, err := io.ReadAll(io.LimitReader(call.resp.Body, maxAnswerBody+1))
+	if err != nil {
+		s.failUpstream(w, t, transportError(call.readErr(err)))
+		return
+	}
+	if len(raw) > maxAnswerBody {
+		s.failUpstream(w, t, apierr.New(apierr.CodeUpstreamBadResponse, "the upstream's answer exceeded 64 MiB"))
 		return
 	}
 	body, res, err := c.Upstream.Connector.Response(c.Call, raw)
@@ -200,6 +235,22 @@ var (
 // target: a failure is sent in-band as an error event and the stream ends
 // without [DONE], so the caller never mistakes a cut stream for a whole one.
 func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, c *snapshot.Compiled, call *upstreamCall) {
+	st := c.Upstream.Connector.NewStream(c.Call)
+	rd := connectors.NewSSEReader(call.resp.Body)
+	// Nothing is committed to the caller until the upstream's first event has
+	// arrived: a failure before it is answered like a non-streaming failure.
+	ev, data, err := rd.Next()
+	if err != nil {
+		if clientGone(r.Context()) {
+			t.row.Status = 499
+			return
+		}
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		s.failUpstream(w, t, transportError(call.readErr(err)))
+		return
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -210,8 +261,6 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, c 
 	}
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
-	st := c.Upstream.Connector.NewStream(c.Call)
-	rd := connectors.NewSSEReader(call.resp.Body)
 	first := true
 	var writeErr error
 	emit := func(p []byte) error {
@@ -237,18 +286,20 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, c 
 	}
 	done, toldInBand := false, false
 	var streamErr error
-	for !done {
-		ev, data, err := rd.Next()
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				streamErr = err
-			}
-			break
-		}
+	for {
 		done, err = st.Event(ev, data, emit)
 		if err != nil {
 			// The translator relayed the upstream's error event itself.
 			streamErr, toldInBand = err, writeErr == nil
+			break
+		}
+		if done || writeErr != nil {
+			break
+		}
+		if ev, data, err = rd.Next(); err != nil {
+			if !errors.Is(err, io.EOF) {
+				streamErr = call.readErr(err)
+			}
 			break
 		}
 	}

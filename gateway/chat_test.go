@@ -1,0 +1,166 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicegw/sluice/gateway"
+	"github.com/sluicegw/sluice/gateway/simulator"
+)
+
+type errBody struct {
+	Error struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Code    string  `json:"code"`
+		Param   *string `json:"param"`
+	} `json:"error"`
+}
+
+// TestChatOutcomes drives one request per outcome through the real HTTP path
+// and checks the answer, the headers, the recorded row and whether any
+// upstream was contacted.
+func TestChatOutcomes(t *testing.T) {
+	h := newHarness(t)
+	tests := []struct {
+		name      string
+		secret    string
+		body      string
+		headers   []string
+		status    int
+		code      string // sluice error code, for refusals
+		served    string // served model
+		provider  string
+		degraded  []string
+		switched  string
+		simCalls  int // -1: don't check
+		rowRefuse string
+	}{
+		{name: "plain", secret: secretChat, body: chatBody("openai/gpt-4o", ""), status: 200,
+			served: "openai/gpt-4o", provider: "openai", degraded: []string{}, simCalls: 1},
+		{name: "mixed-case slug folds", secret: secretChat, body: chatBody("OpenAI/GPT-4o", ""), status: 200,
+			served: "openai/gpt-4o", provider: "openai", degraded: []string{}, simCalls: 1},
+		{name: "degraded chain on a direct upstream", secret: secretBatch, body: chatBody("openai/gpt-4o-mini", ""), status: 200,
+			served: "openai/gpt-4o-mini", provider: "openai", degraded: []string{"chain"}, simCalls: 1},
+		{name: "anthropic direct translation", secret: secretBatch, body: chatBody("openai/gpt-4o", `,"routing":{"fallbacks":[]}`), status: 200,
+			served: "openai/gpt-4o", provider: "openai", degraded: []string{}, simCalls: 1},
+		{name: "restriction the upstream cannot express is refused", secret: secretFinance, body: chatBody("anthropic/claude-sonnet-4.5", ""),
+			status: 422, code: "provider_restriction_inexpressible", simCalls: 0},
+		{name: "guardrail forbids the model", secret: secretChat, body: chatBody("x-ai/grok-4", ""),
+			status: 403, code: "model_forbidden", simCalls: 0},
+		{name: "a wildcard in a request is a literal", secret: secretChat, body: chatBody("openai/*", ""),
+			status: 403, code: "model_forbidden", simCalls: 0},
+		{name: "raw upstream routing field", secret: secretChat, body: chatBody("openai/gpt-4o", `,"provider":{"only":["together"]}`),
+			status: 400, code: "raw_routing_field", simCalls: 0},
+		{name: "invalid routing object", secret: secretChat, body: chatBody("openai/gpt-4o", `,"routing":{"providers":{"rank_by":"vibes"}}`),
+			status: 400, code: "invalid_routing", simCalls: 0},
+		{name: "invalid JSON", secret: secretChat, body: `{"model":`, status: 400, code: "invalid_json", simCalls: 0},
+		{name: "chain fires", secret: secretChat, body: chatBody("openai/gpt-4o", `,"user":"chain"`), headers: []string{"X-Sim-Fault", "status=503;model=openai/gpt-4o"},
+			status: 200, served: "anthropic/claude-sonnet-4.5", provider: "anthropic", degraded: []string{}, switched: "chain", simCalls: -1},
+		{name: "content filter run by the upstream", secret: secretResearch, body: chatBody("openai/gpt-4o", ""), status: 200,
+			served: "openai/gpt-4o", degraded: []string{}, simCalls: 1},
+		{name: "upstream error forwarded unchanged", secret: secretBatch, body: chatBody("openai/gpt-4o", ""),
+			headers: []string{"X-Sim-Fault", "error=openai/rate_limit_exceeded"}, status: 429, simCalls: 1},
+		{name: "first-byte timeout", secret: secretBatch, body: chatBody("openai/gpt-4o", ""),
+			headers: []string{"X-Sim-Fault", "headers_then_nothing"}, status: 504, code: "upstream_timeout", simCalls: -1},
+		{name: "garbage answer", secret: secretBatch, body: chatBody("openai/gpt-4o", ""),
+			headers: []string{"X-Sim-Fault", "garbage"}, status: 502, code: "upstream_bad_response", simCalls: 1},
+		{name: "huge error body is not relayed", secret: secretBatch, body: chatBody("openai/gpt-4o", ""),
+			headers: []string{"X-Sim-Fault", "huge_error;status=500"}, status: 502, code: "upstream_bad_response", simCalls: 1},
+		{name: "translation refuses what Anthropic cannot honour", secret: secretBatch, body: chatBody("anthropic/claude-haiku-4.5", `,"n":2`),
+			status: 404, code: "unknown_model", simCalls: 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h.sim.Reset()
+			resp, body := h.post(tc.secret, tc.body, tc.headers...)
+			require.Equal(t, tc.status, resp.StatusCode, string(body))
+			rid := resp.Header.Get(gateway.HeaderRequestID)
+			row := h.row(rid)
+			require.Equal(t, tc.status, row.Status)
+			if tc.code != "" {
+				var e errBody
+				require.NoError(t, json.Unmarshal(body, &e), string(body))
+				require.Equal(t, tc.code, e.Error.Code)
+				require.NotEmpty(t, e.Error.Message)
+				require.NotEmpty(t, e.Error.Type)
+			}
+			if tc.status == 403 || tc.status == 422 || (tc.status == 400 && tc.code != "") || tc.status == 404 {
+				require.Equal(t, tc.code, row.RefusedCode)
+			}
+			if tc.served != "" {
+				require.Equal(t, tc.served, resp.Header.Get(gateway.HeaderServedModel))
+				require.Equal(t, tc.served, row.ServedModel)
+				var ans struct {
+					Model   string `json:"model"`
+					Choices []struct {
+						Message struct{ Content string } `json:"message"`
+					} `json:"choices"`
+				}
+				require.NoError(t, json.Unmarshal(body, &ans))
+				require.NotEmpty(t, ans.Choices)
+				require.NotContains(t, string(body), "openrouter_metadata", "upstream shapes never reach the caller")
+			}
+			if tc.provider != "" {
+				require.Equal(t, tc.provider, row.ServedProvider)
+			}
+			if tc.degraded != nil {
+				require.Equal(t, tc.degraded, row.RoutingDegraded)
+				require.Equal(t, strings.Join(tc.degraded, ","), resp.Header.Get(gateway.HeaderDegraded))
+			}
+			require.Equal(t, tc.switched, row.RoutingSwitchReason)
+			require.Equal(t, tc.switched != "", row.RepresentationBreak)
+			if tc.simCalls >= 0 {
+				require.Equal(t, tc.simCalls, len(h.sim.Calls()), "upstream attempts")
+			}
+		})
+	}
+}
+
+func TestUpstreamErrorBodyIsRelayedByteForByte(t *testing.T) {
+	h := newHarness(t)
+	rec := h.sim.ErrorBodies()["openai/content_policy_violation"]
+	resp, body := h.post(secretBatch, chatBody("openai/gpt-4o", ""), "X-Sim-Fault", "error=openai/content_policy_violation")
+	require.Equal(t, rec.Status, resp.StatusCode)
+	require.JSONEq(t, string(rec.Body), string(body))
+}
+
+func TestUnauthenticated(t *testing.T) {
+	h := newHarness(t)
+	for _, secret := range []string{"", "sk-sluice-wrong", "Bearer"} {
+		resp, body := h.post(secret, chatBody("openai/gpt-4o", ""))
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+		var e errBody
+		require.NoError(t, json.Unmarshal(body, &e))
+		require.Equal(t, "invalid_api_key", e.Error.Code)
+	}
+	require.Empty(t, h.sim.Calls())
+}
+
+func TestBodyLimit(t *testing.T) {
+	h := newHarness(t)
+	big := chatBody("openai/gpt-4o", `,"pad":"`+strings.Repeat("x", 70000)+`"`)
+	resp, body := h.post(secretChat, big)
+	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, string(body))
+	require.Equal(t, "body_too_large", h.row(resp.Header.Get(gateway.HeaderRequestID)).RefusedCode)
+	require.Empty(t, h.sim.Calls())
+}
+
+func TestUnknownFieldsPassThrough(t *testing.T) {
+	h := newHarness(t)
+	resp, body := h.post(secretChat, chatBody("openai/gpt-4o", `,"x_vendor":{"keep":[1,2]},"temperature":0.2`))
+	require.Equal(t, 200, resp.StatusCode, string(body))
+	calls := h.sim.Calls()
+	require.Len(t, calls, 1)
+	require.Equal(t, simulator.KindOpenRouter, calls[0].Kind)
+}
+
+func TestSessionIDValidated(t *testing.T) {
+	h := newHarness(t)
+	resp, _ := h.post(secretChat, chatBody("openai/gpt-4o", ""), "X-Session-Id", strings.Repeat("s", 200))
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+}

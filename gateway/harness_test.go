@@ -1,0 +1,184 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	sluice "github.com/sluicegw/sluice"
+	"github.com/sluicegw/sluice/gateway"
+	"github.com/sluicegw/sluice/gateway/requestlog"
+	"github.com/sluicegw/sluice/gateway/simulator"
+	"github.com/sluicegw/sluice/guardrails"
+)
+
+// Demo secrets (testdata/demo/sluice.toml).
+const (
+	secretChat     = "sk-sluice-demo-chat"
+	secretBatch    = "sk-sluice-demo-batch"
+	secretFinance  = "sk-sluice-demo-finance"
+	secretResearch = "sk-sluice-demo-research"
+	secretAnalyst  = "sk-sluice-demo-analyst"
+	adminToken     = "admin-token-for-tests"
+)
+
+// harness is a real gateway on loopback HTTP in front of the simulator, on a
+// copy of the demo configuration, recording into a real SQLite file.
+type harness struct {
+	t    *testing.T
+	dir  string
+	sim  *simulator.Server
+	srv  *gateway.Server
+	ts   *httptest.Server
+	logs *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// testEdits make the demo config fast and bounded for tests.
+var testEdits = [][2]string{
+	{"[store]\n", "[store]\nflush_interval = \"10ms\"\nbatch_size = 50\n"},
+	{"[server]\n", "[server]\nmax_body_bytes = 65536\nshutdown_timeout = \"5s\"\n"},
+	{"name = \"openai\"\nconnector = \"openai\"\n", "name = \"openai\"\nconnector = \"openai\"\nfirst_byte_timeout = \"300ms\"\ntimeout = \"3s\"\n"},
+}
+
+func newHarness(t *testing.T, edits ...[2]string) *harness {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, sluice.DemoConfig()))
+	editConfig(t, dir, append(append([][2]string{}, testEdits...), edits...)...)
+	cat, diags := guardrails.LoadCatalog(dir)
+	require.Empty(t, diags)
+	sim := simulator.New(simulator.FromCatalog(cat))
+	_, err := sim.Start()
+	require.NoError(t, err)
+	logs := &syncBuffer{}
+	srv, err := gateway.New(gateway.Options{
+		ConfigDir:  dir,
+		Logger:     slog.New(slog.NewJSONHandler(logs, nil)),
+		AdminToken: adminToken,
+		UpstreamURLs: map[string]string{"market": sim.URL("openrouter"), "edge": sim.URL("vercel"),
+			"openai": sim.URL("openai"), "anthropic": sim.URL("anthropic")},
+	})
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv.Handler())
+	h := &harness{t: t, dir: dir, sim: sim, srv: srv, ts: ts, logs: logs}
+	t.Cleanup(func() {
+		ts.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Close(ctx)
+		sim.Close()
+	})
+	return h
+}
+
+// editConfig applies literal replacements to sluice.toml; each must match.
+func editConfig(t *testing.T, dir string, edits ...[2]string) {
+	t.Helper()
+	p := filepath.Join(dir, "sluice.toml")
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	s := string(b)
+	for _, e := range edits {
+		require.Contains(t, s, e[0], "config edit does not apply")
+		s = strings.Replace(s, e[0], e[1], 1)
+	}
+	require.NoError(t, os.WriteFile(p, []byte(s), 0o644))
+}
+
+// post sends a chat-completions request.
+func (h *harness) post(secret, body string, headers ...string) (*http.Response, []byte) {
+	h.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, h.ts.URL+"/v1/chat/completions", strings.NewReader(body))
+	require.NoError(h.t, err)
+	if secret != "" {
+		req.Header.Set("Authorization", "Bearer "+secret)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := h.ts.Client().Do(req)
+	require.NoError(h.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(h.t, err)
+	return resp, b
+}
+
+// get sends a GET with a bearer token.
+func (h *harness) get(path, token string) (*http.Response, []byte) {
+	h.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, h.ts.URL+path, nil)
+	require.NoError(h.t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := h.ts.Client().Do(req)
+	require.NoError(h.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(h.t, err)
+	return resp, b
+}
+
+// row waits (bounded) for the request's row to reach the store.
+func (h *harness) row(requestID string) requestlog.Row {
+	h.t.Helper()
+	require.NotEmpty(h.t, requestID)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		page, err := h.srv.Store().Query(context.Background(), requestlog.Filter{Limit: requestlog.MaxLimit})
+		require.NoError(h.t, err)
+		for _, r := range page.Rows {
+			if r.RequestID == requestID {
+				return r
+			}
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("no request-log row for %s after 5s", requestID)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// rowCount waits until the store holds n rows, then returns them.
+func (h *harness) rows(n int) []requestlog.Row {
+	h.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		page, err := h.srv.Store().Query(context.Background(), requestlog.Filter{Limit: requestlog.MaxLimit})
+		require.NoError(h.t, err)
+		if len(page.Rows) >= n || time.Now().After(deadline) {
+			require.Len(h.t, page.Rows, n)
+			return page.Rows
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func chatBody(model string, extra string) string {
+	return `{"model":"` + model + `","messages":[{"role":"user","content":"Hello there"}]` + extra + `}`
+}
