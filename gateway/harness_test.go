@@ -33,6 +33,15 @@ const (
 	adminToken     = "admin-token-for-tests"
 )
 
+// platformKeys are the upstream credentials the demo config reads from the
+// environment.
+var platformKeys = map[string]string{
+	"OPENROUTER_API_KEY": "sk-or-platform-secret-1",
+	"AI_GATEWAY_API_KEY": "vck-platform-secret-2",
+	"OPENAI_API_KEY":     "sk-openai-platform-secret-3",
+	"ANTHROPIC_API_KEY":  "sk-ant-platform-secret-4",
+}
+
 // harness is a real gateway on loopback HTTP in front of the simulator, on a
 // copy of the demo configuration, recording into a real SQLite file.
 type harness struct {
@@ -61,6 +70,8 @@ var testEdits = [][2]string{
 	{"[store]\n", "[store]\nflush_interval = \"10ms\"\nbatch_size = 50\n"},
 	{"[server]\n", "[server]\nmax_body_bytes = 65536\nshutdown_timeout = \"5s\"\n"},
 	{"name = \"openai\"\nconnector = \"openai\"\n", "name = \"openai\"\nconnector = \"openai\"\nfirst_byte_timeout = \"300ms\"\ntimeout = \"3s\"\n"},
+	{"name = \"anthropic\"\nconnector = \"anthropic\"\n", "name = \"anthropic\"\nconnector = \"anthropic\"\nfirst_byte_timeout = \"300ms\"\ntimeout = \"3s\"\n"},
+	{"name = \"market\"\nconnector = \"openrouter\"\n", "name = \"market\"\nconnector = \"openrouter\"\nfirst_byte_timeout = \"300ms\"\ntimeout = \"3s\"\n"},
 }
 
 func newHarness(t *testing.T, edits ...[2]string) *harness {
@@ -68,6 +79,10 @@ func newHarness(t *testing.T, edits ...[2]string) *harness {
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(dir, sluice.DemoConfig()))
 	editConfig(t, dir, append(append([][2]string{}, testEdits...), edits...)...)
+	// Platform keys the demo config names; the tests check none of them leaks.
+	for env, v := range platformKeys {
+		t.Setenv(env, v)
+	}
 	cat, diags := guardrails.LoadCatalog(dir)
 	require.Empty(t, diags)
 	sim := simulator.New(simulator.FromCatalog(cat))

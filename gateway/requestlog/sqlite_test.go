@@ -39,23 +39,6 @@ func TestOpenSQLiteErrorsNameThePath(t *testing.T) {
 		require.Less(t, time.Since(start), sqliteBusyTimeout, "open fails fast on a locked file")
 	})
 
-	t.Run("read-only", func(t *testing.T) {
-		if os.Geteuid() == 0 {
-			t.Skip("root ignores file permissions, so a read-only file cannot be simulated")
-		}
-		dir := t.TempDir()
-		path := filepath.Join(dir, "requests.db")
-		s, err := OpenSQLite(path)
-		require.NoError(t, err)
-		require.NoError(t, s.Close())
-		require.NoError(t, os.Chmod(path, 0o444))
-		require.NoError(t, os.Chmod(dir, 0o555))
-		t.Cleanup(func() { _ = os.Chmod(dir, 0o755) })
-		_, err = OpenSQLite(path)
-		require.ErrorContains(t, err, path)
-		require.ErrorContains(t, err, "read-only")
-	})
-
 	t.Run("read-only via uri", func(t *testing.T) {
 		// Works as root too: SQLite itself refuses writes.
 		path := filepath.Join(t.TempDir(), "requests.db")
