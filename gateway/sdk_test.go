@@ -84,12 +84,14 @@ func TestOpenAISDK(t *testing.T) {
 // no [DONE]; a failure before the first chunk is a plain HTTP error.
 func TestStreamWire(t *testing.T) {
 	h := newHarness(t, [2]string{"upstream = \"openai\"\n\n[[keys]]\nid = \"k-analyst\"", "upstream = \"anthropic\"\n\n[[keys]]\nid = \"k-analyst\""})
-	body := func(model string) string { return `{"model":"` + model + `","stream":true,"messages":[{"role":"user","content":"stream please"}]}` }
+	body := func(model string) string {
+		return `{"model":"` + model + `","stream":true,"messages":[{"role":"user","content":"stream please"}]}`
+	}
 	tests := []struct {
 		name, secret, model, fault string
-		status, rowStatus           int
-		done                        bool
-		contains                    string
+		status, rowStatus          int
+		done                       bool
+		contains                   string
 	}{
 		{name: "marketplace stream", secret: secretChat, model: "openai/gpt-4o", status: 200, rowStatus: 200, done: true, contains: `"chat.completion.chunk"`},
 		{name: "anthropic stream translated", secret: secretBatch, model: "anthropic/claude-haiku-4.5", status: 200, rowStatus: 200, done: true, contains: `"delta":{"content":`},
