@@ -197,3 +197,7 @@ func (h *harness) rows(n int) []requestlog.Row {
 func chatBody(model string, extra string) string {
 	return `{"model":"` + model + `","messages":[{"role":"user","content":"Hello there"}]` + extra + `}`
 }
+
+func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}

@@ -1,0 +1,371 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicegw/sluice/gateway"
+	"github.com/sluicegw/sluice/gateway/requestlog"
+)
+
+// TestResponseCache: an identical request is answered from the cache without
+// contacting a provider, and the hit is recorded with its served fields. The
+// cache runs before the expressibility check: after the key moves to an
+// upstream that cannot express its restrictions, a cached answer is still
+// served while a new request is refused.
+func TestResponseCache(t *testing.T) {
+	h := newHarness(t)
+	body := chatBody("openai/gpt-4o", `,"temperature":0.1`)
+	first, _ := h.post(secretChat, body)
+	require.Equal(t, 200, first.StatusCode)
+	require.Empty(t, first.Header.Get(gateway.HeaderCache))
+	// Same request, members in another order: still a hit.
+	reordered := `{"temperature":0.1,"messages":[{"role":"user","content":"Hello there"}],"model":"openai/gpt-4o"}`
+	second, _ := h.post(secretChat, reordered)
+	require.Equal(t, 200, second.StatusCode)
+	require.Equal(t, "hit", second.Header.Get(gateway.HeaderCache))
+	require.Len(t, h.sim.Calls(), 1, "a hit contacts no provider")
+	row := h.row(second.Header.Get(gateway.HeaderRequestID))
+	require.True(t, row.CacheHit)
+	require.Equal(t, "openai/gpt-4o", row.ServedModel)
+	require.Equal(t, "openai", row.ServedProvider)
+
+	// Streams are never served from the cache.
+	s, raw := h.post(secretChat, chatBody("openai/gpt-4o", `,"temperature":0.1,"stream":true`))
+	require.Equal(t, 200, s.StatusCode)
+	require.Contains(t, string(raw), "data: [DONE]")
+	require.Len(t, h.sim.Calls(), 2)
+
+	// Move k-chat to the edge upstream, which cannot express the org's deny list.
+	editConfig(t, h.dir, [2]string{"project = \"chat\"\n", "project = \"chat\"\nupstream = \"edge\"\n"})
+	require.Empty(t, h.srv.Reload())
+	hit, _ := h.post(secretChat, body)
+	require.Equal(t, 200, hit.StatusCode, "a cache hit bypasses the refusal check")
+	require.Equal(t, "hit", hit.Header.Get(gateway.HeaderCache))
+	miss, missBody := h.post(secretChat, chatBody("openai/gpt-4o", `,"temperature":0.9`))
+	require.Equal(t, 422, miss.StatusCode, string(missBody))
+	require.Len(t, h.sim.Calls(), 2)
+
+	// Another principal never sees k-chat's cached answer.
+	other, _ := h.post(secretResearch, body)
+	require.Empty(t, other.Header.Get(gateway.HeaderCache))
+}
+
+// TestSessionsAndRepresentationBreaks: a session is pinned to the provider
+// that served its last turn; a fallback to another model is a
+// representation break that moves the pin and forfeits the cache discount.
+func TestSessionsAndRepresentationBreaks(t *testing.T) {
+	h := newHarness(t, [2]string{"[cache]\nenabled = true", "[cache]\nenabled = false"})
+	turn := func(content, fault string) requestlog.Row {
+		hdr := []string{"X-Session-Id", "sess-42"}
+		if fault != "" {
+			hdr = append(hdr, "X-Sim-Fault", fault)
+		}
+		resp, b := h.post(secretChat, `{"model":"openai/gpt-4o","messages":[{"role":"user","content":"`+content+`"}]}`, hdr...)
+		require.Equal(t, 200, resp.StatusCode, string(b))
+		return h.row(resp.Header.Get(gateway.HeaderRequestID))
+	}
+	// Turn 1: openai's endpoint is down, the marketplace serves the same model via azure.
+	r1 := turn("one", "status=503;provider=openai")
+	require.Equal(t, "azure", r1.ServedProvider)
+	require.False(t, r1.RepresentationBreak)
+	require.False(t, r1.CacheDiscountApplied, "no pin yet")
+	// Turn 2: the pin puts azure first although the team prefers openai.
+	r2 := turn("two", "")
+	require.Equal(t, "azure", r2.ServedProvider)
+	require.True(t, r2.CacheDiscountApplied)
+	require.Equal(t, "sess-42", r2.SessionID)
+	// Turn 3: the model fails everywhere, the chain serves another model.
+	r3 := turn("three", "status=503;model=openai/gpt-4o")
+	require.Equal(t, "anthropic/claude-sonnet-4.5", r3.ServedModel)
+	require.Equal(t, "chain", r3.RoutingSwitchReason)
+	require.True(t, r3.RepresentationBreak)
+	require.False(t, r3.CacheDiscountApplied)
+	// Turn 4: back on the decided model, whose prompt cache is cold for this
+	// session: no discount; the pin moves back.
+	r4 := turn("four", "")
+	require.Equal(t, "openai/gpt-4o", r4.ServedModel)
+	require.False(t, r4.RepresentationBreak)
+	require.False(t, r4.CacheDiscountApplied)
+	r5 := turn("five", "")
+	require.True(t, r5.CacheDiscountApplied)
+	require.Greater(t, r5.CostUSD, 0.0)
+}
+
+// TestModelsList lists what the caller's decision allows, plus route aliases.
+func TestModelsList(t *testing.T) {
+	h := newHarness(t)
+	ids := func(secret string) []string {
+		resp, b := h.get("/v1/models", secret)
+		require.Equal(t, 200, resp.StatusCode)
+		var l struct {
+			Data []struct{ ID string } `json:"data"`
+		}
+		require.NoError(t, json.Unmarshal(b, &l))
+		var out []string
+		for _, d := range l.Data {
+			out = append(out, d.ID)
+		}
+		return out
+	}
+	chat := ids(secretChat)
+	require.Contains(t, chat, "openai/gpt-4o")
+	require.Contains(t, chat, "assistant")
+	require.NotContains(t, chat, "x-ai/grok-4")
+	require.NotContains(t, chat, "google/gemini-2.5-pro", "the ml team may not use google models")
+	require.Contains(t, ids(secretResearch), "google/gemini-2.5-pro")
+	resp, _ := h.get("/v1/models", "")
+	require.Equal(t, 401, resp.StatusCode)
+}
+
+// TestAnalyticsAccess: the admin token reads every row, an analyst key only
+// its own team's and cannot widen its filter; anyone else is refused.
+func TestAnalyticsAccess(t *testing.T) {
+	h := newHarness(t)
+	ok, _ := h.post(secretChat, chatBody("openai/gpt-4o", ""))
+	deg, _ := h.post(secretBatch, chatBody("openai/gpt-4o-mini", ""))
+	ref, _ := h.post(secretFinance, chatBody("anthropic/claude-sonnet-4.5", ""))
+	sw, _ := h.post(secretChat, chatBody("openai/gpt-4o", `,"user":"switch"`), "X-Sim-Fault", "status=503;model=openai/gpt-4o")
+	h.rows(4)
+	query := func(token string, q url.Values) (int, gateway.Invocations) {
+		resp, b := h.get("/api/v1/analytics/invocations?"+q.Encode(), token)
+		var inv gateway.Invocations
+		if resp.StatusCode == 200 {
+			require.NoError(t, json.Unmarshal(b, &inv), string(b))
+		}
+		return resp.StatusCode, inv
+	}
+	idsOf := func(inv gateway.Invocations) []string {
+		var out []string
+		for _, r := range inv.Data {
+			out = append(out, r.RequestID)
+		}
+		return out
+	}
+	rid := func(r *http.Response) string { return r.Header.Get(gateway.HeaderRequestID) }
+	tests := []struct {
+		name   string
+		token  string
+		q      url.Values
+		status int
+		want   []string
+	}{
+		{"admin sees all", adminToken, url.Values{}, 200, []string{rid(sw), rid(ref), rid(deg), rid(ok)}},
+		{"degraded", adminToken, url.Values{"degraded": {"true"}}, 200, []string{rid(deg)}},
+		{"refused", adminToken, url.Values{"refused": {"true"}}, 200, []string{rid(ref)}},
+		{"switched", adminToken, url.Values{"switched": {"true"}}, 200, []string{rid(sw)}},
+		{"switch reason", adminToken, url.Values{"switch_reason": {"chain"}}, 200, []string{rid(sw)}},
+		{"team", adminToken, url.Values{"team": {"finance"}}, 200, []string{rid(ref)}},
+		{"time window excludes", adminToken, url.Values{"to": {"2000-01-01T00:00:00Z"}}, 200, nil},
+		{"analyst sees own team", secretAnalyst, url.Values{}, 200, []string{rid(sw), rid(deg), rid(ok)}},
+		{"analyst cannot widen", secretAnalyst, url.Values{"team": {"finance"}}, 403, nil},
+		{"plain key refused", secretChat, url.Values{}, 403, nil},
+		{"no token", "", url.Values{}, 401, nil},
+		{"wrong token", "nope", url.Values{}, 401, nil},
+		{"bad filter", adminToken, url.Values{"degraded": {"maybe"}}, 400, nil},
+		{"bad cursor", adminToken, url.Values{"cursor": {"garbage"}}, 400, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			status, inv := query(tc.token, tc.q)
+			require.Equal(t, tc.status, status)
+			if status == 200 {
+				// Rows of the same millisecond order by request id: compare as sets.
+				require.ElementsMatch(t, tc.want, idsOf(inv))
+			}
+		})
+	}
+	t.Run("cursor pagination", func(t *testing.T) {
+		var got []string
+		q := url.Values{"limit": {"1"}}
+		for i := 0; i < 10; i++ {
+			_, inv := query(adminToken, q)
+			got = append(got, idsOf(inv)...)
+			if inv.NextCursor == "" {
+				break
+			}
+			q.Set("cursor", inv.NextCursor)
+		}
+		require.Len(t, got, 4, "every row once, none twice")
+		require.ElementsMatch(t, []string{rid(sw), rid(ref), rid(deg), rid(ok)}, got)
+	})
+}
+
+// TestReloadKeepsLastGoodConfig: a broken file keeps the last good
+// configuration serving and shows the failure in /readyz and a metric; a good
+// one takes effect for the next request.
+func TestReloadKeepsLastGoodConfig(t *testing.T) {
+	h := newHarness(t)
+	good := h.srv.Snapshot().Revision
+	broken := []struct {
+		name   string
+		break_ func(dir string)
+		code   string
+	}{
+		{"toml syntax", func(d string) { appendFile(t, d, "sluice.toml", "\n[server\n") }, "toml_syntax"},
+		{"schema", func(d string) { appendFile(t, d, "profiles/org.toml", "\nbogus = 1\n") }, "schema"},
+		{"rego", func(d string) { appendFile(t, d, "guardrails/org.rego", "\nallow_models contains x if {\n") }, "rego_parse_error"},
+		{"all targets restricted", func(d string) {
+			editConfig(t, d, [2]string{"model = \"meta-llama/llama-3.1-70b-instruct\"\n", "model = \"meta-llama/llama-3.1-70b-instruct\"\ntakes_over = [\"throttled\"]\n"})
+		}, "all_targets_restricted"},
+		{"empty catalog", func(d string) { writeFile(t, d, "catalog.json", `{"models": []}`) }, "empty_catalog"},
+		{"catalog deleted mid-write", func(d string) { writeFile(t, d, "catalog.json", `{"models": [{"slug": "a/b", "endpo`) }, "json_syntax"},
+	}
+	for _, tc := range broken {
+		t.Run(tc.name, func(t *testing.T) {
+			snapshotDir(t, h.dir, func() {
+				tc.break_(h.dir)
+				diags := h.srv.Reload()
+				require.NotEmpty(t, diags)
+				require.Contains(t, diags.Error(), tc.code)
+				require.Equal(t, good, h.srv.Snapshot().Revision, "the last good config keeps serving")
+				resp, b := h.post(secretChat, chatBody("openai/gpt-4o", `,"user":"`+tc.name+`"`))
+				require.Equal(t, 200, resp.StatusCode, string(b))
+				rr, rb := h.get("/readyz", "")
+				require.Equal(t, 200, rr.StatusCode)
+				var rd gateway.Readiness
+				require.NoError(t, json.Unmarshal(rb, &rd))
+				require.True(t, rd.Config.LastReloadFailed)
+				require.Contains(t, strings.Join(rd.Config.Errors, "\n"), tc.code)
+				_, mb := h.get("/metrics", "")
+				require.Contains(t, string(mb), "sluice_config_last_reload_ok 0")
+			})
+		})
+	}
+	// A good reload takes effect for the next request.
+	require.Empty(t, h.srv.Reload())
+	editConfig(t, h.dir, [2]string{"project = \"chat\"\n", "project = \"chat\"\nupstream = \"openai\"\n"})
+	require.Empty(t, h.srv.Reload())
+	require.NotEqual(t, good, h.srv.Snapshot().Revision)
+	resp, _ := h.post(secretChat, chatBody("openai/gpt-4o", `,"user":"after"`))
+	require.Equal(t, 200, resp.StatusCode)
+	require.Equal(t, "openai", resp.Header.Get(gateway.HeaderUpstream))
+	_, rb := h.get("/readyz", "")
+	require.Contains(t, string(rb), `"last_reload_failed":false`)
+}
+
+// TestWatchReloadsOnFileChange edits a profile on disk and waits (bounded)
+// for the watcher to pick it up.
+func TestWatchReloadsOnFileChange(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := contextWithTimeout(10 * time.Second)
+	defer cancel()
+	go func() { _ = h.srv.Watch(ctx) }()
+	time.Sleep(100 * time.Millisecond)
+	before := h.srv.Snapshot().Revision
+	appendFile(t, h.dir, "profiles/projects/chat.toml", "\n# touched\n")
+	deadline := time.Now().Add(5 * time.Second)
+	for h.srv.Snapshot().Revision == before {
+		require.True(t, time.Now().Before(deadline), "watcher did not reload within 5s")
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestHealthAndMetrics checks the operational endpoints.
+func TestHealthAndMetrics(t *testing.T) {
+	h := newHarness(t)
+	resp, _ := h.get("/healthz", "")
+	require.Equal(t, 200, resp.StatusCode)
+	resp, b := h.get("/readyz", "")
+	require.Equal(t, 200, resp.StatusCode, string(b))
+	var rd gateway.Readiness
+	require.NoError(t, json.Unmarshal(b, &rd))
+	require.True(t, rd.Ready)
+	require.True(t, rd.Store.Reachable)
+	h.post(secretBatch, chatBody("openai/gpt-4o-mini", ""))
+	h.post(secretChat, chatBody("x-ai/grok-4", ""))
+	h.post("", chatBody("x-ai/grok-4", ""))
+	h.rows(2)
+	_, m := h.get("/metrics", "")
+	for _, want := range []string{
+		`sluice_requests_total{status="200",upstream="openai"} 1`,
+		`sluice_refused_total{code="model_forbidden"} 1`,
+		`sluice_degraded_total{item="chain"} 1`,
+		`sluice_auth_failures_total 1`,
+		`sluice_requestlog_written_rows_total`,
+		`sluice_request_duration_seconds_bucket`,
+	} {
+		require.Contains(t, string(m), want)
+	}
+}
+
+// TestSecretsNeverLeak: key secrets and platform keys appear in no log line,
+// row, error body or metric.
+func TestSecretsNeverLeak(t *testing.T) {
+	h := newHarness(t)
+	var bodies []string
+	for _, secret := range []string{secretChat, secretFinance, "sk-sluice-unknown-secret"} {
+		_, b := h.post(secret, chatBody("openai/gpt-4o", ""))
+		bodies = append(bodies, string(b))
+		_, b = h.post(secret, chatBody("x-ai/grok-4", ""))
+		bodies = append(bodies, string(b))
+	}
+	h.rows(4)
+	_, m := h.get("/metrics", "")
+	_, a := h.get("/api/v1/analytics/invocations", adminToken)
+	_, r := h.get("/readyz", "")
+	everything := h.logs.String() + strings.Join(bodies, "\n") + string(m) + string(a) + string(r)
+	require.NotEmpty(t, h.logs.String())
+	secrets := []string{secretChat, secretFinance, "sk-sluice-unknown-secret", adminToken}
+	for _, v := range platformKeys {
+		secrets = append(secrets, v)
+	}
+	for _, s := range secrets {
+		require.NotContains(t, everything, s)
+	}
+}
+
+// TestRequestStringsCannotInjectLogLines: a model name with a newline stays
+// one JSON log line and one header value.
+func TestRequestStringsCannotInjectLogLines(t *testing.T) {
+	h := newHarness(t)
+	resp, _ := h.post(secretChat, chatBody(`openai/gpt-4o\n{\"level\":\"ERROR\",\"msg\":\"forged\"}`, ""))
+	require.Equal(t, 403, resp.StatusCode)
+	for _, line := range strings.Split(strings.TrimSpace(h.logs.String()), "\n") {
+		var v map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &v), "every log line is one JSON object: %q", line)
+		require.NotEqual(t, "forged", v["msg"])
+	}
+}
+
+func appendFile(t *testing.T, dir, name, s string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(s)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+}
+
+func writeFile(t *testing.T, dir, name, s string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644))
+}
+
+// snapshotDir restores the config directory's files after fn.
+func snapshotDir(t *testing.T, dir string, fn func()) {
+	t.Helper()
+	saved := map[string][]byte{}
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && !strings.Contains(p, string(filepath.Separator)+"data"+string(filepath.Separator)) {
+			b, rerr := os.ReadFile(p)
+			require.NoError(t, rerr)
+			saved[p] = b
+		}
+		return nil
+	}))
+	defer func() {
+		for p, b := range saved {
+			require.NoError(t, os.WriteFile(p, b, 0o644))
+		}
+	}()
+	fn()
+}
