@@ -29,6 +29,8 @@ func commands() []command {
 	return []command{
 		{"demo", "serve the demo config against the built-in simulator, send scripted requests, print the rows", runDemo},
 		{"serve", "serve the OpenAI-compatible API (reloads on SIGHUP and file changes)", runServe},
+		{"rows", "read the request log (same filters as the analytics API)", runRows},
+		{"migrate", "apply the ClickHouse request-log migrations", runMigrate},
 		{"check", "validate a configuration directory and report every error, located", runCheck},
 		{"explain", "show the merged profile (with provenance) for a key and an optional request", runExplain},
 		{"keys", "hash a key secret (keys hash) or make a new one (keys new)", runKeys},

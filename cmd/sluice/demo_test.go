@@ -1,0 +1,71 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicegw/sluice/gateway/requestlog"
+	"github.com/sluicegw/sluice/gateway/requestlog/chtest"
+)
+
+// TestDemoAndRows runs the README's run command in-process, then reads the
+// rows it recorded back with sluice rows.
+func TestDemoAndRows(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errOut := runCLI(t, "", "demo", "--dir", dir)
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	for _, want := range []string{
+		"[1/7] plain", "200 served by openai/gpt-4o via openai",
+		"degraded: chain",
+		"422 provider_restriction_inexpressible",
+		"403 model_forbidden",
+		"200 served by anthropic/claude-sonnet-4.5",
+		"(from the response cache)",
+		"ends with [DONE]: true",
+		"Database: " + filepath.Join(dir, "config", "data", "requests.db"),
+	} {
+		require.Contains(t, out, want)
+	}
+	cfg := filepath.Join(dir, "config")
+	code, out, errOut = runCLI(t, "", "rows", "--config", cfg, "--degraded", "true", "--format", "json")
+	require.Equal(t, 0, code, errOut)
+	var rows []requestlog.Row
+	require.NoError(t, json.Unmarshal([]byte(out), &rows))
+	require.Len(t, rows, 1)
+	require.Equal(t, []string{"chain"}, rows[0].RoutingDegraded)
+	require.Equal(t, "k-batch", rows[0].KeyID)
+
+	code, out, _ = runCLI(t, "", "rows", "--config", cfg, "--switched", "true", "--format", "csv")
+	require.Equal(t, 0, code)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2, out)
+	require.Contains(t, lines[1], ",chain,")
+
+	code, _, errOut = runCLI(t, "", "rows", "--config", cfg, "--degraded", "perhaps")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "degraded")
+}
+
+// TestMigrateClickHouse applies the request-log migrations to a throwaway
+// server, then finds nothing left to apply.
+func TestMigrateClickHouse(t *testing.T) {
+	ch := chtest.Start(t)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sluice.toml"), []byte(fmt.Sprintf(
+		"[store]\nkind = \"clickhouse\"\nclickhouse_addr = %q\nclickhouse_database = %q\n", ch.Addr(), chtest.NewDatabaseName("cli"))), 0o644))
+	code, out, errOut := runCLI(t, "", "migrate", "--config", dir)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "applied 001_")
+	code, out, _ = runCLI(t, "", "migrate", "--config", dir)
+	require.Equal(t, 0, code)
+	require.Equal(t, "up to date\n", out)
+	code, out, errOut = runCLI(t, "", "rows", "--config", dir, "--format", "json")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "[]", strings.TrimSpace(out))
+}

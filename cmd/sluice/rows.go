@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"time"
+
+	"github.com/sluicegw/sluice/gateway"
+	"github.com/sluicegw/sluice/gateway/requestlog"
+	"github.com/sluicegw/sluice/profiles"
+)
+
+// openConfiguredStore opens the request-log store named by sluice.toml.
+func openConfiguredStore(ctx context.Context, cfg *profiles.Config) (requestlog.Store, error) {
+	st := cfg.Store
+	if st.Kind == "clickhouse" {
+		return requestlog.OpenClickHouse(ctx, requestlog.Options{Addr: st.ClickHouseAddr, Database: st.ClickHouseDatabase})
+	}
+	return requestlog.OpenSQLite(filepath.Join(st.DataDir, "requests.db"))
+}
+
+func runRows(env *cliEnv, args []string) int {
+	fs := newFlags(env, "rows", "[--config DIR] [filters] [--format table|csv|json]")
+	dir := fs.String("config", ".", "configuration directory (its [store] is read)")
+	format := fs.String("format", "table", "output format: table, csv or json")
+	all := fs.Bool("all", false, "follow next_cursor through every page (default: one page)")
+	q := url.Values{}
+	for _, name := range []string{"from", "to", "org", "team", "project", "served_provider", "switch_reason", "fallback_reason", "degraded", "refused", "switched", "limit", "cursor"} {
+		fs.Func(name, "filter: "+name+" (as in GET /api/v1/analytics/invocations)", func(v string) error { q.Set(name, v); return nil })
+	}
+	if code := parseFlags(fs, args); code >= 0 {
+		return code
+	}
+	filter, ferr := gateway.ParseFilter(q)
+	if ferr != nil {
+		fmt.Fprintf(env.stderr, "sluice rows: %s\n", ferr.Message)
+		return 2
+	}
+	cfg, diags := profiles.Load(*dir)
+	if len(diags) > 0 {
+		printLoadError(env, diags)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	store, err := openConfiguredStore(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "sluice rows: %v\n", err)
+		return 1
+	}
+	defer store.Close()
+	var rows []requestlog.Row
+	for {
+		page, err := store.Query(ctx, filter)
+		if err != nil {
+			fmt.Fprintf(env.stderr, "sluice rows: %v\n", err)
+			return 1
+		}
+		rows = append(rows, page.Rows...)
+		if !*all || page.NextCursor == "" {
+			if !*all && page.NextCursor != "" {
+				fmt.Fprintf(env.stderr, "more rows: --cursor %s (or --all)\n", page.NextCursor)
+			}
+			break
+		}
+		filter.Cursor = page.NextCursor
+	}
+	if rows == nil {
+		rows = []requestlog.Row{}
+	}
+	if err := requestlog.WriteRows(env.stdout, rows, *format); err != nil {
+		fmt.Fprintf(env.stderr, "sluice rows: %v\n", err)
+		return 2
+	}
+	return 0
+}
+
+func runMigrate(env *cliEnv, args []string) int {
+	fs := newFlags(env, "migrate", "[--config DIR]")
+	dir := fs.String("config", ".", "configuration directory (its [store] is read)")
+	if code := parseFlags(fs, args); code >= 0 {
+		return code
+	}
+	cfg, diags := profiles.Load(*dir)
+	if len(diags) > 0 {
+		printLoadError(env, diags)
+		return 1
+	}
+	if cfg.Store.Kind != "clickhouse" {
+		fmt.Fprintln(env.stdout, "store kind is sqlite: its schema is created when the gateway opens it; nothing to migrate")
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	applied, err := requestlog.MigrateClickHouse(ctx, requestlog.Options{Addr: cfg.Store.ClickHouseAddr, Database: cfg.Store.ClickHouseDatabase})
+	if err != nil {
+		fmt.Fprintf(env.stderr, "sluice migrate: %v\n", err)
+		return 1
+	}
+	if len(applied) == 0 {
+		fmt.Fprintln(env.stdout, "up to date")
+	}
+	for _, m := range applied {
+		fmt.Fprintf(env.stdout, "applied %s\n", m)
+	}
+	return 0
+}
