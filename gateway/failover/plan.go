@@ -16,10 +16,13 @@ const (
 	StrategyPriority = "priority"
 	// StrategyRoundRobin rotates the first ordinary target across requests.
 	StrategyRoundRobin = "round_robin"
-	// StrategyWeighted orders ordinary targets by a weighted random draw.
+	// StrategyWeighted orders ordinary targets by a weighted random draw
+	// without replacement: the first pick has probability weight/total, the
+	// next is drawn from the rest, and so on.
 	StrategyWeighted = "weighted"
-	// StrategyFastest orders ordinary targets (the pool's members) by
-	// observed latency.
+	// StrategyFastest orders ordinary targets (the pool's members) by their
+	// latency average, fastest first; members never observed answering come
+	// first, in written order, so each gets measured.
 	StrategyFastest = "fastest"
 )
 
@@ -61,9 +64,12 @@ const (
 
 // Default [PlannerOptions] values.
 const (
+	// DefaultColdAfter is the default of [PlannerOptions.ColdAfter].
 	DefaultColdAfter = 3
-	DefaultColdFor   = 30 * time.Second
-	DefaultAlpha     = 0.3
+	// DefaultColdFor is the default of [PlannerOptions.ColdFor].
+	DefaultColdFor = 30 * time.Second
+	// DefaultAlpha is the default of [PlannerOptions.Alpha].
+	DefaultAlpha = 0.3
 )
 
 // PlannerOptions configures a [Planner]. Zero values take the defaults.
@@ -538,6 +544,9 @@ func (pl *Plan) Next(failed Target, f Failure, callerKey bool) (Target, bool, St
 		if c.overflowed && !pl.restrFits[i] {
 			continue
 		}
+		if r.Tail && pl.guarded(c, f) {
+			continue // a restricted tail target is behind the tail's guard too
+		}
 		if c.retries >= pl.budget {
 			return Target{}, false, StopBudget
 		}
@@ -562,7 +571,7 @@ func (pl *Plan) Next(failed Target, f Failure, callerKey bool) (Target, bool, St
 	if j >= len(pl.order) {
 		return Target{}, false, StopExhausted
 	}
-	if pl.hasTail && j >= pl.members && c.next <= pl.members && pl.members > 0 && !Covers(pl.tailOn, f) {
+	if j >= pl.members && pl.guarded(c, f) {
 		return Target{}, false, StopTailGuard
 	}
 	if c.retries >= pl.budget {
@@ -573,6 +582,15 @@ func (pl *Plan) Next(failed Target, f Failure, callerKey bool) (Target, bool, St
 	t := pl.order[j]
 	t.cur = c
 	return t, true, StopNone
+}
+
+// guarded reports whether the tail's guard stops f from carrying a request
+// at cursor c into the tail: the request has not entered the tail yet (its
+// ordinary progress is still among the members) and then.on does not cover
+// f. Without a detour through a restricted target, the failure stepping into
+// the tail is always the last member's.
+func (pl *Plan) guarded(c cursor, f Failure) bool {
+	return pl.hasTail && pl.members > 0 && c.next <= pl.members && !Covers(pl.tailOn, f)
 }
 
 // Explanation is a plan as `sluice explain` shows it.
