@@ -40,7 +40,8 @@ const (
 	// ClassUnauthorized is a 401 or a 403 that is not a refusal.
 	ClassUnauthorized = "unauthorized"
 	// ClassRefusal is a content refusal: a 451, or a 400/403/422 whose error
-	// names a content policy, content filter, safety or moderation failure.
+	// code or type is about content policy, content filtering, safety or
+	// moderation (see [Classify]).
 	ClassRefusal = "refusal"
 	// ClassClientError is any other 4xx. It is final: the gateway forwards
 	// it unchanged.
@@ -142,6 +143,15 @@ func Covers(takesOver []string, f Failure) bool {
 // status, headers and body. The body may be empty or not JSON; the status
 // then decides alone. Statuses outside 400–599 (which only an upstream
 // misbehaving sends as a failure) are server_error.
+//
+// Refusal: a 451; a 403 carrying OpenRouter's moderation metadata (reasons,
+// flagged_input); or a 400, 403 or 422 whose error.code, error.type,
+// metadata.error_type or innererror.code mentions content policy, content
+// filter, safety or moderation, or that carries Azure OpenAI's
+// content_filter_result. Overflow: a 400, 413 or 422 whose code says
+// context_length, or whose message (or OpenRouter's metadata.raw) uses the
+// upstreams' wording for a prompt over the context window. 529 and
+// overload names in a 5xx are throttled.
 //
 // A 200 whose finish_reason is content_filter is an answer, not a failure:
 // the gateway forwards it and never calls Classify for it, so a filtered

@@ -516,9 +516,9 @@ func (pl *Plan) FirstReason() (Failure, bool) {
 //  1. An untried restricted target whose takes_over covers f comes next
 //     (written order). After a refusal it must also cover that refusal; after
 //     an overflow its window must hold the prompt.
-//  2. Otherwise a refusal ends the request (StopRefusal): it is never retried
-//     onto an ordinary target, the tail included. So does any failure
-//     [Retryable] rejects (StopFinal).
+//  2. Otherwise a request that met a refusal ends (StopRefusal): ordinary
+//     targets, tail included, would send the same content to the same kind
+//     of model. A failure [Retryable] rejects ends it too (StopFinal).
 //  3. Otherwise the next untried target of the order comes next, skipping,
 //     after an overflow, those whose window is known to be too small
 //     (StopExhausted when none is left). Moving from the members into the
