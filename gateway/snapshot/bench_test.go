@@ -1,0 +1,44 @@
+package snapshot
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/sluicegw/sluice/compiler"
+	"github.com/sluicegw/sluice/gateway/request"
+)
+
+// BenchmarkCompile measures decide + check + translate for one request with
+// a cached guardrail decision, per connector (the hot path after parsing).
+func BenchmarkCompile(b *testing.B) {
+	snap, diags := Load(filepath.Join(compileDir, "config"))
+	if len(diags) > 0 {
+		b.Fatal(diags)
+	}
+	key := snap.Config.KeyByID("k-chain")
+	raw := []byte(`{"model":"openai/gpt-4o","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Summarise the incident report in three bullet points."}],"temperature":0.2,"max_tokens":256}`)
+	req, perr := request.Parse(raw)
+	if perr != nil {
+		b.Fatal(perr)
+	}
+	ctx := context.Background()
+	if _, _, err := snap.Plan(ctx, key, compiler.Request{Model: req.Model}); err != nil {
+		b.Fatal(err) // warms the decision cache
+	}
+	for _, up := range []string{"market", "edge", "openai", "anthropic"} {
+		b.Run(up, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				plan, _, err := snap.Plan(ctx, key, compiler.Request{Model: req.Model, Routing: req.Routing})
+				if err != nil {
+					b.Fatal(err)
+				}
+				c, err := snap.Compile(plan, up, req.Body)
+				if err != nil || (c.Native == nil && c.Outcome.Refused == nil) {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
