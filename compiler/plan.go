@@ -61,9 +61,16 @@ type Plan struct {
 	Dropped []guardrails.Dropped `json:"dropped"`
 	// Providers are the effective provider preferences.
 	Providers Providers `json:"providers"`
-	// Provenance maps each field to the rung that set it ("fallbacks",
-	// "providers.rank_by", ...).
-	Provenance map[string]string `json:"provenance"`
+	// Merged is the merged profile the plan was decided from; with the
+	// overrides below it gives [Plan.Provenance]. Kept as a value so that the
+	// hot path builds no provenance map nobody reads.
+	Merged profiles.Merged `json:"-"`
+	// PreferredRung overrides the rung of providers.preferred when the
+	// compiler supplied the order ([RungAnthropicDefault], [RungSession]).
+	PreferredRung string `json:"-"`
+	// GuardrailAllowed and GuardrailDenied report that a guardrail contributed
+	// to the effective provider lists.
+	GuardrailAllowed, GuardrailDenied bool `json:"-"`
 	// AutoModels restricts an auto-mode choice to these models: the
 	// guardrail's literal allowed set. nil means unrestricted.
 	AutoModels []string `json:"auto_models,omitempty"`
@@ -88,7 +95,7 @@ func Decide(req Request, layers []profiles.Layer, d *guardrails.Decision) *Plan 
 // rung included), so that a caller can cache the ladder merge.
 func DecideMerged(req Request, m profiles.Merged, d *guardrails.Decision) *Plan {
 	model := strings.ToLower(req.Model)
-	p := &Plan{DecidedModel: model, Auto: model == AutoModel, Provenance: m.Provenance()}
+	p := &Plan{DecidedModel: model, Auto: model == AutoModel, Merged: m}
 	if d != nil {
 		p.Principal = d.Principal()
 		p.ContentFilter = d.ContentFilter()
@@ -132,23 +139,21 @@ func DecideMerged(req Request, m profiles.Merged, d *guardrails.Decision) *Plan 
 	p.Providers.RankBy = m.RankBy.Value
 	p.Providers.Allowed, p.Providers.Denied = guardrails.CombineProviders(m.Allowed.Value, m.Denied.Value, m.Allowed.Set, d)
 	if d != nil {
-		if d.AllowedProviders() != nil {
-			p.Provenance["providers.allowed"] = joinRung(p.Provenance["providers.allowed"])
-		}
-		if len(d.DeniedProviders()) > 0 {
-			p.Provenance["providers.denied"] = joinRung(p.Provenance["providers.denied"])
-		}
+		p.GuardrailAllowed, p.GuardrailDenied = d.RestrictsProviders()
 	}
 	if p.Providers.Denied == nil {
 		p.Providers.Denied = []string{}
 	}
-	p.Providers.Preferred = append([]string{}, m.Preferred.Value...)
+	p.Providers.Preferred = m.Preferred.Value
+	if p.Providers.Preferred == nil {
+		p.Providers.Preferred = noProviders
+	}
 
 	// The Anthropic first-party default: only there are automatic prompt-cache
 	// breakpoints guaranteed. It stands down for any explicit preference.
 	if strings.HasPrefix(model, "anthropic/") && !m.Preferred.Set && len(p.Providers.Allowed) == 0 && !names(p.Providers.Denied, "anthropic") {
-		p.Providers.Preferred = []string{"anthropic"}
-		p.Provenance["providers.preferred"] = RungAnthropicDefault
+		p.Providers.Preferred = anthropicFirst
+		p.PreferredRung = RungAnthropicDefault
 	}
 
 	// A session pin goes first, unless a restriction forbids its provider.
@@ -161,9 +166,33 @@ func DecideMerged(req Request, m profiles.Merged, d *guardrails.Decision) *Plan 
 			}
 		}
 		p.Providers.Preferred = pref
-		p.Provenance["providers.preferred"] = RungSession
+		p.PreferredRung = RungSession
 	}
 	return p
+}
+
+// Shared read-only lists: a plan's lists are never modified after Decide.
+var (
+	noProviders    = []string{}
+	anthropicFirst = []string{"anthropic"}
+)
+
+// Provenance maps each set field to the rung that set it ("fallbacks",
+// "providers.rank_by", "providers.preferred", "providers.allowed",
+// "providers.denied"): a ladder rung, "request", a compiler default, or
+// "RUNG+guardrail" when a guardrail contributed as well.
+func (p *Plan) Provenance() map[string]string {
+	out := p.Merged.Provenance()
+	if p.PreferredRung != "" {
+		out["providers.preferred"] = p.PreferredRung
+	}
+	if p.GuardrailAllowed {
+		out["providers.allowed"] = joinRung(out["providers.allowed"])
+	}
+	if p.GuardrailDenied {
+		out["providers.denied"] = joinRung(out["providers.denied"])
+	}
+	return out
 }
 
 // joinRung records that a guardrail contributed to a provider list.

@@ -132,7 +132,7 @@ func TestDecideWithoutGuardrail(t *testing.T) {
 			require.Nil(t, p.Refused)
 			require.Equal(t, tc.chain, p.Chain)
 			require.Equal(t, tc.preferred, p.Providers.Preferred)
-			require.Equal(t, tc.provenance, p.Provenance)
+			require.Equal(t, tc.provenance, p.Provenance())
 		})
 	}
 }

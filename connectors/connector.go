@@ -12,7 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sort"
+	"slices"
 
 	"github.com/sluicegw/sluice/compiler"
 )
@@ -132,47 +132,136 @@ func New(kind string) (Connector, error) {
 	return nil, fmt.Errorf("unknown connector %q (known: %v)", kind, Kinds)
 }
 
-// encodeBody writes the body's members in sorted key order, so that the same
-// request always compiles to the same bytes (golden files, cache keys).
-func encodeBody(body Body) []byte {
-	keys := make([]string, 0, len(body))
-	n := 2
-	for k, v := range body {
-		keys = append(keys, k)
-		n += len(k) + len(v) + 4
-	}
-	sort.Strings(keys)
-	var buf bytes.Buffer
-	buf.Grow(n)
-	buf.WriteByte('{')
-	for i, k := range keys {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		kb, _ := json.Marshal(k)
-		buf.Write(kb)
-		buf.WriteByte(':')
-		buf.Write(body[k])
-	}
-	buf.WriteByte('}')
-	return buf.Bytes()
+// member is a top-level member a connector sets; a nil value removes it.
+type member struct {
+	key   string
+	value []byte
 }
 
-// withMembers returns a shallow copy of body with the members set (a nil
-// value deletes the member).
-func withMembers(body Body, set map[string]json.RawMessage) Body {
-	out := make(Body, len(body)+len(set))
+// encodeBody writes the body's members, with the connector's own members
+// set over them, in sorted key order, so that the same request always
+// compiles to the same bytes (golden files, cache keys). It writes straight
+// into one buffer: this is the request hot path.
+func encodeBody(body Body, set ...member) []byte {
+	var stack [32]string
+	keys := stack[:0]
+	n := 2
 	for k, v := range body {
-		out[k] = v
-	}
-	for k, v := range set {
-		if v == nil {
-			delete(out, k)
-		} else {
-			out[k] = v
+		if !setHas(set, k) {
+			keys = append(keys, k)
+			n += len(k) + len(v) + 4
 		}
 	}
-	return out
+	for _, m := range set {
+		if m.value != nil {
+			keys = append(keys, m.key)
+			n += len(m.key) + len(m.value) + 4
+		}
+	}
+	slices.Sort(keys)
+	buf := make([]byte, 0, n)
+	buf = append(buf, '{')
+	for i, k := range keys {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendJSONString(buf, k)
+		buf = append(buf, ':')
+		if v, ok := setValue(set, k); ok {
+			buf = append(buf, v...)
+		} else {
+			buf = append(buf, body[k]...)
+		}
+	}
+	return append(buf, '}')
+}
+
+func setHas(set []member, k string) bool {
+	for _, m := range set {
+		if m.key == k {
+			return true
+		}
+	}
+	return false
+}
+
+func setValue(set []member, k string) ([]byte, bool) {
+	for _, m := range set {
+		if m.key == k {
+			return m.value, true
+		}
+	}
+	return nil, false
+}
+
+// appendJSONString appends s as a JSON string. Plain printable ASCII (every
+// key and slug in practice) is copied as is; anything else goes through the
+// standard encoder.
+func appendJSONString(buf []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s)
+			return append(buf, b...)
+		}
+	}
+	buf = append(buf, '"')
+	buf = append(buf, s...)
+	return append(buf, '"')
+}
+
+// appendStringList appends a JSON array of strings.
+func appendStringList(buf []byte, l []string) []byte {
+	buf = append(buf, '[')
+	for i, s := range l {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendJSONString(buf, s)
+	}
+	return append(buf, ']')
+}
+
+// object builds a small JSON object of optional members in the order written.
+type object struct{ buf []byte }
+
+func (o *object) field(name string) {
+	if len(o.buf) == 0 {
+		o.buf = append(o.buf, '{')
+	} else {
+		o.buf = append(o.buf, ',')
+	}
+	o.buf = appendJSONString(o.buf, name)
+	o.buf = append(o.buf, ':')
+}
+
+// list adds a string-list member when the list is non-empty.
+func (o *object) list(name string, l []string) {
+	if len(l) > 0 {
+		o.field(name)
+		o.buf = appendStringList(o.buf, l)
+	}
+}
+
+// str adds a string member when s is non-empty.
+func (o *object) str(name, s string) {
+	if s != "" {
+		o.field(name)
+		o.buf = appendJSONString(o.buf, s)
+	}
+}
+
+// raw adds a member whose value is already JSON.
+func (o *object) raw(name string, v []byte) {
+	o.field(name)
+	o.buf = append(o.buf, v...)
+}
+
+// bytes returns the object, or nil when it has no member.
+func (o *object) bytes() []byte {
+	if len(o.buf) == 0 {
+		return nil
+	}
+	return append(o.buf, '}')
 }
 
 // mustJSON marshals a value the connector built itself.

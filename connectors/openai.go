@@ -1,7 +1,6 @@
 package connectors
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -29,8 +28,8 @@ func (*openAI) Authorize(h http.Header, key string) { bearer(h, key) }
 
 // Translate implements [Connector.Translate].
 func (*openAI) Translate(body Body, _ *compiler.Plan, out *compiler.Outcome) (*Native, error) {
-	b := encodeBody(withMembers(body, map[string]json.RawMessage{"model": mustJSON(out.NativeModel)}))
-	return &Native{Path: "/chat/completions", Header: http.Header{}, Body: b}, nil
+	b := encodeBody(body, member{"model", appendJSONString(nil, out.NativeModel)})
+	return &Native{Path: "/chat/completions", Header: noHeaders, Body: b}, nil
 }
 
 // Response implements [Connector.Response].

@@ -35,42 +35,42 @@ func (*openRouter) Capabilities() compiler.Capabilities {
 // Authorize implements [Connector.Authorize].
 func (*openRouter) Authorize(h http.Header, key string) { bearer(h, key) }
 
-// openRouterProvider is the upstream's per-request provider object; it
-// applies to every model of the chain.
-type openRouterProvider struct {
-	Order  []string `json:"order,omitempty"`
-	Only   []string `json:"only,omitempty"`
-	Ignore []string `json:"ignore,omitempty"`
-	Sort   string   `json:"sort,omitempty"`
-}
-
 var openRouterSort = map[string]string{"cost": "price", "latency": "latency", "throughput": "throughput"}
 
-// Translate implements [Connector.Translate].
+// openRouterHeaders asks the upstream to report its attempts and the
+// provider that served. Shared and read-only.
+var openRouterHeaders = http.Header{"X-Openrouter-Metadata": {"enabled"}}
+
+// Translate implements [Connector.Translate]: model, models (the chain), and
+// one provider object (order, only, ignore, sort) that applies to every model
+// of the chain.
 func (*openRouter) Translate(body Body, plan *compiler.Plan, out *compiler.Outcome) (*Native, error) {
-	set := map[string]json.RawMessage{}
+	set := make([]member, 0, 4)
 	if plan.Auto {
-		set["model"] = mustJSON(openRouterAuto)
-		plugin := map[string]any{"id": "auto-router"}
+		set = append(set, member{"model", appendJSONString(nil, openRouterAuto)})
+		var plugin object
 		if plan.AutoModels != nil {
-			plugin["allowed_models"] = plan.AutoModels
+			plugin.field("allowed_models")
+			plugin.buf = appendStringList(plugin.buf, plan.AutoModels)
 		}
-		set["plugins"] = mustJSON([]any{plugin})
+		plugin.str("id", "auto-router")
+		set = append(set, member{"plugins", append(append([]byte{'['}, plugin.bytes()...), ']')})
 	} else {
-		set["model"] = mustJSON(out.NativeModel)
+		set = append(set, member{"model", appendJSONString(nil, out.NativeModel)})
 	}
 	if len(out.Chain) > 0 {
-		set["models"] = mustJSON(out.Chain)
+		set = append(set, member{"models", appendStringList(nil, out.Chain)})
 	}
 	ps := plan.Providers
-	prov := openRouterProvider{Order: ps.Preferred, Only: ps.Allowed, Ignore: ps.Denied, Sort: openRouterSort[ps.RankBy]}
-	if len(prov.Order) > 0 || len(prov.Only) > 0 || len(prov.Ignore) > 0 || prov.Sort != "" {
-		set["provider"] = mustJSON(prov)
+	var prov object
+	prov.list("order", ps.Preferred)
+	prov.list("only", ps.Allowed)
+	prov.list("ignore", ps.Denied)
+	prov.str("sort", openRouterSort[ps.RankBy])
+	if b := prov.bytes(); b != nil {
+		set = append(set, member{"provider", b})
 	}
-	h := http.Header{}
-	// Ask the upstream to report its attempts and the provider that served.
-	h.Set("X-OpenRouter-Metadata", "enabled")
-	return &Native{Path: "/chat/completions", Header: h, Body: encodeBody(withMembers(body, set))}, nil
+	return &Native{Path: "/chat/completions", Header: openRouterHeaders, Body: encodeBody(body, set...)}, nil
 }
 
 // openRouterMeta is the attempt report the upstream adds when asked.

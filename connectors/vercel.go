@@ -28,24 +28,26 @@ func (*vercel) Capabilities() compiler.Capabilities {
 // Authorize implements [Connector.Authorize].
 func (*vercel) Authorize(h http.Header, key string) { bearer(h, key) }
 
-type vercelGateway struct {
-	Order  []string `json:"order,omitempty"`
-	Only   []string `json:"only,omitempty"`
-	Models []string `json:"models,omitempty"`
-	Sort   string   `json:"sort,omitempty"`
-}
-
 var vercelSort = map[string]string{"cost": "cost", "latency": "ttft", "throughput": "tps"}
 
-// Translate implements [Connector.Translate].
+var noHeaders = http.Header{}
+
+// Translate implements [Connector.Translate]: providerOptions.gateway with
+// order, only, models (the chain) and sort.
 func (*vercel) Translate(body Body, plan *compiler.Plan, out *compiler.Outcome) (*Native, error) {
-	set := map[string]json.RawMessage{"model": mustJSON(out.NativeModel)}
 	ps := plan.Providers
-	g := vercelGateway{Order: ps.Preferred, Only: ps.Allowed, Models: out.Chain, Sort: vercelSort[ps.RankBy]}
-	if len(g.Order) > 0 || len(g.Only) > 0 || len(g.Models) > 0 || g.Sort != "" {
-		set["providerOptions"] = mustJSON(map[string]vercelGateway{"gateway": g})
+	var g object
+	g.list("order", ps.Preferred)
+	g.list("only", ps.Allowed)
+	g.list("models", out.Chain)
+	g.str("sort", vercelSort[ps.RankBy])
+	set := []member{{"model", appendJSONString(nil, out.NativeModel)}}
+	if gb := g.bytes(); gb != nil {
+		var po object
+		po.raw("gateway", gb)
+		set = append(set, member{"providerOptions", po.bytes()})
 	}
-	return &Native{Path: "/chat/completions", Header: http.Header{}, Body: encodeBody(withMembers(body, set))}, nil
+	return &Native{Path: "/chat/completions", Header: noHeaders, Body: encodeBody(body, set...)}, nil
 }
 
 // vercelMeta is the upstream's routing report.

@@ -241,6 +241,12 @@ func (d *Decision) AllowedProviders() []string {
 	return append([]string{}, d.allowProv...)
 }
 
+// RestrictsProviders reports, without copying, whether the decision has an
+// allowed-provider restriction and whether it denies any provider.
+func (d *Decision) RestrictsProviders() (allow, deny bool) {
+	return d.allowProv != nil, len(d.denyProv) > 0
+}
+
 // DeniedProviders returns the sorted provider entries that may never serve, or
 // nil when there are none.
 func (d *Decision) DeniedProviders() []string { return append([]string(nil), d.denyProv...) }

@@ -159,7 +159,7 @@ func (s *Snapshot) Explain(ctx context.Context, key *profiles.Key, req *compiler
 		e.Dropped = plan.Dropped
 	}
 	e.Providers = &plan.Providers
-	e.Provenance = plan.Provenance
+	e.Provenance = plan.Provenance()
 	if e.Guardrail != nil {
 		allowed := plan.Auto || d.ModelAllowed(plan.DecidedModel)
 		e.Guardrail.ModelAllowed = &allowed
