@@ -32,6 +32,10 @@ const (
 	HeaderDegraded       = "X-Sluice-Degraded"
 	HeaderCache          = "X-Sluice-Cache"
 	HeaderSessionID      = "X-Session-Id"
+	// HeaderFallback is "true" on a non-streaming success that came from an
+	// attempt after the first (absent otherwise). Streams do not carry it:
+	// correlate them with their row by X-Request-Id.
+	HeaderFallback = "X-Sluice-Fallback"
 )
 
 // Switch reasons recorded in routing_switch_reason.
@@ -123,9 +127,6 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	t.req = req
 	t.row.DecidedModel, t.row.Stream = req.Model, req.Stream
-	upstream := t.snap.Config.UpstreamFor(t.key)
-	t.row.Upstream = upstream
-
 	// cache: before the check, because a hit contacts no provider, so a
 	// restriction an upstream cannot express does not stop it. Streams are
 	// never cached: a replayed stream would not be the stream it claims.
@@ -146,32 +147,11 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.metrics.Cache.WithLabelValues("miss").Inc()
 	}
 
-	// decide
+	// decide → check → translate → send, per attempt
 	if t.pinKey != "" {
 		t.pin, t.hasPin = s.sessions.Get(t.pinKey)
 	}
-	creq := compiler.Request{Model: req.Model, Routing: req.Routing}
-	if t.hasPin && t.pin.model == req.Model {
-		creq.PinnedProvider = t.pin.provider
-	}
-	t.plan = compiler.Decide(creq, t.snap.Layers(p.Key), decision)
-	t.plan.Principal = p
-	t.row.Chain = t.plan.Chain
-
-	// check + translate
-	c, terr := t.snap.Compile(t.plan, upstream, req.Body)
-	if terr != nil {
-		s.fail(w, t, translateError(terr))
-		return
-	}
-	if ref := c.Refused(); ref != nil {
-		s.fail(w, t, &apierr.Error{Code: ref.Code, Message: ref.Message})
-		return
-	}
-	t.row.RoutingDegraded = c.Outcome.Degraded
-
-	// send
-	s.dispatch(w, r, t, c, cacheKey)
+	s.serve(w, r, t, decision, cacheKey)
 }
 
 // translateError maps a connector's translation error to the caller's error.
@@ -339,9 +319,18 @@ func statusLabel(code int) string {
 
 // context helpers for the upstream deadlines.
 var (
-	errFirstByte = errors.New("upstream sent no response headers within first_byte_timeout")
-	errTotal     = errors.New("upstream did not finish within timeout")
+	errFirstByte error = deadlineError("the upstream sent nothing within first_byte_timeout")
+	errTotal     error = deadlineError("the upstream did not finish within timeout")
 )
+
+// deadlineError is one of the gateway's upstream deadlines firing; it reports
+// itself as a timeout so that the failure classifier sees one.
+type deadlineError string
+
+func (e deadlineError) Error() string { return string(e) }
+
+// Timeout reports true: the error is a deadline.
+func (deadlineError) Timeout() bool { return true }
 
 // clientGone reports whether the caller has gone away.
 func clientGone(ctx context.Context) bool { return ctx.Err() != nil }

@@ -3,13 +3,16 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/gateway/apierr"
+	"github.com/sluicegw/sluice/gateway/failover"
 	"github.com/sluicegw/sluice/gateway/snapshot"
 )
 
@@ -59,7 +62,7 @@ func (b *firstByteBody) Read(p []byte) (int, error) {
 // deadlines: first_byte_timeout for the response headers, timeout for the
 // whole exchange (a stream's body included). The caller must call
 // call.cancel(nil) when done with the body.
-func (s *Server) send(ctx context.Context, c *snapshot.Compiled, stream bool, in http.Header) (*upstreamCall, error) {
+func (s *Server) send(ctx context.Context, c *snapshot.Compiled, stream bool, in http.Header, apiKey string) (*upstreamCall, error) {
 	up := c.Upstream
 	ctx, cancel := context.WithCancelCause(ctx)
 	total := time.AfterFunc(up.Config.Timeout.Duration, func() { cancel(errTotal) })
@@ -89,7 +92,7 @@ func (s *Server) send(ctx context.Context, c *snapshot.Compiled, stream bool, in
 			h[http.CanonicalHeaderKey(name)] = v
 		}
 	}
-	up.Connector.Authorize(h, up.APIKey)
+	up.Connector.Authorize(h, apiKey)
 	firstByte := time.AfterFunc(up.Config.FirstByteTimeout.Duration, func() { cancel(errFirstByte) })
 	resp, err := s.client.Do(req)
 	if err != nil {
@@ -118,32 +121,93 @@ func transportError(err error) *apierr.Error {
 	}
 }
 
-// dispatch sends the compiled request and answers the caller.
-func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, t *turn, c *snapshot.Compiled, cacheKey string) {
-	t.row.Attempts = 1
-	call, err := s.send(r.Context(), c, t.req.Stream, r.Header)
+// attemptResult is the outcome of one attempt: either an answer was
+// committed to the caller, or a classified failure with the answer to
+// forward should the request end on it.
+type attemptResult struct {
+	committed bool
+	failure   failover.Failure
+	// relay is the upstream's own error answer, forwarded unchanged if the
+	// request ends here; apiErr is a gateway-made error otherwise.
+	relay  *relayedError
+	apiErr *apierr.Error
+}
+
+// relayedError is an upstream error answer kept for forwarding.
+type relayedError struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// attemptOpts are what differs between attempts of one request.
+type attemptOpts struct {
+	apiKey   string // the credential used: the platform key or the caller's own
+	fallback bool   // an earlier attempt failed: mark a success as a fallback
+	cacheKey string
+}
+
+func failed(f failover.Failure, e *apierr.Error) attemptResult {
+	return attemptResult{failure: f, apiErr: e}
+}
+
+// attempt sends one compiled request. On success it answers the caller and
+// returns committed; on failure it answers nothing, so that the plan can
+// decide whether another target may still serve.
+func (s *Server) attempt(w http.ResponseWriter, r *http.Request, t *turn, c *snapshot.Compiled, o attemptOpts) attemptResult {
+	up := c.Upstream.Config.Name
+	call, err := s.send(r.Context(), c, t.req.Stream, r.Header, o.apiKey)
 	if err != nil {
 		if clientGone(r.Context()) {
-			t.row.Status = 499
-			return
+			return attemptResult{committed: true} // nobody to answer; recorded as 499
 		}
-		s.metrics.UpstreamErrors.WithLabelValues(c.Upstream.Config.Name, "connection").Inc()
-		s.log.Warn("upstream exchange failed", "request_id", t.row.RequestID, "upstream", c.Upstream.Config.Name, "err", err.Error())
-		s.failUpstream(w, t, transportError(err))
-		return
+		f := failover.ClassifyTransport(err)
+		s.metrics.UpstreamErrors.WithLabelValues(up, f.Class).Inc()
+		s.log.Warn("upstream exchange failed", "request_id", t.row.RequestID, "upstream", up, "class", f.Class, "err", err.Error())
+		return failed(f, transportError(err))
 	}
 	defer call.cancel(nil)
 	resp := call.resp
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		s.metrics.UpstreamErrors.WithLabelValues(c.Upstream.Config.Name, statusLabel(resp.StatusCode)).Inc()
-		s.relayError(w, t, call)
-		return
+		body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody+1))
+		switch {
+		case rerr != nil:
+			err := call.readErr(rerr)
+			f := failover.ClassifyTransport(err)
+			s.metrics.UpstreamErrors.WithLabelValues(up, f.Class).Inc()
+			return failed(f, transportError(err))
+		case len(body) > maxErrorBody:
+			f := failover.Classify(resp.StatusCode, resp.Header, nil)
+			s.metrics.UpstreamErrors.WithLabelValues(up, f.Class).Inc()
+			return failed(f, apierr.New(apierr.CodeUpstreamBadResponse, "the upstream's error answer exceeded 1 MiB and was not relayed"))
+		}
+		f := failover.Classify(resp.StatusCode, resp.Header, body)
+		s.metrics.UpstreamErrors.WithLabelValues(up, f.Class).Inc()
+		return attemptResult{failure: f, relay: &relayedError{status: resp.StatusCode, header: resp.Header, body: body}}
 	}
 	if t.req.Stream {
-		s.relayStream(w, r, t, c, call)
+		return s.relayStream(w, r, t, c, call, o)
+	}
+	return s.relayAnswer(w, t, c, call, o)
+}
+
+// forward answers with the failure the request ended on: the upstream's own
+// answer unchanged (status and body), or the gateway's error.
+func (s *Server) forward(w http.ResponseWriter, t *turn, res attemptResult) {
+	if res.relay == nil {
+		s.failUpstream(w, t, res.apiErr)
 		return
 	}
-	s.relayAnswer(w, t, c, call, cacheKey)
+	t.row.Status = res.relay.status
+	h := w.Header()
+	if ct := res.relay.header.Get("Content-Type"); ct != "" {
+		h.Set("Content-Type", ct)
+	}
+	if ra := res.relay.header.Get("Retry-After"); ra != "" {
+		h.Set("Retry-After", ra)
+	}
+	w.WriteHeader(res.relay.status)
+	_, _ = w.Write(res.relay.body)
 }
 
 // failUpstream answers with a gateway-made upstream error (not a refusal).
@@ -152,52 +216,30 @@ func (s *Server) failUpstream(w http.ResponseWriter, t *turn, e *apierr.Error) {
 	writeError(w, e)
 }
 
-// relayError forwards an upstream's error answer unchanged, body included.
-func (s *Server) relayError(w http.ResponseWriter, t *turn, call *upstreamCall) {
-	resp := call.resp
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody+1))
-	if err != nil {
-		s.failUpstream(w, t, transportError(call.readErr(err)))
-		return
-	}
-	if len(body) > maxErrorBody {
-		s.failUpstream(w, t, apierr.New(apierr.CodeUpstreamBadResponse, "the upstream's error answer exceeded 1 MiB and was not relayed"))
-		return
-	}
-	t.row.Status = resp.StatusCode
-	h := w.Header()
-	if ct := resp.Header.Get("Content-Type"); ct != "" {
-		h.Set("Content-Type", ct)
-	}
-	if ra := resp.Header.Get("Retry-After"); ra != "" {
-		h.Set("Retry-After", ra)
-	}
-	w.WriteHeader(resp.StatusCode)
-	_, _ = w.Write(body)
-}
-
 // relayAnswer reads a non-streaming answer, reads back who served and
 // answers the caller.
-func (s *Server) relayAnswer(w http.ResponseWriter, t *turn, c *snapshot.Compiled, call *upstreamCall, cacheKey string) {
+func (s *Server) relayAnswer(w http.ResponseWriter, t *turn, c *snapshot.Compiled, call *upstreamCall, o attemptOpts) attemptResult {
 	raw, err := io.ReadAll(io.LimitReader(call.resp.Body, maxAnswerBody+1))
 	if err != nil {
-		s.failUpstream(w, t, transportError(call.readErr(err)))
-		return
+		err = call.readErr(err)
+		return failed(failover.ClassifyTransport(err), transportError(err))
 	}
+	badAnswer := failover.Failure{Class: failover.ClassServerError, Status: http.StatusBadGateway}
 	if len(raw) > maxAnswerBody {
-		s.failUpstream(w, t, apierr.New(apierr.CodeUpstreamBadResponse, "the upstream's answer exceeded 64 MiB"))
-		return
+		return failed(badAnswer, apierr.New(apierr.CodeUpstreamBadResponse, "the upstream's answer exceeded 64 MiB"))
 	}
 	body, res, err := c.Upstream.Connector.Response(c.Call, raw)
 	if err != nil {
 		s.log.Warn("upstream answer unreadable", "request_id", t.row.RequestID, "upstream", c.Upstream.Config.Name, "err", err.Error())
-		s.failUpstream(w, t, apierr.New(apierr.CodeUpstreamBadResponse, "the upstream's answer was not a valid completion"))
-		return
+		return failed(badAnswer, apierr.New(apierr.CodeUpstreamBadResponse, "the upstream's answer was not a valid completion"))
 	}
 	s.served(t, c.Outcome.Chain, res)
 	t.row.Status = http.StatusOK
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
+	if o.fallback {
+		h.Set(HeaderFallback, "true")
+	}
 	h.Set(HeaderUpstream, c.Upstream.Config.Name)
 	setServed(h, t.row.ServedModel, t.row.ServedProvider)
 	if len(t.row.RoutingDegraded) > 0 {
@@ -205,10 +247,11 @@ func (s *Server) relayAnswer(w http.ResponseWriter, t *turn, c *snapshot.Compile
 	}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
-	if cacheKey != "" {
-		s.cache.Put(cacheKey, &cachedAnswer{body: body, servedModel: t.row.ServedModel, servedProvider: t.row.ServedProvider,
+	if o.cacheKey != "" {
+		s.cache.Put(o.cacheKey, &cachedAnswer{body: body, servedModel: t.row.ServedModel, servedProvider: t.row.ServedProvider,
 			upstream: c.Upstream.Config.Name, usage: res.Usage})
 	}
+	return attemptResult{committed: true}
 }
 
 func joinComma(l []string) string {
@@ -234,22 +277,27 @@ var (
 // arrives. Once the first chunk has left, nothing can switch to another
 // target: a failure is sent in-band as an error event and the stream ends
 // without [DONE], so the caller never mistakes a cut stream for a whole one.
-func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, c *snapshot.Compiled, call *upstreamCall) {
+func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, c *snapshot.Compiled, call *upstreamCall, o attemptOpts) attemptResult {
 	st := c.Upstream.Connector.NewStream(c.Call)
 	rd := connectors.NewSSEReader(call.resp.Body)
 	// Nothing is committed to the caller until the upstream's first event has
-	// arrived: a failure before it is answered like a non-streaming failure.
+	// arrived: a failure before it fails over like a non-streaming one.
 	ev, data, err := rd.Next()
 	if err != nil {
 		if clientGone(r.Context()) {
-			t.row.Status = 499
-			return
+			return attemptResult{committed: true}
 		}
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
-		s.failUpstream(w, t, transportError(call.readErr(err)))
-		return
+		err = call.readErr(err)
+		return failed(failover.ClassifyTransport(err), transportError(err))
+	}
+	if f, e, ok := firstEventError(ev, data); ok {
+		// The upstream failed before its first token, in-band: nothing has
+		// reached the caller yet, so this is an ordinary failure.
+		s.metrics.UpstreamErrors.WithLabelValues(c.Upstream.Config.Name, f.Class).Inc()
+		return failed(f, e)
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -321,4 +369,26 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, c 
 		}
 		t.row.Status = http.StatusBadGateway
 	}
+	return attemptResult{committed: true}
+}
+
+// firstEventError recognises a stream whose first event is an error object
+// (an upstream's in-band failure before any token).
+func firstEventError(event, data []byte) (failover.Failure, *apierr.Error, bool) {
+	if !bytes.Contains(data, []byte(`"error"`)) {
+		return failover.Failure{}, nil, false
+	}
+	var probe struct {
+		Error *struct {
+			Type    string          `json:"type"`
+			Code    json.RawMessage `json:"code"`
+			Message string          `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(data, &probe) != nil || probe.Error == nil {
+		return failover.Failure{}, nil, false
+	}
+	code := strings.Trim(string(probe.Error.Code), `"`)
+	f := failover.ClassifyStreamError(probe.Error.Type, code)
+	return f, apierr.New(apierr.CodeUpstreamUnavailable, "the upstream failed before its first token: "+probe.Error.Message), true
 }

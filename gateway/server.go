@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sluicegw/sluice/gateway/failover"
 	"github.com/sluicegw/sluice/gateway/lru"
 	"github.com/sluicegw/sluice/gateway/metrics"
 	"github.com/sluicegw/sluice/gateway/requestlog"
@@ -73,6 +74,7 @@ type Server struct {
 
 	cache    *lru.Cache[string, *cachedAnswer]
 	sessions *lru.Cache[string, pin]
+	planner  *failover.Planner
 }
 
 type reloadError struct {
@@ -99,6 +101,7 @@ func New(opts Options) (*Server, error) {
 	cfg := snap.Config
 	s.cache = lru.New[string, *cachedAnswer](cfg.Cache.MaxEntries, cfg.Cache.TTL.Duration)
 	s.sessions = lru.New[string, pin](cfg.Sessions.MaxEntries, cfg.Sessions.TTL.Duration)
+	s.planner = failover.NewPlanner(failover.PlannerOptions{})
 
 	transport := opts.Transport
 	if transport == nil {

@@ -1,0 +1,220 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/sluicegw/sluice/compiler"
+	"github.com/sluicegw/sluice/gateway/apierr"
+	"github.com/sluicegw/sluice/gateway/failover"
+	"github.com/sluicegw/sluice/gateway/snapshot"
+	"github.com/sluicegw/sluice/guardrails"
+	"github.com/sluicegw/sluice/profiles"
+)
+
+// SwitchTargetFallback is the routing_switch_reason of an answer from a route
+// target whose model differs from the first planned one.
+const SwitchTargetFallback = "target_fallback"
+
+// compiler caches, per request, the plan of each model and the compile of
+// each (upstream, model): a route's targets often share both.
+type requestCompiler struct {
+	t     *turn
+	d     *guardrails.Decision
+	plans map[string]*compiler.Plan
+	comps map[[2]string]compiled
+}
+
+type compiled struct {
+	c   *snapshot.Compiled
+	err *apierr.Error
+}
+
+func newRequestCompiler(t *turn, d *guardrails.Decision) *requestCompiler {
+	return &requestCompiler{t: t, d: d, plans: map[string]*compiler.Plan{}, comps: map[[2]string]compiled{}}
+}
+
+// plan decides the request for one model: profiles and guardrails apply to
+// every attempt alike.
+func (rc *requestCompiler) plan(model string) *compiler.Plan {
+	if p, ok := rc.plans[model]; ok {
+		return p
+	}
+	t := rc.t
+	creq := compiler.Request{Model: model, Routing: t.req.Routing}
+	if t.hasPin && t.pin.model == model {
+		creq.PinnedProvider = t.pin.provider
+	}
+	p := compiler.Decide(creq, t.snap.Layers(t.key.ID), rc.d)
+	p.Principal = t.key.Principal()
+	rc.plans[model] = p
+	return p
+}
+
+// compile checks and translates the request for one target; err is the
+// refusal or translation error when the target must not serve it.
+func (rc *requestCompiler) compile(upstream, model string) (*snapshot.Compiled, *apierr.Error) {
+	k := [2]string{upstream, model}
+	if c, ok := rc.comps[k]; ok {
+		return c.c, c.err
+	}
+	c, terr := rc.t.snap.Compile(rc.plan(model), upstream, rc.t.req.Body)
+	var e *apierr.Error
+	switch {
+	case terr != nil:
+		e = translateError(terr)
+	case c.Refused() != nil:
+		e = &apierr.Error{Code: c.Refused().Code, Message: c.Refused().Message}
+	}
+	rc.comps[k] = compiled{c, e}
+	return c, e
+}
+
+// serve runs the request's attempts: one for a plain model, the planned
+// targets for a route alias. It answers the caller in every case.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, t *turn, d *guardrails.Decision, cacheKey string) {
+	rc := newRequestCompiler(t, d)
+	rt := t.snap.Config.Route(t.req.Model)
+	if rt == nil {
+		s.serveModel(w, r, t, rc, cacheKey)
+		return
+	}
+	s.serveRoute(w, r, t, rc, rt, cacheKey)
+}
+
+// serveModel sends a request that names a model to the key's upstream.
+func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, t *turn, rc *requestCompiler, cacheKey string) {
+	upstream := t.snap.Config.UpstreamFor(t.key)
+	t.row.Upstream = upstream
+	t.plan = rc.plan(t.req.Model)
+	t.row.Chain = t.plan.Chain
+	c, aerr := rc.compile(upstream, t.req.Model)
+	if aerr != nil {
+		s.fail(w, t, aerr)
+		return
+	}
+	t.row.RoutingDegraded = c.Outcome.Degraded
+	t.row.Attempts = 1
+	res := s.attempt(w, r, t, c, attemptOpts{apiKey: c.Upstream.APIKey, cacheKey: cacheKey})
+	if !res.committed {
+		s.forward(w, t, res)
+	}
+}
+
+// serveRoute plans a route alias into attempts and fails over across its
+// targets by failure class.
+func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, t *turn, rc *requestCompiler, rt *profiles.Route, cacheKey string) {
+	t.row.Route = rt.Model
+	usable, firstRefusal := usableRoute(rt, rc)
+	if firstRefusal != nil {
+		s.fail(w, t, firstRefusal)
+		return
+	}
+	window := func(model string) int {
+		if t.snap.Catalog == nil {
+			return 0
+		}
+		if m, ok := t.snap.Catalog.Model(model); ok {
+			return m.ContextWindow
+		}
+		return 0
+	}
+	plan := s.planner.Plan(usable, t.snap.Config.RetryBudget(rt), t.req.PromptTokens, window)
+	tgt, ok := plan.First()
+	if !ok {
+		s.failUpstream(w, t, apierr.New(apierr.CodeUpstreamUnavailable, fmt.Sprintf("route %q has no target that can take this request", rt.Model)))
+		return
+	}
+	reason := ""
+	if f, ok := plan.FirstReason(); ok {
+		reason = f.String() // planning sent an oversized prompt straight to the tail
+		t.row.DecidedModel = tgt.Model
+	}
+	decided := ""
+	for attempt := 1; ; attempt++ {
+		c, _ := rc.compile(tgt.Upstream, tgt.Model) // usableRoute kept only targets that compile
+		if decided == "" {
+			decided = tgt.Model
+			t.row.DecidedModel = decided
+			t.plan = c.Call.Plan
+			t.row.Chain = t.plan.Chain
+		}
+		t.row.Upstream = tgt.Upstream
+		t.row.Attempts = attempt
+		t.row.RoutingDegraded = c.Outcome.Degraded
+		t.row.RoutingSwitchReason = ""
+		if tgt.Model != decided {
+			t.row.RoutingSwitchReason = SwitchTargetFallback
+		}
+		t.row.FallbackReason = reason
+		start := time.Now()
+		res := s.attempt(w, r, t, c, attemptOpts{apiKey: c.Upstream.APIKey, fallback: attempt > 1 || reason != "", cacheKey: cacheKey})
+		if !clientGone(r.Context()) {
+			s.planner.Observe(rt.Model, tgt, time.Since(start), res.committed || !healthFailure(res.failure))
+		}
+		if res.committed {
+			if reason != "" {
+				s.metrics.Fallbacks.WithLabelValues(reason).Inc()
+			}
+			return
+		}
+		next, ok, stop := plan.Next(tgt, res.failure, false)
+		if !ok {
+			s.log.Info("route ends on a failure", "request_id", t.row.RequestID, "route", rt.Model, "target", tgt.Name(),
+				"failure", res.failure.String(), "stop", string(stop))
+			t.row.RoutingSwitchReason = ""
+			s.forward(w, t, res)
+			return
+		}
+		reason = res.failure.String()
+		tgt = next
+	}
+}
+
+// healthFailure reports whether a failure says something about the target's
+// health (and so counts toward making it cold).
+func healthFailure(f failover.Failure) bool {
+	switch f.Class {
+	case failover.ClassThrottled, failover.ClassTimeout, failover.ClassServerError, failover.ClassConnection:
+		return true
+	}
+	return false
+}
+
+// usableRoute returns the route without the targets this request may not be
+// sent to (a guardrail forbids the model, the upstream cannot express a
+// restriction, ...): such a target is skipped, not failed over to. When no
+// ordinary target is left, the first refusal answers the request.
+func usableRoute(rt *profiles.Route, rc *requestCompiler) (*profiles.Route, *apierr.Error) {
+	var first *apierr.Error
+	keep := func(ts []profiles.Target) []profiles.Target {
+		out := make([]profiles.Target, 0, len(ts))
+		for _, tg := range ts {
+			if _, err := rc.compile(tg.Upstream, tg.Model); err != nil {
+				if first == nil {
+					first = err
+				}
+				continue
+			}
+			out = append(out, tg)
+		}
+		return out
+	}
+	u := *rt
+	u.Targets = keep(rt.Targets)
+	if rt.Then != nil {
+		tail := *rt.Then
+		tail.Targets = keep(rt.Then.Targets)
+		u.Then = &tail
+	}
+	for _, tg := range u.Targets {
+		if !tg.Restricted() {
+			return &u, nil
+		}
+	}
+	if first == nil {
+		first = apierr.New(apierr.CodeUpstreamUnavailable, fmt.Sprintf("route %q has no ordinary target", rt.Model))
+	}
+	return nil, first
+}
