@@ -182,36 +182,19 @@ func healthFailure(f failover.Failure) bool {
 	return false
 }
 
-// usableRoute returns the route without the targets this request may not be
-// sent to (a guardrail forbids the model, the upstream cannot express a
-// restriction, ...): such a target is skipped, not failed over to. When no
-// ordinary target is left, the first refusal answers the request.
+// usableRoute returns the route without the targets this request may not
+// be sent to; when no ordinary target is left, the first refusal answers.
 func usableRoute(rt *profiles.Route, rc *requestCompiler) (*profiles.Route, *apierr.Error) {
 	var first *apierr.Error
-	keep := func(ts []profiles.Target) []profiles.Target {
-		out := make([]profiles.Target, 0, len(ts))
-		for _, tg := range ts {
-			if _, err := rc.compile(tg.Upstream, tg.Model); err != nil {
-				if first == nil {
-					first = err
-				}
-				continue
-			}
-			out = append(out, tg)
+	u, ok := failover.Without(rt, func(tg profiles.Target) bool {
+		_, err := rc.compile(tg.Upstream, tg.Model)
+		if err != nil && first == nil {
+			first = err
 		}
-		return out
-	}
-	u := *rt
-	u.Targets = keep(rt.Targets)
-	if rt.Then != nil {
-		tail := *rt.Then
-		tail.Targets = keep(rt.Then.Targets)
-		u.Then = &tail
-	}
-	for _, tg := range u.Targets {
-		if !tg.Restricted() {
-			return &u, nil
-		}
+		return err != nil
+	})
+	if ok {
+		return u, nil
 	}
 	if first == nil {
 		first = apierr.New(apierr.CodeUpstreamUnavailable, fmt.Sprintf("route %q has no ordinary target", rt.Model))

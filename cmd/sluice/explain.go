@@ -122,6 +122,27 @@ func printExplanation(env *cliEnv, e *snapshot.Explanation) {
 	if e.DecidedModel == "" {
 		return
 	}
+	if rv := e.Route; rv != nil {
+		fmt.Fprintf(w, "\nroute %q (strategy %s, %d retries):\n", rv.Route, rv.Strategy, rv.Budget)
+		for i, m := range rv.Members {
+			fmt.Fprintf(w, "  %d. %s/%s\n", i+1, m.Upstream, m.Model)
+		}
+		for _, r := range rv.Restricted {
+			fmt.Fprintf(w, "  restricted %s/%s: takes over %s\n", r.Upstream, r.Model, strings.Join(r.TakesOver, ", "))
+		}
+		for _, r := range rv.Removed {
+			fmt.Fprintf(w, "  removed %s/%s: %s\n", r.Target.Upstream, r.Target.Model, r.Reason)
+		}
+		for _, tl := range rv.Tail {
+			fmt.Fprintf(w, "  then %s/%s, reached from the last member on %s\n", tl.Upstream, tl.Model, strings.Join(rv.TailOn, ", "))
+		}
+		for _, sk := range rv.Skipped {
+			fmt.Fprintf(w, "  skipped %s/%s: %s\n", sk.Upstream, sk.Model, sk.Refused.Code)
+		}
+		for _, n := range rv.Notes {
+			fmt.Fprintf(w, "  note: %s\n", n)
+		}
+	}
 	fmt.Fprintf(w, "\ndecided model: %s\nchain: %s\n", e.DecidedModel, list(e.Chain))
 	for _, d := range e.Dropped {
 		fmt.Fprintf(w, "  dropped %s (%s)\n", d.Model, d.Reason)
@@ -138,13 +159,17 @@ func printExplanation(env *cliEnv, e *snapshot.Explanation) {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "UPSTREAM\tCONNECTOR\tOUTCOME\tDEGRADED")
+	fmt.Fprintln(tw, "UPSTREAM\tMODEL\tCONNECTOR\tOUTCOME\tDEGRADED")
 	for _, c := range e.Compiled {
 		outcome := "serve"
 		if c.Refused != nil {
 			outcome = "refuse: " + c.Refused.Code
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Upstream, c.Connector, outcome, list(c.Degraded))
+		model := c.Model
+		if model == "" {
+			model = e.DecidedModel
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Upstream, model, c.Connector, outcome, list(c.Degraded))
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\n(--json shows each upstream's exact native body and every refusal message)")

@@ -649,3 +649,32 @@ func (pl *Plan) Explain() Explanation {
 	}
 	return e
 }
+
+// Without returns a copy of the route without the targets skip names (a
+// target the request may not be sent to at all: a guardrail forbids its
+// model, its upstream cannot express a restriction). Such a target is
+// skipped, not failed over to. ok is false when no ordinary target is left.
+func Without(rt *profiles.Route, skip func(profiles.Target) bool) (usable *profiles.Route, ok bool) {
+	keep := func(ts []profiles.Target) []profiles.Target {
+		out := make([]profiles.Target, 0, len(ts))
+		for _, t := range ts {
+			if !skip(t) {
+				out = append(out, t)
+			}
+		}
+		return out
+	}
+	u := *rt
+	u.Targets = keep(rt.Targets)
+	if rt.Then != nil {
+		tail := *rt.Then
+		tail.Targets = keep(rt.Then.Targets)
+		u.Then = &tail
+	}
+	for _, t := range u.Targets {
+		if !t.Restricted() {
+			return &u, true
+		}
+	}
+	return &u, false
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicegw/sluice/compiler"
 	"github.com/sluicegw/sluice/connectors"
+	"github.com/sluicegw/sluice/gateway/failover"
 	"github.com/sluicegw/sluice/guardrails"
 	"github.com/sluicegw/sluice/profiles"
 )
@@ -94,6 +95,27 @@ type Explanation struct {
 	Provenance    map[string]string    `json:"provenance"`
 	ContentFilter string               `json:"content_filter"`
 	Compiled      []CompiledView       `json:"compiled"`
+	// Route is present when the request's model is a route alias: the
+	// planned attempts, and Compiled then holds one entry per target.
+	Route *RouteView `json:"route,omitempty"`
+}
+
+// RouteView is the plan of a route alias in an [Explanation]: members in
+// order, removed members with the reason, restricted targets with the
+// failures they take over, and the tail with its guard. Targets the request
+// may not be sent to at all are listed under Skipped. Latency ordering
+// (fastest) reflects no observations here: the gateway orders by what it has
+// measured.
+type RouteView struct {
+	failover.Explanation
+	Skipped []SkippedTarget `json:"skipped"`
+}
+
+// SkippedTarget is a route target the request may not be sent to.
+type SkippedTarget struct {
+	Upstream string            `json:"upstream"`
+	Model    string            `json:"model"`
+	Refused  *compiler.Refusal `json:"refused"`
 }
 
 // GuardrailView is the guardrail part of an [Explanation].
@@ -114,7 +136,9 @@ type GuardrailView struct {
 
 // CompiledView is one upstream's compile result in an [Explanation].
 type CompiledView struct {
-	Upstream  string            `json:"upstream"`
+	Upstream string `json:"upstream"`
+	// Model is the target's model (route targets only).
+	Model     string            `json:"model,omitempty"`
 	Connector string            `json:"connector"`
 	Refused   *compiler.Refusal `json:"refused"`
 	Degraded  []string          `json:"degraded"`
@@ -149,6 +173,9 @@ func (s *Snapshot) Explain(ctx context.Context, key *profiles.Key, req *compiler
 	if req == nil {
 		return e, nil
 	}
+	if rt := s.Config.Route(req.Model); rt != nil {
+		return s.explainRoute(ctx, e, key, req, body, rt)
+	}
 	plan, _, err := s.Plan(ctx, key, *req)
 	if err != nil {
 		return nil, err
@@ -180,6 +207,84 @@ func (s *Snapshot) Explain(ctx context.Context, key *profiles.Key, req *compiler
 			v.Native = c.Native.Body
 		}
 		e.Compiled = append(e.Compiled, v)
+	}
+	return e, nil
+}
+
+// explainRoute explains a route alias: every target compiled for its own
+// model, and the attempts planned from the targets the request may use.
+func (s *Snapshot) explainRoute(ctx context.Context, e *Explanation, key *profiles.Key, req *compiler.Request, body connectors.Body, rt *profiles.Route) (*Explanation, error) {
+	views := map[[2]string]CompiledView{}
+	plans := map[string]*compiler.Plan{}
+	compile := func(t profiles.Target) (CompiledView, error) {
+		k := [2]string{t.Upstream, t.Model}
+		if v, ok := views[k]; ok {
+			return v, nil
+		}
+		p, ok := plans[t.Model]
+		if !ok {
+			r := *req
+			r.Model = t.Model
+			var err error
+			if p, _, err = s.Plan(ctx, key, r); err != nil {
+				return CompiledView{}, err
+			}
+			plans[t.Model] = p
+		}
+		c, err := s.Compile(p, t.Upstream, body)
+		if err != nil && c == nil {
+			return CompiledView{}, err
+		}
+		v := CompiledView{Upstream: t.Upstream, Model: t.Model, Connector: s.Upstreams[t.Upstream].Config.Connector, Refused: c.Outcome.Refused, Degraded: c.Outcome.Degraded}
+		if err != nil {
+			v.Refused = &compiler.Refusal{Code: errCode(err), Message: err.Error()}
+			v.Degraded = []string{}
+		} else if c.Native != nil {
+			v.Path, v.Native = c.Native.Path, c.Native.Body
+		}
+		views[k] = v
+		return v, nil
+	}
+	all := append([]profiles.Target(nil), rt.Targets...)
+	if rt.Then != nil {
+		all = append(all, rt.Then.Targets...)
+	}
+	rv := &RouteView{Skipped: []SkippedTarget{}}
+	for _, t := range all {
+		v, err := compile(t)
+		if err != nil {
+			return nil, err
+		}
+		e.Compiled = append(e.Compiled, v)
+		if v.Refused != nil {
+			rv.Skipped = append(rv.Skipped, SkippedTarget{Upstream: t.Upstream, Model: t.Model, Refused: v.Refused})
+		}
+	}
+	usable, _ := failover.Without(rt, func(t profiles.Target) bool {
+		v, _ := compile(t)
+		return v.Refused != nil
+	})
+	window := func(model string) int {
+		if s.Catalog != nil {
+			if m, ok := s.Catalog.Model(model); ok {
+				return m.ContextWindow
+			}
+		}
+		return 0
+	}
+	promptTokens := 0
+	if msgs, ok := body["messages"]; ok {
+		promptTokens = (len(msgs) + 3) / 4
+	}
+	fp := failover.NewPlanner(failover.PlannerOptions{}).Plan(usable, s.Config.RetryBudget(rt), promptTokens, window)
+	rv.Explanation = fp.Explain()
+	e.Route = rv
+	if first, ok := fp.First(); ok {
+		p := plans[first.Model]
+		e.DecidedModel, e.Chain, e.Providers, e.Provenance = p.DecidedModel, p.Chain, &p.Providers, p.Provenance()
+		if p.Dropped != nil {
+			e.Dropped = p.Dropped
+		}
 	}
 	return e, nil
 }
