@@ -14,6 +14,7 @@ import (
 	"github.com/sluicegw/sluice/compiler"
 	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/gateway/apierr"
+	"github.com/sluicegw/sluice/gateway/budget"
 	"github.com/sluicegw/sluice/gateway/request"
 	"github.com/sluicegw/sluice/gateway/requestlog"
 	"github.com/sluicegw/sluice/gateway/snapshot"
@@ -69,6 +70,9 @@ type turn struct {
 	pinKey string
 	pin    pin
 	hasPin bool
+	// metered reports that the current attempt uses the platform key, so its
+	// answer's cost counts against the key's and the team's budgets.
+	metered bool
 }
 
 func newRequestID() string {
@@ -255,6 +259,9 @@ func (s *Server) served(t *turn, chain []string, res connectors.Result) {
 		s.sessions.Put(t.pinKey, now)
 	}
 	r.CostUSD = cost(t.snap, r.ServedModel, r.ServedProvider, res.Usage, r.CacheDiscountApplied)
+	if t.metered {
+		s.ledger.Add(budget.Month(t.start), r.CostUSD, budget.KeyScope(t.key.ID), budget.TeamScope(t.key.Org, t.key.Team))
+	}
 }
 
 // cost estimates the spend of an answer from the catalog's prices (USD per

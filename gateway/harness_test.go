@@ -51,6 +51,41 @@ type harness struct {
 	srv  *gateway.Server
 	ts   *httptest.Server
 	logs *syncBuffer
+	sent *recorder
+}
+
+// recorder is the gateway's upstream transport in tests: it records the
+// credential and body of every upstream request.
+type recorder struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	reqs []sentRequest
+}
+
+type sentRequest struct {
+	URL, Auth, APIKey string
+	Body              []byte
+}
+
+func (rec *recorder) RoundTrip(r *http.Request) (*http.Response, error) {
+	var body []byte
+	if r.Body != nil {
+		body, _ = io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	rec.mu.Lock()
+	rec.reqs = append(rec.reqs, sentRequest{URL: r.URL.String(), Auth: r.Header.Get("Authorization"), APIKey: r.Header.Get("X-Api-Key"), Body: body})
+	rec.mu.Unlock()
+	return rec.base.RoundTrip(r)
+}
+
+// take returns and forgets the recorded requests.
+func (rec *recorder) take() []sentRequest {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	out := rec.reqs
+	rec.reqs = nil
+	return out
 }
 
 type syncBuffer struct {
@@ -76,9 +111,19 @@ var testEdits = [][2]string{
 
 func newHarness(t *testing.T, edits ...[2]string) *harness {
 	t.Helper()
+	return newHarnessPrep(t, nil, edits...)
+}
+
+// newHarnessPrep is newHarness with a hook that may change the copied
+// config directory (say, the catalog) before the gateway loads it.
+func newHarnessPrep(t *testing.T, prep func(dir string), edits ...[2]string) *harness {
+	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(dir, sluice.DemoConfig()))
 	editConfig(t, dir, append(append([][2]string{}, testEdits...), edits...)...)
+	if prep != nil {
+		prep(dir)
+	}
 	// Platform keys the demo config names; the tests check none of them leaks.
 	for env, v := range platformKeys {
 		t.Setenv(env, v)
@@ -89,7 +134,9 @@ func newHarness(t *testing.T, edits ...[2]string) *harness {
 	_, err := sim.Start()
 	require.NoError(t, err)
 	logs := &syncBuffer{}
+	sent := &recorder{base: gateway.NewTransport()}
 	srv, err := gateway.New(gateway.Options{
+		Transport:  sent,
 		ConfigDir:  dir,
 		Logger:     slog.New(slog.NewJSONHandler(logs, nil)),
 		AdminToken: adminToken,
@@ -98,7 +145,7 @@ func newHarness(t *testing.T, edits ...[2]string) *harness {
 	})
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv.Handler())
-	h := &harness{t: t, dir: dir, sim: sim, srv: srv, ts: ts, logs: logs}
+	h := &harness{t: t, dir: dir, sim: sim, srv: srv, ts: ts, logs: logs, sent: sent}
 	t.Cleanup(func() {
 		ts.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

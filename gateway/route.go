@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicegw/sluice/compiler"
+	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/gateway/apierr"
 	"github.com/sluicegw/sluice/gateway/failover"
 	"github.com/sluicegw/sluice/gateway/snapshot"
@@ -59,7 +60,14 @@ func (rc *requestCompiler) compile(upstream, model string) (*snapshot.Compiled, 
 	if c, ok := rc.comps[k]; ok {
 		return c.c, c.err
 	}
-	c, terr := rc.t.snap.Compile(rc.plan(model), upstream, rc.t.req.Body)
+	c, e := rc.compileBody(upstream, model, rc.t.req.Body)
+	rc.comps[k] = compiled{c, e}
+	return c, e
+}
+
+// compileBody compiles a variant of the request body (a budget-capped one).
+func (rc *requestCompiler) compileBody(upstream, model string, body connectors.Body) (*snapshot.Compiled, *apierr.Error) {
+	c, terr := rc.t.snap.Compile(rc.plan(model), upstream, body)
 	var e *apierr.Error
 	switch {
 	case terr != nil:
@@ -67,12 +75,11 @@ func (rc *requestCompiler) compile(upstream, model string) (*snapshot.Compiled, 
 	case c.Refused() != nil:
 		e = &apierr.Error{Code: c.Refused().Code, Message: c.Refused().Message}
 	}
-	rc.comps[k] = compiled{c, e}
 	return c, e
 }
 
-// serve runs the request's attempts: one for a plain model, the planned
-// targets for a route alias. It answers the caller in every case.
+// serve runs the request's attempts: one target for a plain model, the
+// planned targets for a route alias. It answers the caller in every case.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, t *turn, d *guardrails.Decision, cacheKey string) {
 	rc := newRequestCompiler(t, d)
 	rt := t.snap.Config.Route(t.req.Model)
@@ -95,9 +102,11 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, t *turn, rc 
 		return
 	}
 	t.row.RoutingDegraded = c.Outcome.Degraded
-	t.row.Attempts = 1
-	res := s.attempt(w, r, t, c, attemptOpts{apiKey: c.Upstream.APIKey, cacheKey: cacheKey})
-	if !res.committed {
+	res, _, stop := s.tryTarget(w, r, t, rc, upstream, t.req.Model, false, cacheKey)
+	switch {
+	case stop != nil:
+		s.fail(w, t, stop)
+	case !res.committed:
 		s.forward(w, t, res)
 	}
 }
@@ -129,10 +138,9 @@ func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, t *turn, rc 
 	reason := ""
 	if f, ok := plan.FirstReason(); ok {
 		reason = f.String() // planning sent an oversized prompt straight to the tail
-		t.row.DecidedModel = tgt.Model
 	}
 	decided := ""
-	for attempt := 1; ; attempt++ {
+	for {
 		c, _ := rc.compile(tgt.Upstream, tgt.Model) // usableRoute kept only targets that compile
 		if decided == "" {
 			decided = tgt.Model
@@ -141,7 +149,6 @@ func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, t *turn, rc 
 			t.row.Chain = t.plan.Chain
 		}
 		t.row.Upstream = tgt.Upstream
-		t.row.Attempts = attempt
 		t.row.RoutingDegraded = c.Outcome.Degraded
 		t.row.RoutingSwitchReason = ""
 		if tgt.Model != decided {
@@ -149,20 +156,24 @@ func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, t *turn, rc 
 		}
 		t.row.FallbackReason = reason
 		start := time.Now()
-		res := s.attempt(w, r, t, c, attemptOpts{apiKey: c.Upstream.APIKey, fallback: attempt > 1 || reason != "", cacheKey: cacheKey})
+		res, callerKey, stop := s.tryTarget(w, r, t, rc, tgt.Upstream, tgt.Model, t.row.Attempts > 0 || reason != "", cacheKey)
+		if stop != nil {
+			s.fail(w, t, stop)
+			return
+		}
 		if !clientGone(r.Context()) {
 			s.planner.Observe(rt.Model, tgt, time.Since(start), res.committed || !healthFailure(res.failure))
 		}
 		if res.committed {
-			if reason != "" {
-				s.metrics.Fallbacks.WithLabelValues(reason).Inc()
+			if t.row.FallbackReason != "" {
+				s.metrics.Fallbacks.WithLabelValues(t.row.FallbackReason).Inc()
 			}
 			return
 		}
-		next, ok, stop := plan.Next(tgt, res.failure, false)
+		next, ok, stopReason := plan.Next(tgt, res.failure, callerKey)
 		if !ok {
 			s.log.Info("route ends on a failure", "request_id", t.row.RequestID, "route", rt.Model, "target", tgt.Name(),
-				"failure", res.failure.String(), "stop", string(stop))
+				"failure", res.failure.String(), "stop", string(stopReason))
 			t.row.RoutingSwitchReason = ""
 			s.forward(w, t, res)
 			return

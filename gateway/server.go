@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sluicegw/sluice/gateway/budget"
 	"github.com/sluicegw/sluice/gateway/failover"
 	"github.com/sluicegw/sluice/gateway/lru"
 	"github.com/sluicegw/sluice/gateway/metrics"
@@ -75,6 +76,10 @@ type Server struct {
 	cache    *lru.Cache[string, *cachedAnswer]
 	sessions *lru.Cache[string, pin]
 	planner  *failover.Planner
+	ledger   *budget.Ledger
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 type reloadError struct {
@@ -121,6 +126,11 @@ func New(opts Options) (*Server, error) {
 		}
 		s.store = store
 	}
+	ledger, err := budget.Open(filepath.Join(st.DataDir, "state.db"))
+	if err != nil {
+		return nil, err
+	}
+	s.ledger = ledger
 	s.writer = requestlog.NewWriter(s.store, requestlog.WriterOptions{
 		BatchSize: st.BatchSize, FlushInterval: st.FlushInterval.Duration,
 		SpoolDir: filepath.Join(st.DataDir, "spool"), SpoolMaxBytes: st.SpoolMaxBytes,
@@ -225,14 +235,18 @@ func (s *Server) Reload() profiles.Diagnostics {
 	return nil
 }
 
-// Close flushes the request log within the context's deadline and closes
-// the store. Call it after the HTTP server has drained.
+// Close flushes the request log and the budget ledger within the context's
+// deadline and closes the store. Call it after the HTTP server has drained;
+// later calls return the first call's result.
 func (s *Server) Close(ctx context.Context) error {
-	err := s.writer.Close(ctx)
-	if cerr := s.store.Close(); cerr != nil && !errors.Is(cerr, context.Canceled) {
-		err = errors.Join(err, cerr)
-	}
-	return err
+	s.closeOnce.Do(func() {
+		err := errors.Join(s.writer.Close(ctx), s.ledger.Close(ctx))
+		if cerr := s.store.Close(); cerr != nil && !errors.Is(cerr, context.Canceled) {
+			err = errors.Join(err, cerr)
+		}
+		s.closeErr = err
+	})
+	return s.closeErr
 }
 
 func (s *Server) recoverer(next http.Handler) http.Handler {

@@ -30,6 +30,7 @@ type Config struct {
 	Upstreams []Upstream `toml:"upstreams" json:"upstreams"`
 	Keys      []Key      `toml:"keys" json:"keys"`
 	Routes    []Route    `toml:"routes" json:"routes"`
+	Teams     []Team     `toml:"teams" json:"teams"`
 
 	// Profiles holds every profile file of the directory, by rung.
 	Profiles *ProfileSet `toml:"-" json:"-"`
@@ -139,6 +140,32 @@ type Key struct {
 	Upstream string `toml:"upstream" json:"upstream,omitempty"`
 	// Roles grants extra access; "analyst" reads its own team's request log.
 	Roles []string `toml:"roles" json:"roles,omitempty"`
+	// BYOK names, per upstream ("<upstream>_env"), the environment variable
+	// holding the caller's own key for it. Default none.
+	BYOK map[string]string `toml:"byok" json:"-"`
+	// SafetyNet retries a retryable caller-key failure on the platform key.
+	// Default false.
+	SafetyNet bool `toml:"safety_net" json:"safety_net,omitempty"`
+	// Plan is "free" (default) or "pro".
+	Plan string `toml:"plan" json:"plan,omitempty"`
+	// CreditUSD is prepaid credit. Default 0.
+	CreditUSD float64 `toml:"credit_usd" json:"credit_usd,omitempty"`
+	// MonthlyBudgetUSD caps the key's platform-key spend per UTC month.
+	// Default 0: no cap.
+	MonthlyBudgetUSD float64 `toml:"monthly_budget_usd" json:"monthly_budget_usd,omitempty"`
+}
+
+// CallerKeyEnv returns the environment variable holding the caller's own
+// key for an upstream, or "".
+func (k *Key) CallerKeyEnv(upstream string) string { return k.BYOK[upstream+"_env"] }
+
+// Team holds per-team settings.
+type Team struct {
+	// Name is the team, as in [[keys]] team.
+	Name string `toml:"name" json:"name"`
+	// MonthlyBudgetUSD caps the team's platform-key spend per UTC month.
+	// Default 0: no cap.
+	MonthlyBudgetUSD float64 `toml:"monthly_budget_usd" json:"monthly_budget_usd,omitempty"`
 }
 
 // Principal returns the ladder position of the key.
@@ -221,6 +248,16 @@ func (d *Duration) UnmarshalText(b []byte) error {
 
 // MarshalText implements encoding.TextMarshaler.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
+
+// Team returns the team's settings, or nil.
+func (c *Config) Team(name string) *Team {
+	for i := range c.Teams {
+		if c.Teams[i].Name == name {
+			return &c.Teams[i]
+		}
+	}
+	return nil
+}
 
 // KeyByID returns the key with the id, or nil.
 func (c *Config) KeyByID(id string) *Key { return c.keysByID[id] }
@@ -387,6 +424,9 @@ func (c *Config) applyDefaults() {
 	}
 	for i := range c.Keys {
 		c.Keys[i].SHA256 = strings.ToLower(c.Keys[i].SHA256)
+		if c.Keys[i].Plan == "" {
+			c.Keys[i].Plan = "free"
+		}
 	}
 	for i := range c.Routes {
 		r := &c.Routes[i]
@@ -457,6 +497,9 @@ func (c *Config) crossCheck(pos positions, diags *Diagnostics) {
 		}
 		if k.Upstream != "" {
 			known(k.Upstream, []string{"keys", itoa(i), "upstream"}, fmt.Sprintf("key %q", k.ID))
+		}
+		for envKey := range k.BYOK {
+			known(strings.TrimSuffix(envKey, "_env"), []string{"keys", itoa(i), "byok", envKey}, fmt.Sprintf("key %q byok", k.ID))
 		}
 	}
 	aliases := map[string]bool{}

@@ -39,8 +39,14 @@ type Snapshot struct {
 	// LoadedAt is when the snapshot was built.
 	LoadedAt time.Time
 
-	layers map[string][]profiles.Layer // by key id: the ladder above the request
+	layers     map[string][]profiles.Layer  // by key id: the ladder above the request
+	callerKeys map[string]map[string]string // by key id, then upstream: the caller's own key
 }
+
+// CallerKey returns the caller's own key for an upstream, read from the
+// environment at load, or "" when the key uses the platform key there.
+// Never logged.
+func (s *Snapshot) CallerKey(keyID, upstream string) string { return s.callerKeys[keyID][upstream] }
 
 // Upstream is a configured upstream with its connector.
 type Upstream struct {
@@ -99,9 +105,20 @@ func Load(dir string) (*Snapshot, profiles.Diagnostics) {
 		diags.Sort()
 		return nil, diags
 	}
+	s.callerKeys = map[string]map[string]string{}
 	for i := range cfg.Keys {
 		k := &cfg.Keys[i]
 		s.layers[k.ID] = cfg.Profiles.Layers(k.Principal())
+		for _, u := range cfg.Upstreams {
+			if env := k.CallerKeyEnv(u.Name); env != "" {
+				if v := os.Getenv(env); v != "" {
+					if s.callerKeys[k.ID] == nil {
+						s.callerKeys[k.ID] = map[string]string{}
+					}
+					s.callerKeys[k.ID][u.Name] = v
+				}
+			}
+		}
 	}
 	s.Revision = s.revision(absDir)
 	return s, nil
