@@ -502,6 +502,13 @@ func (c *Config) crossCheck(pos positions, diags *Diagnostics) {
 			known(strings.TrimSuffix(envKey, "_env"), []string{"keys", itoa(i), "byok", envKey}, fmt.Sprintf("key %q byok", k.ID))
 		}
 	}
+	teams := map[string]bool{}
+	for i, tm := range c.Teams {
+		if teams[tm.Name] {
+			at(CodeDuplicateTeam, []string{"teams", itoa(i), "name"}, "team %q is configured twice", tm.Name)
+		}
+		teams[tm.Name] = true
+	}
 	aliases := map[string]bool{}
 	for i := range c.Routes {
 		r := &c.Routes[i]
