@@ -103,6 +103,7 @@ const (
 	CodeDuplicateKeyHash     = "duplicate_key_hash"
 	CodeDuplicateUpstream    = "duplicate_upstream"
 	CodeDuplicateRoute       = "duplicate_route"
+	CodeDuplicateTeam        = "duplicate_team"
 	CodeUnknownUpstream      = "unknown_upstream"
 	CodeFallbacksTooLong     = "fallbacks_too_long"
 	CodeBothAllowedDenied    = "provider_both_allowed_and_denied"
