@@ -203,6 +203,7 @@ func (s *Server) routes() chi.Router {
 		r.Get("/v1/models", s.listModels)
 	})
 	r.Get("/api/v1/analytics/invocations", s.invocations)
+	r.Mount("/ui", s.uiHandler())
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound(r))
 	})
