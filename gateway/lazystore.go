@@ -16,7 +16,10 @@ type lazyStore struct {
 	s    requestlog.Store
 }
 
-var _ requestlog.Store = (*lazyStore)(nil)
+var (
+	_ requestlog.Store      = (*lazyStore)(nil)
+	_ requestlog.Summarizer = (*lazyStore)(nil)
+)
 
 func newLazyStore(open func(context.Context) (requestlog.Store, error)) *lazyStore {
 	return &lazyStore{open: open}
@@ -52,6 +55,16 @@ func (l *lazyStore) Query(ctx context.Context, f requestlog.Filter) (requestlog.
 		return requestlog.Page{}, err
 	}
 	return s.Query(ctx, f)
+}
+
+// Summarize implements [requestlog.Summarizer.Summarize]: in the backend's
+// database when it aggregates, otherwise over its rows.
+func (l *lazyStore) Summarize(ctx context.Context, f requestlog.Filter) ([]requestlog.DaySummary, error) {
+	s, err := l.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return requestlog.Summarize(ctx, s, f)
 }
 
 // Ping implements [requestlog.Store.Ping].

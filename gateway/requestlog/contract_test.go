@@ -316,4 +316,6 @@ func runStoreContract(t *testing.T, b backend) {
 		s := b.open(t)
 		require.NoError(t, s.Ping(testCtx(t)))
 	})
+
+	t.Run("summarize", func(t *testing.T) { runSummarizeContract(t, b) })
 }

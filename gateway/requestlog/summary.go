@@ -1,0 +1,184 @@
+package requestlog
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// DaySummary counts one team's requests on one UTC day: how many there were
+// and how many of them lost something or were served by something other than
+// what was decided. The categories overlap: one request can count in several.
+type DaySummary struct {
+	// Day is the UTC day, as midnight UTC.
+	Day time.Time `json:"day"`
+	// Team is the principal's team ("" for rows recorded without one).
+	Team string `json:"team"`
+	// Total counts every row of the day and team.
+	Total int64 `json:"total"`
+	// Degraded counts rows whose routing_degraded is non-empty.
+	Degraded int64 `json:"degraded"`
+	// Refused counts rows with a refused_code.
+	Refused int64 `json:"refused"`
+	// Switched counts rows served by a model other than the decided one
+	// (served_model != "" and != decided_model).
+	Switched int64 `json:"switched"`
+	// FellBack counts rows with a fallback_reason.
+	FellBack int64 `json:"fell_back"`
+}
+
+// Summarizer is implemented by stores that aggregate in the database. Both
+// built-in stores implement it; [Summarize] falls back to paging through
+// [Store.Query] for stores that do not.
+type Summarizer interface {
+	// Summarize returns one DaySummary per (UTC day, team) that has rows
+	// matching f, ordered by day then team. f.Limit and f.Cursor are ignored.
+	Summarize(ctx context.Context, f Filter) ([]DaySummary, error)
+}
+
+var (
+	_ Summarizer = (*sqliteStore)(nil)
+	_ Summarizer = (*clickhouseStore)(nil)
+)
+
+// Summarize aggregates the rows of s matching f per UTC day and team: in the
+// database when s is a [Summarizer], otherwise by reading every matching row.
+func Summarize(ctx context.Context, s Store, f Filter) ([]DaySummary, error) {
+	f.Cursor, f.Limit = "", 0
+	if sm, ok := s.(Summarizer); ok {
+		return sm.Summarize(ctx, f)
+	}
+	f.Limit = MaxLimit
+	var rows []Row
+	for {
+		p, err := s.Query(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, p.Rows...)
+		if p.NextCursor == "" {
+			return SummarizeRows(rows), nil
+		}
+		f.Cursor = p.NextCursor
+	}
+}
+
+// SummarizeRows aggregates rows in memory, with the same semantics and order
+// as [Summarizer.Summarize].
+func SummarizeRows(rows []Row) []DaySummary {
+	type key struct {
+		day  int64
+		team string
+	}
+	byKey := map[key]*DaySummary{}
+	for _, r := range rows {
+		r = r.normalized()
+		day := r.TS.Truncate(24 * time.Hour)
+		k := key{day.Unix(), r.Team}
+		s := byKey[k]
+		if s == nil {
+			s = &DaySummary{Day: day, Team: r.Team}
+			byKey[k] = s
+		}
+		s.Total++
+		s.Degraded += b2i(len(r.RoutingDegraded) > 0)
+		s.Refused += b2i(r.RefusedCode != "")
+		s.Switched += b2i(r.ServedModel != "" && r.ServedModel != r.DecidedModel)
+		s.FellBack += b2i(r.FallbackReason != "")
+	}
+	out := make([]DaySummary, 0, len(byKey))
+	for _, s := range byKey {
+		out = append(out, *s)
+	}
+	sortSummaries(out)
+	return out
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func sortSummaries(s []DaySummary) {
+	slices.SortFunc(s, func(a, b DaySummary) int {
+		if c := a.Day.Compare(b.Day); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Team, b.Team)
+	})
+}
+
+// msPerDay converts ts_ms to a UTC day number in both dialects.
+const msPerDay = 24 * 60 * 60 * 1000
+
+// Summarize implements [Summarizer.Summarize]. The day is ts_ms divided by
+// the milliseconds of a day (UTC days since the epoch).
+func (s *sqliteStore) Summarize(ctx context.Context, f Filter) ([]DaySummary, error) {
+	w := filterWhere(f, nil, "routing_degraded != '[]'")
+	q := "SELECT ts_ms / " + strconv.Itoa(msPerDay) + " AS day, team, COUNT(*)," +
+		" SUM(routing_degraded != '[]'), SUM(refused_code != '')," +
+		" SUM(served_model != '' AND served_model != decided_model), SUM(fallback_reason != '')" +
+		" FROM requests" + w.sql() + " GROUP BY day, team ORDER BY day, team"
+	rs, err := s.db.QueryContext(ctx, q, w.args...)
+	if err != nil {
+		return nil, fmt.Errorf("requestlog: sqlite summarize: %w", err)
+	}
+	defer rs.Close()
+	out := []DaySummary{}
+	for rs.Next() {
+		var (
+			d    DaySummary
+			days int64
+		)
+		if err := rs.Scan(&days, &d.Team, &d.Total, &d.Degraded, &d.Refused, &d.Switched, &d.FellBack); err != nil {
+			return nil, fmt.Errorf("requestlog: sqlite summarize: %w", err)
+		}
+		d.Day = time.UnixMilli(days * msPerDay).UTC()
+		out = append(out, d)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("requestlog: sqlite summarize: %w", err)
+	}
+	return out, nil
+}
+
+// Summarize implements [Summarizer.Summarize]. The day is computed from
+// ts_ms with intDiv rather than toDate(ts): ts_ms is what the filters
+// compare, and the result does not depend on the server's time zone. The
+// SQL (intDiv, countIf) runs on ClickHouse 18.16 as well as current releases.
+func (s *clickhouseStore) Summarize(ctx context.Context, f Filter) ([]DaySummary, error) {
+	w := filterWhere(f, nil, "length(routing_degraded) > 0")
+	q := "SELECT intDiv(ts_ms, " + strconv.Itoa(msPerDay) + ") AS day, team, count()," +
+		" countIf(length(routing_degraded) > 0), countIf(refused_code != '')," +
+		" countIf(served_model != '' AND served_model != decided_model), countIf(fallback_reason != '')" +
+		" FROM requests" + w.sql() + " GROUP BY day, team ORDER BY day, team"
+	rs, err := s.conn.Query(ctx, q, w.args...)
+	if err != nil {
+		return nil, fmt.Errorf("requestlog: clickhouse %s: summarize: %w", s.addr, err)
+	}
+	defer rs.Close()
+	out := []DaySummary{}
+	for rs.Next() {
+		var (
+			d                                            DaySummary
+			days                                         int64
+			total, degraded, refused, switched, fellBack uint64
+		)
+		if err := rs.Scan(&days, &d.Team, &total, &degraded, &refused, &switched, &fellBack); err != nil {
+			return nil, fmt.Errorf("requestlog: clickhouse %s: summarize: %w", s.addr, err)
+		}
+		d.Day = time.UnixMilli(days * msPerDay).UTC()
+		d.Total, d.Degraded, d.Refused = int64(total), int64(degraded), int64(refused)
+		d.Switched, d.FellBack = int64(switched), int64(fellBack)
+		out = append(out, d)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("requestlog: clickhouse %s: summarize: %w", s.addr, err)
+	}
+	return out, nil
+}
