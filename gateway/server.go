@@ -25,12 +25,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sluicegw/sluice/gateway/admin"
 	"github.com/sluicegw/sluice/gateway/budget"
 	"github.com/sluicegw/sluice/gateway/failover"
 	"github.com/sluicegw/sluice/gateway/lru"
 	"github.com/sluicegw/sluice/gateway/metrics"
 	"github.com/sluicegw/sluice/gateway/requestlog"
 	"github.com/sluicegw/sluice/gateway/snapshot"
+	"github.com/sluicegw/sluice/gateway/state"
 	"github.com/sluicegw/sluice/profiles"
 )
 
@@ -77,6 +79,7 @@ type Server struct {
 	sessions *lru.Cache[string, pin]
 	planner  *failover.Planner
 	ledger   *budget.Ledger
+	state    *state.Store
 
 	closeOnce sync.Once
 	closeErr  error
@@ -102,7 +105,6 @@ func New(opts Options) (*Server, error) {
 		return nil, diags
 	}
 	s := &Server{opts: opts, log: opts.Logger, reg: opts.Registry, metrics: metrics.New(opts.Registry)}
-	s.snap.Store(snap)
 	cfg := snap.Config
 	s.cache = lru.New[string, *cachedAnswer](cfg.Cache.MaxEntries, cfg.Cache.TTL.Duration)
 	s.sessions = lru.New[string, pin](cfg.Sessions.MaxEntries, cfg.Sessions.TTL.Duration)
@@ -126,11 +128,19 @@ func New(opts Options) (*Server, error) {
 		}
 		s.store = store
 	}
-	ledger, err := budget.Open(filepath.Join(st.DataDir, "state.db"))
+	ledger, err := budget.Open(filepath.Join(st.DataDir, state.File))
 	if err != nil {
 		return nil, err
 	}
 	s.ledger = ledger
+	if s.state, err = state.Open(filepath.Join(st.DataDir, state.File)); err != nil {
+		return nil, err
+	}
+	served, diags := s.withStoredRoutes(context.Background(), snap)
+	if len(diags) > 0 {
+		return nil, diags
+	}
+	s.snap.Store(served)
 	s.writer = requestlog.NewWriter(s.store, requestlog.WriterOptions{
 		BatchSize: st.BatchSize, FlushInterval: st.FlushInterval.Duration,
 		SpoolDir: filepath.Join(st.DataDir, "spool"), SpoolMaxBytes: st.SpoolMaxBytes,
@@ -203,6 +213,10 @@ func (s *Server) routes() chi.Router {
 		r.Get("/v1/models", s.listModels)
 	})
 	r.Get("/api/v1/analytics/invocations", s.invocations)
+	adminAPI := s.adminHandler()
+	for _, p := range admin.Paths {
+		r.Handle(p, adminAPI)
+	}
 	r.Mount("/ui", s.uiHandler())
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound(r))
@@ -220,6 +234,9 @@ func (s *Server) Reload() profiles.Diagnostics {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	snap, diags := snapshot.Load(s.opts.ConfigDir)
+	if len(diags) == 0 {
+		snap, diags = s.withStoredRoutes(context.Background(), snap)
+	}
 	if len(diags) > 0 {
 		s.lastErr.Store(&reloadError{at: time.Now(), diags: diags})
 		s.metrics.Reloads.WithLabelValues("failed").Inc()
@@ -241,7 +258,7 @@ func (s *Server) Reload() profiles.Diagnostics {
 // later calls return the first call's result.
 func (s *Server) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
-		err := errors.Join(s.writer.Close(ctx), s.ledger.Close(ctx))
+		err := errors.Join(s.writer.Close(ctx), s.ledger.Close(ctx), s.state.Close())
 		if cerr := s.store.Close(); cerr != nil && !errors.Is(cerr, context.Canceled) {
 			err = errors.Join(err, cerr)
 		}

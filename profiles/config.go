@@ -208,6 +208,9 @@ type RouteLimits struct {
 
 // Target is one place a route can send a request.
 type Target struct {
+	// ID identifies the target within its route (the admin API addresses
+	// targets by it). Default: assigned when the route is stored ("t1", ...).
+	ID string `toml:"id" json:"id,omitempty"`
 	// Upstream names the upstream.
 	Upstream string `toml:"upstream" json:"upstream"`
 	// Model is the slug sent. Default: the route's model.
@@ -429,18 +432,54 @@ func (c *Config) applyDefaults() {
 		}
 	}
 	for i := range c.Routes {
-		r := &c.Routes[i]
-		if r.Strategy == "" {
-			r.Strategy = "priority"
+		c.Routes[i].ApplyDefaults()
+	}
+}
+
+// ApplyDefaults fills a route's unset fields: strategy "priority", each
+// target's model (the route's), weight 1, takes_over [], the tail's guard
+// ["overflow"], and an id for every target that has none ("t1", "t2", ...,
+// skipping ids already taken). Model slugs are lower-cased.
+func (r *Route) ApplyDefaults() {
+	if r.Strategy == "" {
+		r.Strategy = "priority"
+	}
+	defaultTargets(r.Targets, r.Model)
+	if r.Then != nil {
+		defaultTargets(r.Then.Targets, r.Model)
+		if r.Then.On == nil {
+			r.Then.On = []string{"overflow"}
 		}
-		defaultTargets(r.Targets, r.Model)
-		if r.Then != nil {
-			defaultTargets(r.Then.Targets, r.Model)
-			if r.Then.On == nil {
-				r.Then.On = []string{"overflow"}
+	}
+	taken := map[string]bool{}
+	all := r.AllTargets()
+	for _, t := range all {
+		taken[t.ID] = true
+	}
+	n := 0
+	for _, t := range all {
+		for t.ID == "" {
+			n++
+			if id := fmt.Sprintf("t%d", n); !taken[id] {
+				t.ID, taken[id] = id, true
 			}
 		}
 	}
+}
+
+// AllTargets returns pointers to the route's targets, members first, then
+// the tail's.
+func (r *Route) AllTargets() []*Target {
+	out := make([]*Target, 0, len(r.Targets))
+	for i := range r.Targets {
+		out = append(out, &r.Targets[i])
+	}
+	if r.Then != nil {
+		for i := range r.Then.Targets {
+			out = append(out, &r.Then.Targets[i])
+		}
+	}
+	return out
 }
 
 func defaultTargets(ts []Target, model string) {
@@ -509,46 +548,75 @@ func (c *Config) crossCheck(pos positions, diags *Diagnostics) {
 		}
 		teams[tm.Name] = true
 	}
+	for _, p := range CheckRoutes(c.Routes, func(name string) bool { return c.upstreams[name] != nil }) {
+		at(p.Code, p.Tokens, "%s", p.Message)
+	}
+}
+
+// RouteProblem is one problem CheckRoutes found, located by the JSON pointer
+// tokens of the offending value relative to the routes list
+// (["0", "targets", "1", "upstream"]).
+type RouteProblem struct {
+	Tokens  []string
+	Code    string
+	Message string
+}
+
+// CheckRoutes finds what the schema cannot in a list of routes: duplicate
+// aliases, unknown upstreams, a route whose every target is restricted, a
+// tail on a non-fastest route, a target of a forbidden class. sluice.toml,
+// the state store and the admin API all validate routes with it.
+func CheckRoutes(routes []Route, upstreamKnown func(string) bool) []RouteProblem {
+	var out []RouteProblem
+	add := func(code string, tokens []string, format string, args ...any) {
+		out = append(out, RouteProblem{Tokens: append([]string{"routes"}, tokens...), Code: code, Message: fmt.Sprintf(format, args...)})
+	}
 	aliases := map[string]bool{}
-	for i := range c.Routes {
-		r := &c.Routes[i]
+	for i := range routes {
+		r := &routes[i]
 		ri := itoa(i)
 		if aliases[r.Model] {
-			at(CodeDuplicateRoute, []string{"routes", ri, "model"}, "route %q is defined twice", r.Model)
+			add(CodeDuplicateRoute, []string{ri, "model"}, "route %q is defined twice", r.Model)
 		}
 		aliases[r.Model] = true
+		targetIDs := map[string]bool{}
+		checkTarget := func(t *Target, tokens []string, what string) {
+			if !upstreamKnown(t.Upstream) {
+				add(CodeUnknownUpstream, append(tokens, "upstream"), "route %q %s names upstream %q, which is not defined in [[upstreams]]", r.Model, what, t.Upstream)
+			}
+			for _, fc := range r.ForbidClasses {
+				if t.Class != "" && strings.EqualFold(fc, t.Class) {
+					add(CodeForbiddenClass, append(tokens, "class"), "route %q forbids class %q, but target %s/%s has it", r.Model, fc, t.Upstream, t.Model)
+				}
+			}
+			if t.ID != "" {
+				if targetIDs[t.ID] {
+					add(CodeDuplicateTarget, append(tokens, "id"), "route %q has two targets with id %q", r.Model, t.ID)
+				}
+				targetIDs[t.ID] = true
+			}
+		}
 		ordinary := 0
 		for j := range r.Targets {
-			t := &r.Targets[j]
-			known(t.Upstream, []string{"routes", ri, "targets", itoa(j), "upstream"}, fmt.Sprintf("route %q target %d", r.Model, j))
-			if !t.Restricted() {
+			checkTarget(&r.Targets[j], []string{ri, "targets", itoa(j)}, fmt.Sprintf("target %d", j))
+			if !r.Targets[j].Restricted() {
 				ordinary++
 			}
-			c.checkClass(r, t, []string{"routes", ri, "targets", itoa(j), "class"}, at)
 		}
 		if ordinary == 0 {
-			at(CodeAllTargetsRestricted, []string{"routes", ri, "targets"},
+			add(CodeAllTargetsRestricted, []string{ri, "targets"},
 				"route %q: every target sets takes_over, so no request could ever be dialled; give it at least one ordinary target", r.Model)
 		}
 		if r.Then != nil {
 			if r.Strategy != "fastest" {
-				at(CodeThenNotOnPool, []string{"routes", ri, "then"}, "route %q: then (a guarded tail) exists only on strategy \"fastest\", not %q", r.Model, r.Strategy)
+				add(CodeThenNotOnPool, []string{ri, "then"}, "route %q: then (a guarded tail) exists only on strategy \"fastest\", not %q", r.Model, r.Strategy)
 			}
 			for j := range r.Then.Targets {
-				t := &r.Then.Targets[j]
-				known(t.Upstream, []string{"routes", ri, "then", "targets", itoa(j), "upstream"}, fmt.Sprintf("route %q tail target %d", r.Model, j))
-				c.checkClass(r, t, []string{"routes", ri, "then", "targets", itoa(j), "class"}, at)
+				checkTarget(&r.Then.Targets[j], []string{ri, "then", "targets", itoa(j)}, fmt.Sprintf("tail target %d", j))
 			}
 		}
 	}
-}
-
-func (c *Config) checkClass(r *Route, t *Target, tokens []string, at func(string, []string, string, ...any)) {
-	for _, fc := range r.ForbidClasses {
-		if t.Class != "" && strings.EqualFold(fc, t.Class) {
-			at(CodeForbiddenClass, tokens, "route %q forbids class %q, but target %s/%s has it", r.Model, fc, t.Upstream, t.Model)
-		}
-	}
+	return out
 }
 
 func itoa(i int) string { return fmt.Sprint(i) }

@@ -104,6 +104,7 @@ const (
 	CodeDuplicateUpstream    = "duplicate_upstream"
 	CodeDuplicateRoute       = "duplicate_route"
 	CodeDuplicateTeam        = "duplicate_team"
+	CodeDuplicateTarget      = "duplicate_target_id"
 	CodeUnknownUpstream      = "unknown_upstream"
 	CodeFallbacksTooLong     = "fallbacks_too_long"
 	CodeBothAllowedDenied    = "provider_both_allowed_and_denied"

@@ -99,6 +99,44 @@ func Validate(name string, doc any) []Violation {
 	if !ok {
 		panic("schemas: unknown schema " + name)
 	}
+	return violations(s, doc)
+}
+
+var (
+	defsMu sync.Mutex
+	defs   = map[string]*jsonschema.Schema{}
+)
+
+// ValidateDef checks a document against one definition of an embedded
+// schema, e.g. ValidateDef(Sluice, "route", body) for the admin API's route
+// bodies, so that the API and the file accept exactly the same shapes.
+func ValidateDef(name, def string, doc any) []Violation {
+	url := BaseID + name + "#/$defs/" + def
+	defsMu.Lock()
+	s, ok := defs[url]
+	if !ok {
+		c := jsonschema.NewCompiler()
+		c.Draft = jsonschema.Draft2020
+		entries, _ := files.ReadDir(".")
+		for _, e := range entries {
+			b, _ := files.ReadFile(e.Name())
+			if err := c.AddResource(BaseID+e.Name(), bytes.NewReader(b)); err != nil {
+				defsMu.Unlock()
+				panic(err)
+			}
+		}
+		var err error
+		if s, err = c.Compile(url); err != nil {
+			defsMu.Unlock()
+			panic(fmt.Sprintf("schemas: %s: %v", url, err))
+		}
+		defs[url] = s
+	}
+	defsMu.Unlock()
+	return violations(s, doc)
+}
+
+func violations(s *jsonschema.Schema, doc any) []Violation {
 	err := s.Validate(Normalize(doc))
 	if err == nil {
 		return nil

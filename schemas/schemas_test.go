@@ -32,3 +32,13 @@ func TestNormalizeTOMLShapes(t *testing.T) {
 	require.Len(t, got, 1)
 	require.Equal(t, "/keys/0/sha256", got[0].Pointer)
 }
+
+func TestValidateDef(t *testing.T) {
+	require.Empty(t, ValidateDef(Sluice, "target", map[string]any{"upstream": "u", "takes_over": []any{"refusal:hate"}}))
+	got := ValidateDef(Sluice, "route", map[string]any{"model": "m", "targets": []any{map[string]any{"takes_over": []any{"sometimes"}}}, "bogus": 1})
+	var pointers []string
+	for _, v := range got {
+		pointers = append(pointers, v.Pointer)
+	}
+	require.Equal(t, []string{"", "/targets/0", "/targets/0/takes_over/0"}, pointers)
+}

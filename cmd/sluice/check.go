@@ -28,6 +28,9 @@ func runCheck(env *cliEnv, args []string) int {
 	if snap.Policy != nil {
 		guardrails = len(snap.Policy.Files())
 	}
+	if w := storeDiffers(cfg); w != "" {
+		fmt.Fprintln(env.stderr, w)
+	}
 	fmt.Fprintf(env.stdout, "ok: %d profiles, %d keys, %d upstreams, %d routes, %d guardrail files, %d catalog models\n",
 		cfg.Profiles.Count(), len(cfg.Keys), len(cfg.Upstreams), len(cfg.Routes), guardrails, models)
 	return 0

@@ -31,6 +31,7 @@ func commands() []command {
 		{"serve", "serve the OpenAI-compatible API (reloads on SIGHUP and file changes)", runServe},
 		{"rows", "read the request log (same filters as the analytics API)", runRows},
 		{"migrate", "apply the ClickHouse request-log migrations", runMigrate},
+		{"import", "seed the state store with sluice.toml's routes (replacing the stored ones)", runImport},
 		{"check", "validate a configuration directory and report every error, located", runCheck},
 		{"explain", "show the merged profile (with provenance) for a key and an optional request", runExplain},
 		{"diff", "compile every key, model and upstream under two config revisions and report what changed", runDiff},

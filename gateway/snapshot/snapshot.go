@@ -9,6 +9,7 @@ package snapshot
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,8 +40,10 @@ type Snapshot struct {
 	// LoadedAt is when the snapshot was built.
 	LoadedAt time.Time
 
-	layers     map[string][]profiles.Layer  // by key id: the ladder above the request
-	callerKeys map[string]map[string]string // by key id, then upstream: the caller's own key
+	// fileRevision is the revision of the files alone, before WithRoutes.
+	fileRevision string
+	layers       map[string][]profiles.Layer  // by key id: the ladder above the request
+	callerKeys   map[string]map[string]string // by key id, then upstream: the caller's own key
 }
 
 // CallerKey returns the caller's own key for an upstream, read from the
@@ -121,6 +124,7 @@ func Load(dir string) (*Snapshot, profiles.Diagnostics) {
 		}
 	}
 	s.Revision = s.revision(absDir)
+	s.fileRevision = s.Revision
 	return s, nil
 }
 
@@ -128,35 +132,72 @@ func Load(dir string) (*Snapshot, profiles.Diagnostics) {
 // route forbids (the tail of a pool included).
 func (s *Snapshot) checkRoutes() profiles.Diagnostics {
 	var diags profiles.Diagnostics
-	if s.Catalog == nil {
+	for _, p := range routeClassProblems(s.Catalog, s.Config.Routes) {
+		diags = append(diags, profiles.Diagnostic{File: profiles.ConfigFile, Pointer: schemas.Pointer(p.Tokens...), Code: p.Code, Message: p.Message})
+	}
+	return diags
+}
+
+// routeClassProblems finds targets whose model the catalog gives a class the
+// route forbids. Targets with an explicit class are checked by
+// [profiles.CheckRoutes].
+func routeClassProblems(cat *guardrails.Catalog, routes []profiles.Route) []profiles.RouteProblem {
+	var out []profiles.RouteProblem
+	if cat == nil {
 		return nil
 	}
-	for i, r := range s.Config.Routes {
+	for i, r := range routes {
 		if len(r.ForbidClasses) == 0 {
 			continue
 		}
-		check := func(t profiles.Target, ptr string) {
-			m, ok := s.Catalog.Model(t.Model)
+		check := func(t profiles.Target, tokens ...string) {
+			m, ok := cat.Model(t.Model)
 			if !ok || t.Class != "" {
-				return // explicit target classes were checked with sluice.toml
+				return
 			}
 			for _, fc := range r.ForbidClasses {
 				if m.Class != "" && m.Class == fc {
-					diags = append(diags, profiles.Diagnostic{File: profiles.ConfigFile, Pointer: ptr, Code: profiles.CodeForbiddenClass,
+					out = append(out, profiles.RouteProblem{Tokens: tokens, Code: profiles.CodeForbiddenClass,
 						Message: fmt.Sprintf("route %q forbids class %q, and the catalog gives model %q that class", r.Model, fc, t.Model)})
 				}
 			}
 		}
 		for j, t := range r.Targets {
-			check(t, schemas.Pointer("routes", fmt.Sprint(i), "targets", fmt.Sprint(j)))
+			check(t, "routes", fmt.Sprint(i), "targets", fmt.Sprint(j))
 		}
 		if r.Then != nil {
 			for j, t := range r.Then.Targets {
-				check(t, schemas.Pointer("routes", fmt.Sprint(i), "then", "targets", fmt.Sprint(j)))
+				check(t, "routes", fmt.Sprint(i), "then", "targets", fmt.Sprint(j))
 			}
 		}
 	}
-	return diags
+	return out
+}
+
+// WithRoutes returns a copy of the snapshot serving the given routes instead
+// of the file's (the state store is their source of truth once seeded). The
+// routes get their defaults and are validated exactly as sluice.toml's are;
+// on any problem the snapshot is nil.
+func (s *Snapshot) WithRoutes(routes []profiles.Route) (*Snapshot, []profiles.RouteProblem) {
+	for i := range routes {
+		routes[i].ApplyDefaults()
+	}
+	probs := profiles.CheckRoutes(routes, func(name string) bool { return s.Upstreams[name] != nil })
+	probs = append(probs, routeClassProblems(s.Catalog, routes)...)
+	if len(probs) > 0 {
+		return nil, probs
+	}
+	cfg := *s.Config
+	cfg.Routes = routes
+	cp := *s
+	cp.Config = &cfg
+	h := sha256.New()
+	h.Write([]byte(s.fileRevision))
+	b, _ := json.Marshal(routes)
+	h.Write(b)
+	cp.Revision = hex.EncodeToString(h.Sum(nil))[:16]
+	cp.LoadedAt = time.Now()
+	return &cp, nil
 }
 
 // revision hashes what the snapshot was built from.

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	sluice "github.com/sluicegw/sluice"
+	"github.com/sluicegw/sluice/gateway/state"
+)
+
+func TestImport(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, sluice.DemoConfig()))
+	dbPath := filepath.Join(dir, "data", state.File)
+
+	// An invalid file is refused before anything is written.
+	toml := filepath.Join(dir, "sluice.toml")
+	good, err := os.ReadFile(toml)
+	require.NoError(t, err)
+	bad := strings.Replace(string(good), "model = \"anthropic/claude-sonnet-4.5\"\ntakes_over = [\"refusal\"]",
+		"model = \"anthropic/claude-sonnet-4.5\"\ntakes_over = [\"refusal\"]\n[[routes.targets]]\nupstream = \"ghost\"", 1)
+	require.NotEqual(t, string(good), bad)
+	require.NoError(t, os.WriteFile(toml, []byte(bad), 0o644))
+	code, out, _ := runCLI(t, "", "import", "--config", dir)
+	require.Equal(t, 1, code)
+	require.Contains(t, out, "unknown_upstream")
+	_, err = os.Stat(dbPath)
+	require.True(t, os.IsNotExist(err), "nothing written")
+
+	require.NoError(t, os.WriteFile(toml, good, 0o644))
+	code, out, errOut := runCLI(t, "", "import", "--config", dir)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "imported 2 routes")
+	st, err := state.Open(dbPath)
+	require.NoError(t, err)
+	routes, err := st.Routes(context.Background())
+	require.NoError(t, err)
+	require.Len(t, routes, 2)
+	entries, _, err := st.Audit(context.Background(), 10, "")
+	require.NoError(t, err)
+	require.Equal(t, "import", entries[0].Action)
+	require.NoError(t, st.Close())
+
+	// check is quiet while file and store agree, and warns once they differ.
+	code, _, errOut = runCLI(t, "", "check", "--config", dir)
+	require.Equal(t, 0, code)
+	require.NotContains(t, errOut, "warning")
+	edited := strings.Replace(string(good), "model = \"free-pool\"", "model = \"free-pool-2\"", 1)
+	require.NoError(t, os.WriteFile(toml, []byte(edited), 0o644))
+	code, _, errOut = runCLI(t, "", "check", "--config", dir)
+	require.Equal(t, 0, code)
+	require.Contains(t, errOut, "warning: the routes in")
+}

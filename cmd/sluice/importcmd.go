@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sluicegw/sluice/gateway/snapshot"
+	"github.com/sluicegw/sluice/gateway/state"
+	"github.com/sluicegw/sluice/profiles"
+)
+
+// runImport seeds the state store with sluice.toml's routes, replacing the
+// stored ones, in one transaction. An invalid configuration is refused
+// before anything is written.
+func runImport(env *cliEnv, args []string) int {
+	fs := newFlags(env, "import", "[--config DIR]")
+	dir := fs.String("config", ".", "configuration directory")
+	if code := parseFlags(fs, args); code >= 0 {
+		return code
+	}
+	snap, diags := snapshot.Load(*dir)
+	if len(diags) > 0 {
+		for _, d := range diags {
+			fmt.Fprintln(env.stdout, d.String())
+		}
+		fmt.Fprintln(env.stderr, "sluice import: the configuration is invalid; nothing was written")
+		return 1
+	}
+	dataDir := snap.Config.Store.DataDir
+	if err := os.MkdirAll(dataDir, 0o750); err != nil {
+		fmt.Fprintf(env.stderr, "sluice import: %v\n", err)
+		return 1
+	}
+	st, err := state.Open(filepath.Join(dataDir, state.File))
+	if err != nil {
+		fmt.Fprintf(env.stderr, "sluice import: %v\n", err)
+		return 1
+	}
+	defer st.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	routes := snap.Config.Routes
+	after, _ := json.Marshal(routes)
+	if err := st.Replace(ctx, routes, state.AuditEntry{Actor: "import", Action: "import", After: after}); err != nil {
+		fmt.Fprintf(env.stderr, "sluice import: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(env.stdout, "imported %d routes into %s\n", len(routes), filepath.Join(dataDir, state.File))
+	return 0
+}
+
+// storeDiffers reports (as a warning line) when a seeded state store holds
+// routes other than the file's: the store is the source of truth, so the
+// file's routes do not serve.
+func storeDiffers(cfg *profiles.Config) string {
+	path := filepath.Join(cfg.Store.DataDir, state.File)
+	if _, err := os.Stat(path); err != nil {
+		return ""
+	}
+	st, err := state.Open(path)
+	if err != nil {
+		return fmt.Sprintf("warning: %s: %v", path, err)
+	}
+	defer st.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if seeded, err := st.Seeded(ctx); err != nil || !seeded {
+		return ""
+	}
+	stored, err := st.Routes(ctx)
+	if err != nil {
+		return fmt.Sprintf("warning: %s: %v", path, err)
+	}
+	a, _ := json.Marshal(cfg.Routes)
+	b, _ := json.Marshal(stored)
+	if string(a) == string(b) {
+		return ""
+	}
+	return fmt.Sprintf("warning: the routes in %s differ from sluice.toml's; the state store is their source of truth (edited through the admin API), so the file's routes do not serve. 'sluice import' replaces the stored routes with the file's.", path)
+}

@@ -1,0 +1,143 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/sluicegw/sluice/compiler"
+	"github.com/sluicegw/sluice/gateway/admin"
+	"github.com/sluicegw/sluice/gateway/apierr"
+	"github.com/sluicegw/sluice/gateway/request"
+	"github.com/sluicegw/sluice/gateway/snapshot"
+	"github.com/sluicegw/sluice/gateway/state"
+	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/schemas"
+)
+
+// withStoredRoutes overlays the state store's routes on a snapshot loaded
+// from the files. A store never seeded is seeded with the file's routes
+// first. Problems (a stored route naming an upstream the files no longer
+// define, say) are located in the state store.
+func (s *Server) withStoredRoutes(ctx context.Context, snap *snapshot.Snapshot) (*snapshot.Snapshot, profiles.Diagnostics) {
+	seeded, err := s.state.Seeded(ctx)
+	if err != nil {
+		return nil, profiles.Diagnostics{{File: state.File, Code: profiles.CodeReadError, Message: err.Error()}}
+	}
+	if !seeded {
+		after, _ := json.Marshal(snap.Config.Routes)
+		if err := s.state.Replace(ctx, snap.Config.Routes, state.AuditEntry{Actor: "import", Action: "import", After: after}); err != nil {
+			return nil, profiles.Diagnostics{{File: state.File, Code: profiles.CodeReadError, Message: err.Error()}}
+		}
+		return snap, nil
+	}
+	routes, err := s.state.Routes(ctx)
+	if err != nil {
+		return nil, profiles.Diagnostics{{File: state.File, Code: profiles.CodeReadError, Message: err.Error()}}
+	}
+	out, probs := snap.WithRoutes(routes)
+	if len(probs) > 0 {
+		diags := make(profiles.Diagnostics, len(probs))
+		for i, p := range probs {
+			diags[i] = profiles.Diagnostic{File: state.File, Pointer: schemas.Pointer(p.Tokens...), Code: p.Code,
+				Message: p.Message + " (routes are edited through the admin API once the state store is seeded; sluice import replaces them with the file's)"}
+		}
+		return nil, diags
+	}
+	return out, nil
+}
+
+// adminBackend gives the admin API what it needs of the server.
+type adminBackend struct{ s *Server }
+
+var _ admin.Backend = adminBackend{}
+
+// Routes implements [admin.Backend.Routes].
+func (b adminBackend) Routes() []profiles.Route { return cloneRoutes(b.s.snap.Load().Config.Routes) }
+
+// cloneRoutes deep-copies routes, so a change never writes into the routes a
+// request may be reading.
+func cloneRoutes(rs []profiles.Route) []profiles.Route {
+	out := []profiles.Route{}
+	b, _ := json.Marshal(rs)
+	_ = json.Unmarshal(b, &out)
+	return out
+}
+
+func routeJSON(rs []profiles.Route, id string) json.RawMessage {
+	for _, r := range rs {
+		if r.Model == id {
+			b, _ := json.Marshal(r)
+			return b
+		}
+	}
+	return json.RawMessage("null")
+}
+
+// Change implements [admin.Backend.Change]: serialised with reloads, the
+// whole new route list is validated, stored with its audit entry in one
+// transaction, and then swapped in for the next request.
+func (b adminBackend) Change(ctx context.Context, entry state.AuditEntry, mutate func([]profiles.Route) ([]profiles.Route, error)) ([]profiles.Route, error) {
+	s := b.s
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	cur := s.snap.Load()
+	next, err := mutate(cloneRoutes(cur.Config.Routes))
+	if err != nil {
+		return nil, err
+	}
+	snap, probs := cur.WithRoutes(next)
+	if len(probs) > 0 {
+		return nil, &admin.ProblemsError{Problems: probs}
+	}
+	entry.Before = routeJSON(cur.Config.Routes, entry.RouteID)
+	entry.After = routeJSON(snap.Config.Routes, entry.RouteID)
+	if err := s.state.Replace(ctx, snap.Config.Routes, entry); err != nil {
+		return nil, err
+	}
+	s.snap.Store(snap)
+	return cloneRoutes(snap.Config.Routes), nil
+}
+
+func (b adminBackend) key(keyID string) (*snapshot.Snapshot, *profiles.Key, error) {
+	snap := b.s.snap.Load()
+	k := snap.Config.KeyByID(keyID)
+	if k == nil {
+		return nil, nil, apierr.New(apierr.CodeNotFound, fmt.Sprintf("no key %q", keyID))
+	}
+	return snap, k, nil
+}
+
+// Explain implements [admin.Backend.Explain].
+func (b adminBackend) Explain(ctx context.Context, keyID, model string) (any, error) {
+	snap, k, err := b.key(keyID)
+	if err != nil {
+		return nil, err
+	}
+	body, _ := json.Marshal(map[string]any{"model": model, "messages": []any{map[string]string{"role": "user", "content": "explain"}}})
+	req, perr := request.Parse(body)
+	if perr != nil {
+		return nil, perr
+	}
+	return snap.Explain(ctx, k, &compiler.Request{Model: req.Model}, req.Body, "")
+}
+
+// EffectiveProfile implements [admin.Backend.EffectiveProfile].
+func (b adminBackend) EffectiveProfile(ctx context.Context, keyID string) (any, error) {
+	snap, k, err := b.key(keyID)
+	if err != nil {
+		return nil, err
+	}
+	return snap.Explain(ctx, k, nil, nil, "")
+}
+
+// Audit implements [admin.Backend.Audit].
+func (b adminBackend) Audit(ctx context.Context, limit int, cursor string) ([]state.AuditEntry, string, error) {
+	return b.s.state.Audit(ctx, limit, cursor)
+}
+
+// mountAdmin registers the admin API's paths on the router.
+func (s *Server) adminHandler() http.Handler {
+	return admin.New(admin.Options{Token: s.opts.AdminToken, Backend: adminBackend{s}, Logger: s.log})
+}
