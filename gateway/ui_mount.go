@@ -1,9 +1,19 @@
 package gateway
 
-import "net/http"
+import (
+	"net/http"
 
-// uiHandler serves the compliance pages under /ui/. (Being built: until then
-// /ui/ answers 404 like any unknown path.)
+	"github.com/sluicegw/sluice/gateway/snapshot"
+	"github.com/sluicegw/sluice/gateway/ui"
+)
+
+// uiHandler serves the compliance pages under /ui/ (package ui): the admin
+// token and analyst keys of the configuration currently serving log in.
 func (s *Server) uiHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeError(w, notFound(r)) })
+	return ui.New(ui.Options{
+		Store:      s.store,
+		AdminToken: s.opts.AdminToken,
+		Snapshot:   func() *snapshot.Snapshot { return s.snap.Load() },
+		Logger:     s.log,
+	})
 }

@@ -1,0 +1,131 @@
+package ui
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/sluicegw/sluice/gateway/requestlog"
+)
+
+// metric is one of the four shares the overview charts.
+type metric struct {
+	Name, Class string
+	count       func(requestlog.DaySummary) int64
+}
+
+var metrics = []metric{
+	{"degraded", "m-degraded", func(d requestlog.DaySummary) int64 { return d.Degraded }},
+	{"refused", "m-refused", func(d requestlog.DaySummary) int64 { return d.Refused }},
+	{"switched", "m-switched", func(d requestlog.DaySummary) int64 { return d.Switched }},
+	{"fell back", "m-fellback", func(d requestlog.DaySummary) int64 { return d.FellBack }},
+}
+
+// share is a count and its fraction of the total, for the table.
+type share struct {
+	N   int64
+	Pct string
+}
+
+func shareOf(n, total int64) share {
+	if total == 0 {
+		return share{N: n, Pct: "0%"}
+	}
+	return share{N: n, Pct: fmt.Sprintf("%.1f%%", 100*float64(n)/float64(total))}
+}
+
+// summaryRow is one (day, team) line of the overview table.
+type summaryRow struct {
+	Day, Team                             string
+	Total                                 int64
+	Degraded, Refused, Switched, FellBack share
+}
+
+// chart is one team's inline SVG: per day a group of four bars, one per
+// metric, each the metric's share of that day's requests.
+type chart struct {
+	Team          string
+	Width, Height int
+	PlotTop       int
+	PlotBottom    int
+	Bars          []bar
+	Days          []axisLabel
+	Ticks         []axisLabel
+}
+
+type bar struct {
+	X, Y, W, H float64
+	Class      string
+	Title      string
+}
+
+type axisLabel struct {
+	X, Y float64
+	Text string
+}
+
+// Chart geometry, in SVG user units.
+const (
+	chartLeft   = 44
+	chartTop    = 12
+	chartPlotH  = 160
+	chartBottom = 40
+	barW        = 7
+	groupGap    = 10
+)
+
+// buildOverview turns the summaries into the table rows and one chart per
+// team. Every chart spans the same days, so they line up.
+func buildOverview(sums []requestlog.DaySummary) ([]summaryRow, []chart) {
+	rows := make([]summaryRow, 0, len(sums))
+	var days []time.Time
+	var teams []string
+	for _, d := range sums {
+		rows = append(rows, summaryRow{
+			Day: d.Day.Format(time.DateOnly), Team: d.Team, Total: d.Total,
+			Degraded: shareOf(d.Degraded, d.Total), Refused: shareOf(d.Refused, d.Total),
+			Switched: shareOf(d.Switched, d.Total), FellBack: shareOf(d.FellBack, d.Total),
+		})
+		if !slices.ContainsFunc(days, d.Day.Equal) {
+			days = append(days, d.Day)
+		}
+		if !slices.Contains(teams, d.Team) {
+			teams = append(teams, d.Team)
+		}
+	}
+	slices.SortFunc(days, time.Time.Compare)
+	slices.Sort(teams)
+	groupW := len(metrics)*barW + groupGap
+	width := chartLeft + len(days)*groupW + groupGap
+	charts := make([]chart, 0, len(teams))
+	for _, team := range teams {
+		c := chart{Team: team, Width: max(width, 240), Height: chartTop + chartPlotH + chartBottom,
+			PlotTop: chartTop, PlotBottom: chartTop + chartPlotH}
+		for _, pct := range []int{0, 50, 100} {
+			c.Ticks = append(c.Ticks, axisLabel{X: chartLeft - 6, Y: float64(chartTop+chartPlotH-pct*chartPlotH/100) + 4, Text: fmt.Sprintf("%d%%", pct)})
+		}
+		for i, day := range days {
+			x0 := float64(chartLeft + groupGap + i*groupW)
+			c.Days = append(c.Days, axisLabel{X: x0 + float64(len(metrics)*barW)/2, Y: float64(chartTop + chartPlotH + 16), Text: day.Format("01-02")})
+			idx := slices.IndexFunc(sums, func(d requestlog.DaySummary) bool { return d.Team == team && d.Day.Equal(day) })
+			if idx < 0 {
+				continue
+			}
+			d := sums[idx]
+			for j, m := range metrics {
+				n := m.count(d)
+				frac := 0.0
+				if d.Total > 0 {
+					frac = float64(n) / float64(d.Total)
+				}
+				h := frac * chartPlotH
+				c.Bars = append(c.Bars, bar{
+					X: x0 + float64(j*barW), Y: float64(chartTop+chartPlotH) - h, W: barW - 1, H: h, Class: m.Class,
+					Title: fmt.Sprintf("%s %s: %s %d of %d (%s)", team, day.Format(time.DateOnly), m.Name, n, d.Total, shareOf(n, d.Total).Pct),
+				})
+			}
+		}
+		charts = append(charts, c)
+	}
+	return rows, charts
+}

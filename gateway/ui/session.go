@@ -1,0 +1,118 @@
+package ui
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"sync"
+	"time"
+)
+
+// session is a logged-in browser. The cookie carries only id; the principal
+// stays here, so no token ever reaches the browser after the login form.
+type session struct {
+	id   string
+	csrf string
+	// admin is true for the admin token; otherwise keyID names the analyst
+	// key, re-checked against the current configuration on every request.
+	admin   bool
+	keyID   string
+	created time.Time
+	seen    time.Time
+}
+
+// sessions is the bounded, expiring, in-memory session table.
+type sessions struct {
+	mu     sync.Mutex
+	m      map[string]*session
+	max    int
+	idle   time.Duration
+	maxAge time.Duration
+	now    func() time.Time
+}
+
+func newSessions(max int, idle, maxAge time.Duration, now func() time.Time) *sessions {
+	return &sessions{m: map[string]*session{}, max: max, idle: idle, maxAge: maxAge, now: now}
+}
+
+// randomToken returns 32 random bytes, URL-safe base64.
+func randomToken() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		// crypto/rand does not fail on supported platforms; a session id
+		// must never be predictable, so refuse to go on.
+		panic("ui: crypto/rand: " + err.Error())
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func (s *sessions) expired(x *session, now time.Time) bool {
+	return now.Sub(x.seen) > s.idle || now.Sub(x.created) > s.maxAge
+}
+
+// create stores a new session for the principal. When the table is full it
+// drops expired sessions, then the least recently used one.
+func (s *sessions) create(admin bool, keyID string) *session {
+	now := s.now()
+	x := &session{id: randomToken(), csrf: randomToken(), admin: admin, keyID: keyID, created: now, seen: now}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.m) >= s.max {
+		var oldest *session
+		for id, y := range s.m {
+			if s.expired(y, now) {
+				delete(s.m, id)
+				continue
+			}
+			if oldest == nil || y.seen.Before(oldest.seen) {
+				oldest = y
+			}
+		}
+		if len(s.m) >= s.max && oldest != nil {
+			delete(s.m, oldest.id)
+		}
+	}
+	s.m[x.id] = x
+	return x
+}
+
+// get returns a copy of the live session with the id and marks it used, or
+// nil.
+func (s *sessions) get(id string) *session {
+	if id == "" {
+		return nil
+	}
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	x := s.m[id]
+	if x == nil {
+		return nil
+	}
+	if s.expired(x, now) {
+		delete(s.m, id)
+		return nil
+	}
+	x.seen = now
+	c := *x
+	return &c
+}
+
+// delete ends the session.
+func (s *sessions) delete(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, id)
+}
+
+// len returns the number of stored sessions (live or not yet swept).
+func (s *sessions) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}
+
+// equalTokens compares two secrets in constant time; empty never matches.
+func equalTokens(a, b string) bool {
+	return a != "" && b != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}

@@ -1,0 +1,349 @@
+// Package ui serves the compliance pages under /ui/: an overview of how often
+// requests were degraded, refused, switched or fell back (per day and team),
+// the filterable request-log rows with a CSV export, and one row's detail
+// with the explain output of its compile re-run against the current
+// configuration. Pages are rendered on the server with html/template; the
+// stylesheet is embedded and the charts are inline SVG, so nothing is loaded
+// from the network and no script runs.
+//
+// A reviewer logs in once with the admin token or an analyst key's secret.
+// The browser then holds only an opaque session id (HttpOnly, SameSite=Strict
+// cookie) mapped in memory to the principal; analyst keys see only their own
+// team's rows on every page.
+package ui
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sluicegw/sluice/gateway/requestlog"
+	"github.com/sluicegw/sluice/gateway/snapshot"
+	"github.com/sluicegw/sluice/profiles"
+)
+
+//go:embed templates/*.html static/*
+var assets embed.FS
+
+// RoleAnalyst is the key role that may log in and read its own team's rows;
+// the same role the analytics API accepts.
+const RoleAnalyst = "analyst"
+
+// Cookie names. The session cookie holds an opaque random id only.
+const (
+	sessionCookie = "sluice_ui"
+	loginCookie   = "sluice_ui_login"
+)
+
+// contentSecurityPolicy allows the embedded stylesheet and nothing else: no
+// script, no inline style, no frames, forms posting only to this origin.
+const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self'; " +
+	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// Options configure the handler returned by [New].
+type Options struct {
+	// Store is the request log the pages read. Required. Stores that
+	// implement [requestlog.Summarizer] aggregate the overview in the
+	// database; others are read row by row.
+	Store requestlog.Store
+	// AdminToken logs in as the admin, who sees every team. Default "": only
+	// analyst keys can log in.
+	AdminToken string
+	// Snapshot returns the configuration currently serving: analyst keys
+	// are looked up in it (at login and on every request, so a removed key
+	// or role ends its sessions) and the row detail re-runs explain on it.
+	// Required.
+	Snapshot func() *snapshot.Snapshot
+	// Logger receives login and failure logs. Default: slog.Default().
+	Logger *slog.Logger
+	// SessionIdle ends a session unused for this long. Default 30m.
+	SessionIdle time.Duration
+	// SessionMaxAge ends a session this long after login, used or not.
+	// Default 12h.
+	SessionMaxAge time.Duration
+	// MaxSessions bounds the session table; a login beyond it evicts the
+	// least recently used session. Default 1000.
+	MaxSessions int
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// handler serves the pages.
+type handler struct {
+	opts  Options
+	log   *slog.Logger
+	sess  *sessions
+	pages map[string]*template.Template
+	mux   *http.ServeMux
+}
+
+// page names; each is templates/<name>.html rendered inside the layout.
+var pageNames = []string{"login", "overview", "rows", "detail", "error"}
+
+// New returns the handler of the compliance pages. It serves paths under
+// /ui/ (mount it at /ui without stripping the prefix) and panics when a
+// required option is missing, a wiring mistake.
+func New(opts Options) http.Handler {
+	if opts.Store == nil || opts.Snapshot == nil {
+		panic("ui: Options.Store and Options.Snapshot are required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.SessionIdle <= 0 {
+		opts.SessionIdle = 30 * time.Minute
+	}
+	if opts.SessionMaxAge <= 0 {
+		opts.SessionMaxAge = 12 * time.Hour
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = 1000
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	h := &handler{opts: opts, log: opts.Logger, pages: map[string]*template.Template{},
+		sess: newSessions(opts.MaxSessions, opts.SessionIdle, opts.SessionMaxAge, opts.Now)}
+	funcs := template.FuncMap{"join": strings.Join}
+	for _, name := range pageNames {
+		h.pages[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+name+".html"))
+	}
+	static, err := fs.Sub(assets, "static")
+	if err != nil {
+		panic("ui: embedded static files: " + err.Error())
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ui", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/ui/", http.StatusSeeOther)
+	})
+	mux.HandleFunc("GET /ui/login", h.loginPage)
+	mux.HandleFunc("POST /ui/login", h.login)
+	mux.HandleFunc("POST /ui/logout", h.authed(h.logout))
+	mux.HandleFunc("GET /ui/{$}", h.authed(h.overview))
+	mux.HandleFunc("GET /ui/rows", h.authed(h.rows))
+	mux.HandleFunc("GET /ui/rows.csv", h.authed(h.rowsCSV))
+	mux.HandleFunc("GET /ui/rows/{id}", h.authed(h.detail))
+	mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", http.FileServerFS(static)))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		h.errorPage(w, r, nil, http.StatusNotFound, "No such page.")
+	})
+	h.mux = mux
+	return h
+}
+
+// ServeHTTP sets the security headers on every answer, then routes.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("Content-Security-Policy", contentSecurityPolicy)
+	hd.Set("X-Frame-Options", "DENY")
+	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Cache-Control", "no-store")
+	h.mux.ServeHTTP(w, r)
+}
+
+// viewer is the principal behind a request's session, resolved against the
+// current configuration.
+type viewer struct {
+	sessionID string
+	// CSRF is the session's token for state-changing forms.
+	CSRF string
+	// Admin sees every team; otherwise KeyID is an analyst key of Team.
+	Admin bool
+	KeyID string
+	Team  string
+}
+
+// Label names the viewer in the page header.
+func (v *viewer) Label() string {
+	if v.Admin {
+		return "admin"
+	}
+	return "analyst " + v.KeyID + " (team " + v.Team + ")"
+}
+
+// resolve returns the request's viewer, or nil without a live session. A
+// session whose key was removed or lost the analyst role is ended.
+func (h *handler) resolve(r *http.Request) *viewer {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return nil
+	}
+	s := h.sess.get(c.Value)
+	if s == nil {
+		return nil
+	}
+	v := &viewer{sessionID: s.id, CSRF: s.csrf, Admin: s.admin, KeyID: s.keyID}
+	if s.admin {
+		if h.opts.AdminToken == "" {
+			h.sess.delete(s.id)
+			return nil
+		}
+		return v
+	}
+	k := h.opts.Snapshot().Config.KeyByID(s.keyID)
+	if k == nil || !k.HasRole(RoleAnalyst) {
+		h.sess.delete(s.id)
+		return nil
+	}
+	v.Team = k.Team
+	return v
+}
+
+// authed runs next with the viewer, or sends the browser to the login page.
+func (h *handler) authed(next func(http.ResponseWriter, *http.Request, *viewer)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v := h.resolve(r)
+		if v == nil {
+			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+				h.errorPage(w, r, nil, http.StatusUnauthorized, "Your session has ended; log in again.")
+				return
+			}
+			http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
+			return
+		}
+		next(w, r, v)
+	}
+}
+
+// base is what the layout shows on every page.
+type base struct {
+	Title  string
+	Nav    string
+	Viewer *viewer
+}
+
+// render executes a page into a buffer first, so a template error becomes a
+// clean 500 rather than half a page.
+func (h *handler) render(w http.ResponseWriter, status int, page string, data any) {
+	var buf bytes.Buffer
+	if err := h.pages[page].ExecuteTemplate(&buf, "layout.html", data); err != nil {
+		h.log.Error("ui: render failed", "page", page, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+type errorData struct {
+	base
+	Status  int
+	Message string
+}
+
+func (h *handler) errorPage(w http.ResponseWriter, _ *http.Request, v *viewer, status int, msg string) {
+	h.render(w, status, "error", errorData{base: base{Title: http.StatusText(status), Viewer: v}, Status: status, Message: msg})
+}
+
+// lookupKey finds the key whose secret this is; the stored hash is compared
+// in constant time (as the gateway's own key check does).
+func lookupKey(cfg *profiles.Config, secret string) *profiles.Key {
+	if secret == "" {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(secret))
+	digest := hex.EncodeToString(sum[:])
+	k := cfg.KeyByHash(digest)
+	if k == nil || !equalTokens(k.SHA256, digest) {
+		return nil
+	}
+	return k
+}
+
+// setCookie writes a cookie scoped to the pages: HttpOnly, SameSite=Strict,
+// Secure when the request came over TLS. maxAge < 0 deletes it.
+func setCookie(w http.ResponseWriter, r *http.Request, name, value, path string, maxAge int) {
+	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: path, MaxAge: maxAge,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+}
+
+type loginData struct {
+	base
+	CSRF  string
+	Error string
+}
+
+// loginPage shows the form, with a fresh login CSRF token that must come
+// back both in the form and in a cookie (double submit): there is no
+// session yet to hold it.
+func (h *handler) loginPage(w http.ResponseWriter, r *http.Request) {
+	if h.resolve(r) != nil {
+		http.Redirect(w, r, "/ui/", http.StatusSeeOther)
+		return
+	}
+	h.showLogin(w, r, http.StatusOK, "")
+}
+
+func (h *handler) showLogin(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	tok := randomToken()
+	setCookie(w, r, loginCookie, tok, "/ui/login", 3600)
+	h.render(w, status, "login", loginData{base: base{Title: "Log in"}, CSRF: tok, Error: msg})
+}
+
+// maxFormBytes bounds a posted form.
+const maxFormBytes = 8 << 10
+
+// login checks the posted token: the admin token, or the secret of a key
+// with the analyst role. The token is never stored; the session is.
+func (h *handler) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		h.showLogin(w, r, http.StatusBadRequest, "The form could not be read.")
+		return
+	}
+	c, err := r.Cookie(loginCookie)
+	if err != nil || !equalTokens(c.Value, r.PostForm.Get("csrf")) {
+		h.showLogin(w, r, http.StatusForbidden, "The login form expired; enter the token again.")
+		return
+	}
+	token := strings.TrimSpace(r.PostForm.Get("token"))
+	var s *session
+	switch {
+	case equalTokens(token, h.opts.AdminToken):
+		s = h.sess.create(true, "")
+		h.log.Info("ui: login", "principal", "admin")
+	default:
+		k := lookupKey(h.opts.Snapshot().Config, token)
+		if k == nil {
+			h.log.Info("ui: login refused: unknown token")
+			h.showLogin(w, r, http.StatusUnauthorized, "Unknown token: enter the admin token or an analyst key.")
+			return
+		}
+		if !k.HasRole(RoleAnalyst) {
+			h.log.Info("ui: login refused: key has no analyst role", "key_id", k.ID)
+			h.showLogin(w, r, http.StatusForbidden, "This key has no analyst role.")
+			return
+		}
+		s = h.sess.create(false, k.ID)
+		h.log.Info("ui: login", "principal", "analyst", "key_id", k.ID, "team", k.Team)
+	}
+	// A login always starts a new session id (no fixation), and ends the
+	// one the browser held before.
+	if old, err := r.Cookie(sessionCookie); err == nil {
+		h.sess.delete(old.Value)
+	}
+	setCookie(w, r, loginCookie, "", "/ui/login", -1)
+	setCookie(w, r, sessionCookie, s.id, "/ui", 0)
+	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
+}
+
+// logout ends the session; the form must carry the session's CSRF token.
+func (h *handler) logout(w http.ResponseWriter, r *http.Request, v *viewer) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil || !equalTokens(r.PostForm.Get("csrf"), v.CSRF) {
+		h.errorPage(w, r, v, http.StatusForbidden, "Missing or wrong form token; use the page's own Log out button.")
+		return
+	}
+	h.sess.delete(v.sessionID)
+	setCookie(w, r, sessionCookie, "", "/ui", -1)
+	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
+}
