@@ -299,6 +299,18 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, c 
 		s.metrics.UpstreamErrors.WithLabelValues(c.Upstream.Config.Name, f.Class).Inc()
 		return failed(f, e)
 	}
+	// The translator takes the first event before anything is committed: an
+	// event it cannot read fails over like any failure before the first chunk.
+	var pending [][]byte
+	done, err := st.Event(ev, data, func(p []byte) error {
+		pending = append(pending, append([]byte(nil), p...))
+		return nil
+	})
+	if err != nil {
+		s.metrics.UpstreamErrors.WithLabelValues(c.Upstream.Config.Name, failover.ClassServerError).Inc()
+		return failed(failover.Failure{Class: failover.ClassServerError, Status: http.StatusBadGateway},
+			apierr.New(apierr.CodeUpstreamBadResponse, "the upstream's stream did not start with a valid event"))
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -332,22 +344,24 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, c 
 		}
 		return nil
 	}
-	done, toldInBand := false, false
+	for _, p := range pending {
+		if emit(p) != nil {
+			break
+		}
+	}
+	toldInBand := false
 	var streamErr error
-	for {
-		done, err = st.Event(ev, data, emit)
-		if err != nil {
-			// The translator relayed the upstream's error event itself.
-			streamErr, toldInBand = err, writeErr == nil
-			break
-		}
-		if done || writeErr != nil {
-			break
-		}
+	for !done && writeErr == nil {
 		if ev, data, err = rd.Next(); err != nil {
 			if !errors.Is(err, io.EOF) {
 				streamErr = call.readErr(err)
 			}
+			break
+		}
+		done, err = st.Event(ev, data, emit)
+		if err != nil {
+			// The translator relayed the upstream's error event itself.
+			streamErr, toldInBand = err, writeErr == nil
 			break
 		}
 	}
