@@ -1,7 +1,89 @@
 // Package diff compares two configuration revisions the way a reviewer needs
-// before a change to profiles or guardrails merges: it compiles every
-// (key, model, upstream) combination under both and reports what changed.
+// before a change to profiles, guardrails, routes or upstreams merges: it
+// compiles every (key, model, upstream) combination under both and reports
+// what changed. `sluice diff` is its command; docs/diff.md has the usage,
+// the exit codes and an example of each output.
 //
-// See docs/diff.md for the command (`sluice diff`), its exit codes and an
-// example of each output form.
+// # What is compiled
+//
+// Keys: every key of either revision (or [Options.Keys]). Models: every
+// catalog model of either revision plus every route alias (or
+// [Options.Models]); the request is a minimal chat request with one user
+// message and no routing object. Upstreams: those present in both revisions;
+// an upstream present in one only is reported once, under "upstreams". A
+// route alias compiles each of its targets (the tail included) for its own
+// upstream and model.
+//
+// # How it stays fast
+//
+// The ladder merge and the guardrail decision are per key; keys of one
+// revision whose merged profile values and guardrail patterns are equal form
+// a group, and a plan depends only on (group, model). A (base group, head
+// group) pair is compared once and shared by every key in it; when the two
+// groups are equal and the catalog, upstreams and routes did not change, the
+// pair is skipped without compiling. Each combination is compared by its
+// outcome and its native bytes first; a JSON member diff is built only when
+// the bytes differ.
+//
+// # JSON form (format 1)
+//
+// [Report.WriteJSON] writes:
+//
+//	{
+//	  "format": 1,
+//	  "changed": true,                       // false: nothing differs (exit 0)
+//	  "summary": {
+//	    "keys_affected": 2, "keys_added": 0, "keys_removed": 0,
+//	    "models_newly_forbidden": 1,           // (key, model) pairs: model_forbidden appears
+//	    "models_newly_allowed": 0,             // ... disappears
+//	    "new_refusals": {"provider_restriction_inexpressible": 6},   // (key, model, upstream), by code
+//	    "resolved_refusals": {}, "new_degrades": {"chain": 5}, "resolved_degrades": {},
+//	    "native_changed": 24                   // combinations served on both sides, native body changed
+//	  },
+//	  "upstreams": [{"name": "edge", "status": "removed", "connector": "vercel"}],
+//	  "routes": [{"model": "assistant", "status": "changed",
+//	              "fields": [{"field": "targets", "base": ["market:a/x"], "head": ["market:b/y"]}]}],
+//	  "keys": [{
+//	    "key": "k-rank", "status": "changed",  // or "added" / "removed" (no further detail)
+//	    "base": {"org": "acme", "team": "rank", "project": "p", "key": "k-rank"}, "head": {...},
+//	    "fields": [{"field": "profile.rank_by", "base": "latency", "head": "cost"}],
+//	    "models": [{
+//	      "model": "openai/gpt-4o",
+//	      "route": false,                      // true: a route alias; upstreams are its targets
+//	      "access": "newly_forbidden",         // or "newly_allowed"; omitted otherwise, and when
+//	                                           // present nothing else is given for the model
+//	      "chain": {"base": [...], "head": [...], "added": [...], "removed": [...]},
+//	      "dropped": {"base": ["x-ai/grok-4 (guardrail)"], "head": [...], "added": [...], "removed": [...]},
+//	      "providers": [{"field": "allowed", "base": null, "head": ["anthropic"]}],
+//	      "upstreams": [{
+//	        "upstream": "market", "model": "",   // model: the target's, for a route alias
+//	        "status": "changed",                 // or "added" / "removed" (route targets)
+//	        "base": {"refused": "", "degraded": []},
+//	        "head": {"refused": "provider_restriction_inexpressible", "degraded": []},
+//	        "native": [{"field": "/provider/sort", "base": "latency", "head": "price"}]
+//	      }]
+//	    }]
+//	  }],
+//	  "compared": {"keys": 12, "models": 9, "upstreams": 4, "groups": 3}
+//	}
+//
+// Rules: lists are sorted (keys by id, models by slug, upstream entries by
+// upstream then model, native members by JSON pointer) and empty lists are
+// [] rather than absent, except the optional members "fields" of upstreams
+// and routes, "chain", "dropped", "providers", "upstreams" and "native" of a
+// model, which are omitted when nothing changed. In a field change, a side
+// where the value is absent is omitted, while null is a value (an allowed
+// list of null means "no restriction", as in `sluice explain`). "field" of
+// a native change is a JSON pointer into the native body; "/path" stands
+// for the upstream path. Arrays in native bodies are compared whole.
+// Key "fields" are "org", "team", "project", "upstream", the merged profile
+// ("profile.fallbacks", "profile.rank_by", "profile.preferred",
+// "profile.allowed", "profile.denied"; null = unset) and the guardrail
+// patterns that apply ("guardrail.allow_models", "guardrail.deny_models",
+// "guardrail.allow_providers", "guardrail.deny_providers",
+// "guardrail.content_filter"). model_forbidden is never counted in
+// new_refusals or resolved_refusals: it is counted in
+// models_newly_forbidden/allowed (a route target that becomes forbidden
+// shows as its upstream entry's refusal). Members are only added within a
+// format; the format number changes if one is removed or changes meaning.
 package diff
