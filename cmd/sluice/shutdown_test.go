@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	sluice "github.com/sluicegw/sluice"
+	"github.com/sluicegw/sluice/gateway/requestlog"
+	"github.com/sluicegw/sluice/gateway/simulator"
+	"github.com/sluicegw/sluice/guardrails"
+)
+
+// TestMain lets a test run this package's binary as the real sluice command
+// (SLUICE_TEST_RUN_MAIN=1), so process-level behaviour — signals, exit
+// codes, listeners — is tested on the real main.
+func TestMain(m *testing.M) {
+	if os.Getenv("SLUICE_TEST_RUN_MAIN") == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+type served struct {
+	cmd    *exec.Cmd
+	addr   string
+	dir    string
+	stderr *bytes.Buffer
+	exited chan error
+}
+
+// serveSubprocess starts `sluice serve` on a copy of the demo config whose
+// upstreams are the simulator.
+func serveSubprocess(t *testing.T, sim *simulator.Server) *served {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, sluice.DemoConfig()))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	p := filepath.Join(dir, "sluice.toml")
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	s := strings.Replace(string(b), `listen = "127.0.0.1:8080"`, fmt.Sprintf("listen = %q\nshutdown_timeout = \"10s\"", addr), 1)
+	for name, kind := range map[string]string{"market": "openrouter", "edge": "vercel", "openai": "openai", "anthropic": "anthropic"} {
+		s = strings.Replace(s, fmt.Sprintf("name = %q\nconnector = %q\n", name, kind), fmt.Sprintf("name = %q\nconnector = %q\nbase_url = %q\n", name, kind, sim.URL(kind)), 1)
+	}
+	s = strings.Replace(s, "[store]\n", "[store]\nflush_interval = \"5s\"\n", 1) // the flush must come from shutdown
+	require.NoError(t, os.WriteFile(p, []byte(s), 0o644))
+
+	cmd := exec.Command(os.Args[0], "serve", "--config", dir)
+	cmd.Env = append(os.Environ(), "SLUICE_TEST_RUN_MAIN=1", "SLUICE_ADMIN_TOKEN=")
+	errb := &bytes.Buffer{}
+	cmd.Stderr = errb
+	require.NoError(t, cmd.Start())
+	sv := &served{cmd: cmd, addr: addr, dir: dir, stderr: errb, exited: make(chan error, 1)}
+	go func() { sv.exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "sluice serve did not come up: %s", errb.String())
+		time.Sleep(50 * time.Millisecond)
+	}
+	return sv
+}
+
+func slowSim(t *testing.T, chunkDelay time.Duration) *simulator.Server {
+	t.Helper()
+	cat, diags := guardrails.LoadCatalog("../../testdata/demo")
+	require.Empty(t, diags)
+	cfg := simulator.FromCatalog(cat)
+	cfg.ChunkDelay = chunkDelay
+	sim := simulator.New(cfg)
+	_, err := sim.Start()
+	require.NoError(t, err)
+	t.Cleanup(sim.Close)
+	return sim
+}
+
+// startStream begins a stream and returns once its first chunk arrived;
+// the returned channel yields the whole body when the stream ends.
+func startStream(t *testing.T, addr, fault string) <-chan string {
+	t.Helper()
+	req, _ := http.NewRequest("POST", "http://"+addr+"/v1/chat/completions",
+		strings.NewReader(`{"model":"openai/gpt-4o","stream":true,"messages":[{"role":"user","content":"a long answer please"}]}`))
+	req.Header.Set("Authorization", "Bearer sk-sluice-demo-chat")
+	if fault != "" {
+		req.Header.Set("X-Sim-Fault", fault)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, 200, resp.StatusCode)
+	rd := bufio.NewReader(resp.Body)
+	first, err := rd.ReadString('\n')
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(first, "data: "), first)
+	out := make(chan string, 1)
+	go func() {
+		defer resp.Body.Close()
+		rest, _ := io.ReadAll(rd)
+		out <- first + string(rest)
+	}()
+	return out
+}
+
+// TestSIGTERMDrainsStreams: SIGTERM with a stream in flight stops accepting
+// connections, lets the stream complete, flushes the request log and exits 0.
+func TestSIGTERMDrainsStreams(t *testing.T) {
+	sim := slowSim(t, 150*time.Millisecond)
+	sv := serveSubprocess(t, sim)
+	body := startStream(t, sv.addr, "")
+	require.NoError(t, sv.cmd.Process.Signal(syscall.SIGTERM))
+
+	// New connections are refused once draining started (bounded wait).
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", sv.addr, 200*time.Millisecond)
+		if err != nil {
+			break
+		}
+		c.Close()
+		require.True(t, time.Now().Before(deadline), "still accepting connections after SIGTERM")
+		time.Sleep(20 * time.Millisecond)
+	}
+	select {
+	case b := <-body:
+		require.True(t, strings.HasSuffix(b, "data: [DONE]\n\n"), "the in-flight stream completes: %q", b)
+	case <-time.After(15 * time.Second):
+		t.Fatal("the stream did not complete")
+	}
+	select {
+	case err := <-sv.exited:
+		require.NoError(t, err, "exit 0; stderr:\n%s", sv.stderr.String())
+	case <-time.After(15 * time.Second):
+		t.Fatal("sluice did not exit after draining")
+	}
+	// The request log was flushed on the way out (flush_interval is 5s).
+	store, err := requestlog.OpenSQLite(filepath.Join(sv.dir, "data", "requests.db"))
+	require.NoError(t, err)
+	defer store.Close()
+	page, err := store.Query(context.Background(), requestlog.Filter{})
+	require.NoError(t, err)
+	require.Len(t, page.Rows, 1)
+	require.Equal(t, 200, page.Rows[0].Status)
+	require.True(t, page.Rows[0].Stream)
+}
+
+// TestSecondSIGTERMForcesExit: a stream that would never end keeps the
+// drain waiting; a second SIGTERM exits at once.
+func TestSecondSIGTERMForcesExit(t *testing.T) {
+	sim := slowSim(t, 0)
+	sv := serveSubprocess(t, sim)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		body := startStream(t, sv.addr, "slow_stream")
+		<-body
+	}()
+	time.Sleep(300 * time.Millisecond)
+	require.NoError(t, sv.cmd.Process.Signal(syscall.SIGTERM))
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case <-sv.exited:
+		t.Fatal("exited while a stream was still draining")
+	default:
+	}
+	require.NoError(t, sv.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-sv.exited:
+		require.Error(t, err, "a forced exit is not a clean one")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second SIGTERM did not force an exit")
+	}
+	require.Contains(t, sv.stderr.String(), "second signal")
+	wg.Wait()
+}

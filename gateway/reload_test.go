@@ -1,0 +1,134 @@
+package gateway_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestReloadUnderLoad: while a bounded load runs, every kind of broken file
+// is written and reloaded (through the file watcher), then repaired; no
+// request fails, the last good configuration keeps serving, and a good
+// reload takes effect for the next request.
+func TestReloadUnderLoad(t *testing.T) {
+	h := newHarness(t, [2]string{"[cache]\nenabled = true", "[cache]\nenabled = false"})
+	ctx, cancel := contextWithTimeout(30 * time.Second)
+	defer cancel()
+	go func() { _ = h.srv.Watch(ctx) }()
+
+	var sent, failed atomic.Int64
+	var failures sync.Map
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < 3; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 5000; i++ { // bounded in count; stopped by the test
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				resp, b := h.post(secretChat, chatBody("openai/gpt-4o", fmt.Sprintf(`,"user":"w%d-%d"`, w, i)))
+				sent.Add(1)
+				if resp.StatusCode != 200 {
+					failed.Add(1)
+					failures.Store(resp.StatusCode, string(b))
+				}
+			}
+		}(w)
+	}
+	good := h.srv.Snapshot().Revision
+	waitReloads := func(failedBefore float64) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for metric(t, h, `sluice_config_reloads_total{result="failed"}`) <= failedBefore {
+			require.True(t, time.Now().Before(deadline), "the watcher did not try the broken file")
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	breaks := []struct {
+		name string
+		file string
+		data string // "" deletes the file
+	}{
+		{"toml syntax", "sluice.toml", "[server\nlisten = 1\n"},
+		{"schema error", "profiles/org.toml", "fallbacks = 3\n"},
+		{"rego compile error", "guardrails/org.rego", "package sluice.guardrails\n\nallow_models contains x if { y }\n"},
+		{"all targets restricted", "sluice.toml", ""},
+		{"catalog with no models", "catalog.json", `{"models": []}`},
+		{"file deleted mid-write", "catalog.json", ""},
+	}
+	for _, br := range breaks {
+		p := filepath.Join(h.dir, br.file)
+		orig, err := os.ReadFile(p)
+		require.NoError(t, err)
+		before := metric(t, h, `sluice_config_reloads_total{result="failed"}`)
+		switch {
+		case br.name == "all targets restricted":
+			broken := []byte(string(orig) + "\n[[routes]]\nmodel = \"broken\"\n[[routes.targets]]\nupstream = \"market\"\ntakes_over = [\"refusal\"]\n")
+			require.NoError(t, os.WriteFile(p, broken, 0o644))
+		case br.data == "":
+			require.NoError(t, os.Remove(p))
+		default:
+			require.NoError(t, os.WriteFile(p, []byte(br.data), 0o644))
+		}
+		waitReloads(before)
+		require.Equal(t, good, h.srv.Snapshot().Revision, "%s: the last good config keeps serving", br.name)
+		_, rb := h.get("/readyz", "")
+		require.Contains(t, string(rb), `"last_reload_failed":true`, br.name)
+		require.NoError(t, os.WriteFile(p, orig, 0o644))
+	}
+	// Repaired: the watcher reloads and the failure clears.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, rb := h.get("/readyz", "")
+		if string(rb) != "" && !contains(rb, `"last_reload_failed":true`) {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the repaired config was not reloaded")
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A good change takes effect for the next request.
+	editConfig(t, h.dir, [2]string{"project = \"chat\"\n", "project = \"chat\"\nupstream = \"openai\"\n"})
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		resp, _ := h.post(secretChat, chatBody("openai/gpt-4o", `,"user":"after-good-reload"`))
+		if resp.Header.Get("X-Sluice-Upstream") == "openai" {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the good change did not take effect")
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	require.Greater(t, sent.Load(), int64(20), "the load ran")
+	failures.Range(func(k, v any) bool { t.Errorf("status %v: %v", k, v); return true })
+	require.Zero(t, failed.Load(), "no request failed during the reloads")
+	require.Contains(t, h.logs.String(), "config reload failed")
+}
+
+func contains(b []byte, s string) bool { return strings.Contains(string(b), s) }
+
+// metric reads one sample's value from /metrics (0 when absent).
+func metric(t *testing.T, h *harness, name string) float64 {
+	t.Helper()
+	_, b := h.get("/metrics", "")
+	for _, line := range strings.Split(string(b), "\n") {
+		if len(line) > len(name) && line[:len(name)] == name && line[len(name)] == ' ' {
+			var v float64
+			_, err := fmt.Sscanf(line[len(name)+1:], "%g", &v)
+			require.NoError(t, err)
+			return v
+		}
+	}
+	return 0
+}
