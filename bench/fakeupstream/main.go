@@ -1,0 +1,178 @@
+// Command fakeupstream is a fast fake OpenAI-compatible upstream for load
+// tests on loopback. POST /v1/chat/completions (and /chat/completions) answers
+// a fixed completion whose model echoes the request's, usage included; with
+// "stream": true it answers an SSE stream of -chunks chunks, each flushed,
+// ending with "data: [DONE]". There is no artificial delay unless -delay says.
+//
+//	go run ./bench/fakeupstream -addr 127.0.0.1:0 -addr-file /tmp/up.addr
+//
+// It listens on loopback only: any other address is refused at start.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "listen address (loopback only)")
+	addrFile := flag.String("addr-file", "", "write the bound address to this file once listening")
+	chunks := flag.Int("chunks", 20, "content chunks per stream")
+	delay := flag.Duration("delay", 0, "artificial delay before answering (and between stream chunks)")
+	flag.Parse()
+	if err := run(*addr, *addrFile, &Upstream{Chunks: *chunks, Delay: *delay}); err != nil {
+		fmt.Fprintln(os.Stderr, "fakeupstream:", err)
+		os.Exit(1)
+	}
+}
+
+func run(addr, addrFile string, up *Upstream) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if !loopbackHost(host) {
+		return fmt.Errorf("refusing to listen on %q: loopback only", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	bound := ln.Addr().String()
+	if addrFile != "" {
+		if err := os.WriteFile(addrFile, []byte(bound+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	fmt.Println("fakeupstream listening on", bound)
+	srv := &http.Server{Handler: up.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() { <-sigs; _ = srv.Close() }()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	fmt.Println("fakeupstream served", up.Served.Load(), "requests")
+	return nil
+}
+
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Upstream answers chat completions.
+type Upstream struct {
+	Chunks int           // content chunks per stream (before the finish and usage chunk)
+	Delay  time.Duration // artificial delay; 0 = none
+	Served atomic.Int64  // requests answered
+}
+
+// Handler returns the HTTP handler.
+func (u *Upstream) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", u.chat)
+	mux.HandleFunc("POST /chat/completions", u.chat)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	return mux
+}
+
+type chatRequest struct {
+	Model  string `json:"model"`
+	Stream bool   `json:"stream"`
+}
+
+const (
+	fixedID      = "chatcmpl-fake0000000000000000000001"
+	fixedCreated = 1767225600
+	fixedContent = "The quick brown fox jumps over the lazy dog."
+)
+
+func (u *Upstream) chat(w http.ResponseWriter, r *http.Request) {
+	var req chatRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 16<<20)).Decode(&req); err != nil {
+		http.Error(w, `{"error":{"message":"invalid JSON body","type":"invalid_request_error","code":"invalid_json"}}`, http.StatusBadRequest)
+		return
+	}
+	if req.Model == "" {
+		http.Error(w, `{"error":{"message":"model is required","type":"invalid_request_error","code":"invalid_request"}}`, http.StatusBadRequest)
+		return
+	}
+	u.Served.Add(1)
+	if u.Delay > 0 {
+		time.Sleep(u.Delay)
+	}
+	model := strconv.Quote(req.Model)
+	if !req.Stream {
+		w.Header().Set("Content-Type", "application/json")
+		body := completion(model)
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		_, _ = w.Write(body)
+		return
+	}
+	u.stream(w, model)
+}
+
+// completion is the fixed non-streaming answer; model is already quoted.
+func completion(model string) []byte {
+	return []byte(`{"id":"` + fixedID + `","object":"chat.completion","created":` + strconv.Itoa(fixedCreated) +
+		`,"model":` + model + `,"choices":[{"index":0,"message":{"role":"assistant","content":"` + fixedContent +
+		`"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":10,"total_tokens":22}}` + "\n")
+}
+
+// stream writes the SSE answer: a role chunk, Chunks content chunks, a finish
+// chunk with usage, then [DONE]; every event is flushed on its own.
+func (u *Upstream) stream(w http.ResponseWriter, model string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	head := `data: {"id":"` + fixedID + `","object":"chat.completion.chunk","created":` + strconv.Itoa(fixedCreated) +
+		`,"model":` + model + `,"choices":[{"index":0,"delta":`
+	buf := make([]byte, 0, 512)
+	send := func(tail string) bool {
+		buf = append(buf[:0], head...)
+		buf = append(buf, tail...)
+		if _, err := w.Write(buf); err != nil {
+			return false
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+		return true
+	}
+	if !send(`{"role":"assistant","content":""},"finish_reason":null}]}` + "\n\n") {
+		return
+	}
+	for i := range u.Chunks {
+		if u.Delay > 0 {
+			time.Sleep(u.Delay)
+		}
+		if !send(`{"content":"tok` + strconv.Itoa(i) + ` "},"finish_reason":null}]}` + "\n\n") {
+			return
+		}
+	}
+	if !send(`{},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":` + strconv.Itoa(u.Chunks) +
+		`,"total_tokens":` + strconv.Itoa(12+u.Chunks) + `}}` + "\n\n") {
+		return
+	}
+	_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	if fl != nil {
+		fl.Flush()
+	}
+}

@@ -1,0 +1,548 @@
+// Command loadgen sends OpenAI chat-completion requests to a server on
+// loopback and reports throughput, latency percentiles, stream time to first
+// byte and, for the processes it is told to watch, CPU time per request and
+// peak resident memory, as one JSON object on stdout.
+//
+//	loadgen -url http://127.0.0.1:8080/v1/chat/completions -key sk-... \
+//	        -model openai/gpt-4o-mini -stream -c 32 -n 20000 -d 10s -watch 1234
+//
+// Both -n (total requests) and -d (duration) bound the run: it stops issuing
+// requests at whichever comes first. Only loopback hosts are accepted
+// (127.0.0.0/8, ::1, localhost), and every connection is checked to go to a
+// loopback address.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Limits that keep a run bounded whatever the flags say.
+const (
+	maxConcurrency = 4096
+	maxRequests    = 10_000_000
+	maxDuration    = time.Hour
+)
+
+// Config is one run.
+type Config struct {
+	URL     string
+	Key     string
+	Model   string
+	Stream  bool
+	C       int           // concurrent workers
+	N       int           // total measured requests (upper bound)
+	D       time.Duration // measured duration (upper bound)
+	Warmup  int           // requests sent before measuring, not counted
+	Timeout time.Duration // per request
+	Headers http.Header
+	Watch   []int
+	Label   string
+}
+
+// Result is what a run reports.
+type Result struct {
+	Label       string        `json:"label,omitempty"`
+	URL         string        `json:"url"`
+	Model       string        `json:"model"`
+	Stream      bool          `json:"stream"`
+	Concurrency int           `json:"concurrency"`
+	Requests    int           `json:"requests"`
+	OK          int           `json:"ok"`
+	Errors      int           `json:"errors"`
+	ErrorSample []string      `json:"error_sample,omitempty"`
+	StoppedBy   string        `json:"stopped_by"` // "n" or "d"
+	Seconds     float64       `json:"seconds"`
+	RPS         float64       `json:"throughput_rps"`
+	Latency     Percentiles   `json:"latency_ms"`
+	TTFB        *Percentiles  `json:"ttfb_ms,omitempty"`
+	Watched     []WatchResult `json:"watch,omitempty"`
+	StartedAt   time.Time     `json:"started_at"`
+}
+
+// Percentiles are in milliseconds.
+type Percentiles struct {
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	Mean float64 `json:"mean"`
+	Max  float64 `json:"max"`
+}
+
+// WatchResult is one watched process over the measured part of the run.
+type WatchResult struct {
+	PID          int     `json:"pid"`
+	CPUMs        float64 `json:"cpu_ms"`
+	CPUMsPerReq  float64 `json:"cpu_ms_per_req"`
+	PeakRSSKB    int64   `json:"peak_rss_kb"` // highest VmRSS sampled during the run
+	VmHWMKB      int64   `json:"vm_hwm_kb"`   // the kernel's high-water mark (process lifetime)
+	SampleErrors int     `json:"sample_errors,omitempty"`
+}
+
+type headerFlag http.Header
+
+func (h headerFlag) String() string { return "" }
+func (h headerFlag) Set(v string) error {
+	k, val, ok := strings.Cut(v, ":")
+	if !ok || strings.TrimSpace(k) == "" {
+		return fmt.Errorf("header %q: want \"Name: value\"", v)
+	}
+	http.Header(h).Add(strings.TrimSpace(k), strings.TrimSpace(val))
+	return nil
+}
+
+func main() {
+	cfg := Config{Headers: http.Header{}}
+	flag.StringVar(&cfg.URL, "url", "", "chat completions URL (loopback only), e.g. http://127.0.0.1:8080/v1/chat/completions")
+	flag.StringVar(&cfg.Key, "key", "", "bearer token sent as Authorization")
+	flag.StringVar(&cfg.Model, "model", "gpt-4o-mini", "model of every request")
+	flag.BoolVar(&cfg.Stream, "stream", false, "send \"stream\": true and read the SSE answer")
+	flag.IntVar(&cfg.C, "c", 1, "concurrency (workers)")
+	flag.IntVar(&cfg.N, "n", 1000, "total measured requests (bound)")
+	flag.DurationVar(&cfg.D, "d", 10*time.Second, "maximum measured duration (bound)")
+	flag.IntVar(&cfg.Warmup, "warmup", 0, "requests sent before measuring, not counted")
+	flag.DurationVar(&cfg.Timeout, "timeout", 30*time.Second, "per-request timeout")
+	flag.Var(headerFlag(cfg.Headers), "H", "extra request header \"Name: value\" (repeatable)")
+	watch := flag.String("watch", "", "comma-separated PIDs whose CPU time and peak RSS to report")
+	flag.StringVar(&cfg.Label, "label", "", "label copied into the JSON result")
+	flag.Parse()
+	pids, err := parsePIDs(*watch)
+	if err == nil {
+		cfg.Watch = pids
+		var res *Result
+		if res, err = Run(context.Background(), cfg); err == nil {
+			enc := json.NewEncoder(os.Stdout)
+			_ = enc.Encode(res)
+			return
+		}
+	}
+	fmt.Fprintln(os.Stderr, "loadgen:", err)
+	os.Exit(2)
+}
+
+func parsePIDs(s string) ([]int, error) {
+	var pids []int
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		p, err := strconv.Atoi(f)
+		if err != nil || p <= 0 {
+			return nil, fmt.Errorf("-watch: %q is not a PID", f)
+		}
+		pids = append(pids, p)
+	}
+	return pids, nil
+}
+
+// CheckLoopback returns an error unless raw is an http(s) URL whose host is
+// localhost, an address in 127.0.0.0/8, or ::1.
+func CheckLoopback(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("-url: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("-url %q: scheme must be http or https", raw)
+	}
+	if !loopbackHost(u.Hostname()) {
+		return fmt.Errorf("-url %q: refusing non-loopback host %q (only 127.0.0.0/8, ::1 and localhost)", raw, u.Hostname())
+	}
+	return nil
+}
+
+func loopbackHost(h string) bool {
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// validate checks the bounds of a run.
+func (c *Config) validate() error {
+	if err := CheckLoopback(c.URL); err != nil {
+		return err
+	}
+	switch {
+	case c.C < 1 || c.C > maxConcurrency:
+		return fmt.Errorf("-c %d: want 1..%d", c.C, maxConcurrency)
+	case c.N < 1 || c.N > maxRequests:
+		return fmt.Errorf("-n %d: want 1..%d (a run is bounded in count)", c.N, maxRequests)
+	case c.D <= 0 || c.D > maxDuration:
+		return fmt.Errorf("-d %v: want (0, %v] (a run is bounded in time)", c.D, maxDuration)
+	case c.Warmup < 0 || c.Warmup > maxRequests:
+		return fmt.Errorf("-warmup %d: want 0..%d", c.Warmup, maxRequests)
+	case c.Timeout <= 0:
+		return errors.New("-timeout must be positive")
+	}
+	return nil
+}
+
+// loopbackDialer refuses to connect anywhere but a loopback address, so a
+// name that resolves elsewhere cannot be reached either.
+func loopbackDialer() *net.Dialer {
+	return &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second,
+		Control: func(_, address string, _ syscall.RawConn) error {
+			host, _, err := net.SplitHostPort(address)
+			if err != nil {
+				return err
+			}
+			if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+				return fmt.Errorf("refusing to connect to non-loopback address %s", address)
+			}
+			return nil
+		}}
+}
+
+type sample struct {
+	lat, ttfb time.Duration
+	err       string
+}
+
+// Run performs the warmup and the measured run.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	body, _ := json.Marshal(map[string]any{
+		"model":    cfg.Model,
+		"messages": []map[string]string{{"role": "user", "content": "Say hello in five words."}},
+		"stream":   cfg.Stream,
+	})
+	tr := &http.Transport{
+		DialContext:         loopbackDialer().DialContext,
+		MaxIdleConns:        cfg.C * 2,
+		MaxIdleConnsPerHost: cfg.C * 2,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: cfg.Timeout}
+	do := func(ctx context.Context) sample { return one(ctx, client, &cfg, body) }
+
+	if cfg.Warmup > 0 {
+		runPhase(ctx, cfg.C, cfg.Warmup, maxDuration, do)
+	}
+
+	watchers := make([]*watcher, len(cfg.Watch))
+	for i, pid := range cfg.Watch {
+		w, err := startWatch(pid)
+		if err != nil {
+			return nil, err
+		}
+		watchers[i] = w
+	}
+	started := time.Now()
+	samples, stoppedBy := runPhase(ctx, cfg.C, cfg.N, cfg.D, do)
+	elapsed := time.Since(started)
+
+	res := summarize(samples, elapsed, cfg.Stream)
+	res.Label, res.URL, res.Model, res.Stream, res.Concurrency = cfg.Label, cfg.URL, cfg.Model, cfg.Stream, cfg.C
+	res.StoppedBy, res.StartedAt = stoppedBy, started.UTC()
+	for _, w := range watchers {
+		res.Watched = append(res.Watched, w.stop(res.Requests))
+	}
+	return res, nil
+}
+
+// runPhase runs c workers until n requests were issued or d has passed
+// (requests in flight at the deadline complete). It returns the samples and
+// which bound stopped it.
+func runPhase(ctx context.Context, c, n int, d time.Duration, do func(context.Context) sample) ([]sample, string) {
+	deadline := time.Now().Add(d)
+	var issued atomic.Int64
+	var timedOut atomic.Bool
+	per := make([][]sample, c)
+	var wg sync.WaitGroup
+	for w := range c {
+		wg.Go(func() {
+			local := make([]sample, 0, n/c+1)
+			for ctx.Err() == nil {
+				if time.Now().After(deadline) {
+					timedOut.Store(true)
+					break
+				}
+				if issued.Add(1) > int64(n) {
+					break
+				}
+				local = append(local, do(ctx))
+			}
+			per[w] = local
+		})
+	}
+	wg.Wait()
+	all := slices.Concat(per...)
+	if timedOut.Load() {
+		return all, "d"
+	}
+	return all, "n"
+}
+
+// one sends a request and reads the whole answer. A stream must end with
+// "data: [DONE]"; its TTFB is the time to its first "data:" line.
+func one(ctx context.Context, client *http.Client, cfg *Config, body []byte) sample {
+	start := time.Now()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.URL, bytes.NewReader(body))
+	if err != nil {
+		return sample{err: err.Error()}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if cfg.Key != "" {
+		req.Header.Set("Authorization", "Bearer "+cfg.Key)
+	}
+	for k, vs := range cfg.Headers {
+		req.Header[k] = vs
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return sample{err: err.Error()}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+		return sample{err: fmt.Sprintf("status %d: %s", resp.StatusCode, bytes.TrimSpace(b))}
+	}
+	if !cfg.Stream {
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			return sample{err: err.Error()}
+		}
+		return sample{lat: time.Since(start)}
+	}
+	var ttfb time.Duration
+	done := false
+	br := bufio.NewReaderSize(resp.Body, 16<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		if bytes.HasPrefix(line, []byte("data:")) {
+			if ttfb == 0 {
+				ttfb = time.Since(start)
+			}
+			if bytes.Equal(bytes.TrimSpace(line[5:]), []byte("[DONE]")) {
+				done = true
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return sample{err: err.Error()}
+		}
+	}
+	if !done {
+		return sample{err: "stream ended without data: [DONE]"}
+	}
+	return sample{lat: time.Since(start), ttfb: ttfb}
+}
+
+func summarize(samples []sample, elapsed time.Duration, stream bool) *Result {
+	res := &Result{Requests: len(samples), Seconds: elapsed.Seconds()}
+	var lats, ttfbs []time.Duration
+	for _, s := range samples {
+		if s.err != "" {
+			res.Errors++
+			if len(res.ErrorSample) < 3 {
+				res.ErrorSample = append(res.ErrorSample, s.err)
+			}
+			continue
+		}
+		lats = append(lats, s.lat)
+		if stream {
+			ttfbs = append(ttfbs, s.ttfb)
+		}
+	}
+	res.OK = len(lats)
+	if elapsed > 0 {
+		res.RPS = float64(res.OK) / elapsed.Seconds()
+	}
+	res.Latency = percentiles(lats)
+	if stream {
+		p := percentiles(ttfbs)
+		res.TTFB = &p
+	}
+	return res
+}
+
+// percentiles sorts ds and returns its p50/p90/p99 (nearest rank), mean and max in ms.
+func percentiles(ds []time.Duration) Percentiles {
+	if len(ds) == 0 {
+		return Percentiles{}
+	}
+	slices.Sort(ds)
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return Percentiles{
+		P50:  ms(Percentile(ds, 50)),
+		P90:  ms(Percentile(ds, 90)),
+		P99:  ms(Percentile(ds, 99)),
+		Mean: ms(sum / time.Duration(len(ds))),
+		Max:  ms(ds[len(ds)-1]),
+	}
+}
+
+// Percentile returns the nearest-rank p-th percentile (0 < p ≤ 100) of
+// sorted: the smallest value with at least p% of the values at or below it.
+func Percentile(sorted []time.Duration, p float64) time.Duration {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(p / 100 * float64(n)))
+	rank = max(1, min(rank, n))
+	return sorted[rank-1]
+}
+
+func ms(d time.Duration) float64 { return math.Round(float64(d.Nanoseconds())/1e3) / 1e3 }
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat: 100
+// on every Linux architecture Go supports.
+const clockTicks = 100
+
+type watcher struct {
+	pid       int
+	cpu0      int64
+	peak      atomic.Int64
+	sampleErr atomic.Int64
+	stopc     chan struct{}
+	done      chan struct{}
+}
+
+func startWatch(pid int) (*watcher, error) {
+	cpu, err := cpuTicks(pid)
+	if err != nil {
+		return nil, fmt.Errorf("-watch %d: %w", pid, err)
+	}
+	w := &watcher{pid: pid, cpu0: cpu, stopc: make(chan struct{}), done: make(chan struct{})}
+	w.sample()
+	go func() {
+		defer close(w.done)
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-w.stopc:
+				return
+			case <-t.C:
+				w.sample()
+			}
+		}
+	}()
+	return w, nil
+}
+
+func (w *watcher) sample() {
+	st, err := readStatus(w.pid)
+	if err != nil {
+		w.sampleErr.Add(1)
+		return
+	}
+	if st.rss > w.peak.Load() {
+		w.peak.Store(st.rss)
+	}
+}
+
+func (w *watcher) stop(requests int) WatchResult {
+	close(w.stopc)
+	<-w.done
+	w.sample()
+	r := WatchResult{PID: w.pid, PeakRSSKB: w.peak.Load(), SampleErrors: int(w.sampleErr.Load())}
+	if cpu, err := cpuTicks(w.pid); err == nil {
+		r.CPUMs = float64(cpu-w.cpu0) * 1000 / clockTicks
+		if requests > 0 {
+			r.CPUMsPerReq = math.Round(r.CPUMs/float64(requests)*1e4) / 1e4
+		}
+	} else {
+		r.SampleErrors++
+	}
+	if st, err := readStatus(w.pid); err == nil {
+		r.VmHWMKB = st.hwm
+	}
+	return r
+}
+
+// cpuTicks returns utime+stime of pid from /proc/PID/stat.
+func cpuTicks(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStatCPU(string(b))
+}
+
+// parseStatCPU reads utime (field 14) and stime (field 15) of a
+// /proc/PID/stat line; the command name (field 2) may hold spaces and
+// parentheses, so fields are counted after its last ')'.
+func parseStatCPU(stat string) (int64, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, errors.New("malformed /proc stat")
+	}
+	f := strings.Fields(stat[i+1:]) // f[0] is field 3 (state)
+	if len(f) < 13 {
+		return 0, errors.New("short /proc stat")
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return ut + st, nil
+}
+
+type status struct{ rss, hwm int64 }
+
+func readStatus(pid int) (status, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return status{}, err
+	}
+	return parseStatus(string(b)), nil
+}
+
+// parseStatus reads VmRSS and VmHWM (kB) from /proc/PID/status.
+func parseStatus(s string) status {
+	var st status
+	for line := range strings.SplitSeq(s, "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		var dst *int64
+		switch k {
+		case "VmRSS":
+			dst = &st.rss
+		case "VmHWM":
+			dst = &st.hwm
+		default:
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) > 0 {
+			*dst, _ = strconv.ParseInt(f[0], 10, 64)
+		}
+	}
+	return st
+}
