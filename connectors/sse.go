@@ -81,8 +81,8 @@ func (s *SSEReader) Next() (event, data []byte, err error) {
 	}
 }
 
-// readLine returns one line without its terminator (\n, \r\n or \r is not
-// supported alone: upstreams send \n).
+// readLine returns one line without its terminator: \n or \r\n. A lone \r
+// is not a line break here (upstreams send \n); it stays in the data.
 func (s *SSEReader) readLine() ([]byte, error) {
 	line, err := s.r.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {
@@ -94,6 +94,9 @@ func (s *SSEReader) readLine() ([]byte, error) {
 			}
 			line, err = s.r.ReadSlice('\n')
 			buf = append(buf, line...)
+		}
+		if len(buf) > maxSSELine+2 { // the bound applies to the whole line
+			return nil, ErrSSELineTooLong
 		}
 		line = buf
 	}

@@ -96,7 +96,7 @@ func runDemo(env *cliEnv, args []string) int {
 		fmt.Fprintf(env.stderr, "sluice demo: %v\n", err)
 		return 1
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := newHTTPServer(srv.Handler(), context.Background())
 	go func() { _ = hs.Serve(ln) }()
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(out, "  gateway:  %s\n\n", base)

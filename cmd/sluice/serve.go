@@ -47,10 +47,7 @@ func runServe(env *cliEnv, args []string) int {
 func serveUntilSignal(env *cliEnv, srv *gateway.Server, ln net.Listener, logger *slog.Logger) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10,
-		BaseContext: func(net.Listener) context.Context { return ctx }}
-	// Requests are not cancelled by shutdown: BaseContext outlives it until
-	// drained (cancel runs after Shutdown returns).
+	hs := newHTTPServer(srv.Handler(), ctx)
 	go func() {
 		if err := srv.Watch(ctx); err != nil {
 			logger.Warn("config watcher stopped", "err", err.Error())
@@ -79,6 +76,17 @@ func serveUntilSignal(env *cliEnv, srv *gateway.Server, ln net.Listener, logger 
 			return shutdown(srv, hs, sigs, logger)
 		}
 	}
+}
+
+// maxHeaderBytes bounds a request's headers; larger ones get 431.
+const maxHeaderBytes = 64 << 10
+
+// newHTTPServer returns the API's HTTP server with its limits: header size,
+// a deadline for reading headers (slow-loris), and no request cancelled by
+// shutdown itself (base outlives the drain; it is cancelled after).
+func newHTTPServer(h http.Handler, base context.Context) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: maxHeaderBytes,
+		IdleTimeout: 2 * time.Minute, BaseContext: func(net.Listener) context.Context { return base }}
 }
 
 func shutdown(srv *gateway.Server, hs *http.Server, sigs <-chan os.Signal, logger *slog.Logger) int {
