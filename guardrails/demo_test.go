@@ -48,10 +48,13 @@ func TestRunTestsReportsFailure(t *testing.T) {
 }
 
 func TestDemoDecisions(t *testing.T) {
-	s, ds := NewStore(demoDir)
+	cat, ds := LoadCatalog(demoDir)
 	require.Empty(t, ds)
+	pol, ds := LoadPolicy(demoDir)
+	require.Empty(t, ds)
+	s := NewIssuer(pol, cat)
 	ctx := context.Background()
-	require.Equal(t, 14, s.Current().Catalog.Len())
+	require.Equal(t, 14, cat.Len())
 
 	ml, err := s.Decide(ctx, profiles.Principal{Org: "acme", Team: "ml", Project: "p", Key: "k"})
 	require.NoError(t, err)

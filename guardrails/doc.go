@@ -17,8 +17,8 @@
 //     [Decision] per (principal, policy revision, catalog revision);
 //   - the compiler applies a decision with [Decision.CheckModel],
 //     [Decision.FilterChain] and [CombineProviders];
-//   - a [Store] holds the current policy, catalog and issuer as one snapshot and
-//     reloads them, keeping the last good revision when a new one is broken;
+//   - reloading (SIGHUP, file changes, keeping the last good revision) is the
+//     gateway's: it reloads the whole configuration directory as one snapshot;
 //   - [RunTests] runs the guardrails' own Rego unit tests.
 //
 // # Policy contract

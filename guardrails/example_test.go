@@ -9,12 +9,17 @@ import (
 )
 
 func Example() {
-	store, ds := guardrails.NewStore("../testdata/demo")
+	catalog, ds := guardrails.LoadCatalog("../testdata/demo")
 	if len(ds) > 0 {
 		fmt.Println(ds)
 		return
 	}
-	d, err := store.Decide(context.Background(), profiles.Principal{Org: "acme", Team: "ml", Project: "p", Key: "k"})
+	policy, ds := guardrails.LoadPolicy("../testdata/demo")
+	if len(ds) > 0 {
+		fmt.Println(ds)
+		return
+	}
+	d, err := guardrails.NewIssuer(policy, catalog).Decide(context.Background(), profiles.Principal{Org: "acme", Team: "ml", Project: "p", Key: "k"})
 	if err != nil {
 		fmt.Println(err)
 		return
