@@ -34,6 +34,7 @@ const (
 // with seeded request-log rows.
 type env struct {
 	t    *testing.T
+	dir  string
 	srv  *gateway.Server
 	ts   *httptest.Server
 	rows []requestlog.Row
@@ -64,7 +65,7 @@ func newEnv(t *testing.T) *env {
 		defer cancel()
 		_ = srv.Close(ctx)
 	})
-	e := &env{t: t, srv: srv, ts: ts, now: time.Now().UTC()}
+	e := &env{t: t, dir: dir, srv: srv, ts: ts, now: time.Now().UTC()}
 	e.rows = seedRows(e.now)
 	e.insert(e.rows)
 	return e

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -369,4 +371,24 @@ func TestLogoutNeedsCSRFAndEndsSession(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, b2.do(http.MethodPost, "/ui/logout", url.Values{"csrf": {other}}).status)
 	require.Equal(t, http.StatusOK, b2.get("/ui/").status)
 	require.True(t, slices.Contains([]int{http.StatusOK}, b3.get("/ui/").status))
+}
+
+func TestSessionEndsWhenKeyLosesAnalystRole(t *testing.T) {
+	e := newEnv(t)
+	an := e.browser()
+	an.mustLogin(secretAnalyst)
+	require.Equal(t, http.StatusOK, an.get("/ui/rows").status)
+
+	p := filepath.Join(e.dir, "sluice.toml")
+	raw, err := os.ReadFile(p)
+	require.NoError(t, err)
+	const role = "project = \"dashboards\"\nroles = [\"analyst\"]\n"
+	require.Contains(t, string(raw), role)
+	require.NoError(t, os.WriteFile(p, []byte(strings.Replace(string(raw), role, "project = \"dashboards\"\n", 1)), 0o644))
+	require.Empty(t, e.srv.Reload())
+
+	res := an.get("/ui/rows")
+	require.Equal(t, http.StatusSeeOther, res.status, "the reloaded configuration ends the session")
+	require.Equal(t, "/ui/login", res.header.Get("Location"))
+	require.Equal(t, http.StatusForbidden, e.browser().login(secretAnalyst).status, "and the key cannot log in again")
 }
