@@ -10,9 +10,11 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -40,6 +42,27 @@ func loopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// maxBody bounds a buffered request body, like the gateway's max_body_bytes.
+const maxBody = 10 << 20
+
+// bufferBody reads the request body whole before proxying, as any gateway
+// must to look at the request. Without it the transport would still be
+// reading the inbound body (to see its EOF) while a streamed answer's headers
+// are flushed, and Go's HTTP/1 server may then refuse that read, which kills
+// the upstream connection mid-stream (a few percent of streams at c=1).
+func bufferBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		if err != nil {
+			http.Error(w, "request body: "+err.Error(), http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		r.ContentLength = int64(len(b))
+		next.ServeHTTP(w, r)
+	})
 }
 
 func run(addr, target, addrFile string) error {
@@ -77,7 +100,7 @@ func run(addr, target, addrFile string) error {
 		}
 	}
 	fmt.Println("bareproxy listening on", ln.Addr(), "->", u)
-	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: bufferBody(proxy), ReadHeaderTimeout: 10 * time.Second}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	go func() { <-sigs; _ = srv.Close() }()
