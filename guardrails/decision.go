@@ -568,6 +568,8 @@ func CombineProviders(profileAllowed, profileDenied []string, profileAllowedSet 
 	return allowed, denied
 }
 
+// lowerAll returns a lower-cased copy. It must copy: the results are sorted
+// in place, and the inputs are profile lists shared by concurrent requests.
 func lowerAll(s []string) []string {
 	out := make([]string, len(s))
 	for i, x := range s {
