@@ -98,7 +98,7 @@ func TestBrowser(t *testing.T) {
 	c.mustEval(`[...document.querySelectorAll("#rows tbody tr a.rid")].map(a => a.textContent)`, &shown)
 	require.Equal(t, idsOf(degraded), shown, "newest first")
 	var allLabelled bool
-	c.mustEval(`[...document.querySelectorAll("#rows tbody tr")].every(tr => tr.querySelector(".label.degraded")?.textContent === "zdr")`, &allLabelled)
+	c.mustEval(`[...document.querySelectorAll("#rows tbody tr")].every(tr => tr.querySelector(".label.degraded")?.textContent === "ranking")`, &allLabelled)
 	require.True(t, allLabelled, "every row shows its degraded label")
 	shoot("rows")
 
@@ -128,7 +128,7 @@ func TestBrowser(t *testing.T) {
 	c.clickAndWait("#rows tbody tr a.rid")
 	require.Equal(t, degraded[0].RequestID, c.text("#detail-id"))
 	require.Equal(t, degraded[0].Team, c.text(`td[data-field="team"]`))
-	require.Equal(t, `["zdr"]`, c.text(`td[data-field="routing_degraded"]`))
+	require.Equal(t, `["ranking"]`, c.text(`td[data-field="routing_degraded"]`))
 	require.Contains(t, c.text("#explain-notice"), "not historical")
 	require.Equal(t, "openai/gpt-4o", c.text("#explain-decided"))
 	require.Equal(t, len(e.srv.Snapshot().UpstreamNames()), c.count("#compiled tbody tr"))

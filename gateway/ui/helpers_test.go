@@ -101,14 +101,14 @@ func seedRows(now time.Time) []requestlog.Row {
 			Attempts:        1, Status: 200, PromptTokens: 12, CompletionTokens: 34, CostUSD: 0.0012, LatencyMS: 210.5,
 		}
 		if i%4 == 1 {
-			r.RoutingDegraded = []string{"zdr"}
+			r.RoutingDegraded = []string{"ranking"}
 		}
 		if i%5 == 2 {
 			r.RefusedCode, r.Status, r.ServedModel, r.ServedProvider = "model_forbidden", 403, "", ""
 		}
 		if i%6 == 3 {
 			r.ServedModel, r.ServedProvider = "anthropic/claude-sonnet-4.5", "anthropic"
-			r.RoutingSwitchReason, r.FallbackReason, r.Attempts = "chain", "upstream_429", 2
+			r.RoutingSwitchReason, r.FallbackReason, r.Attempts = "target_fallback", "throttled", 2
 		}
 		rows = append(rows, r)
 	}

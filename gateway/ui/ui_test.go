@@ -201,7 +201,7 @@ func TestRowsFilterPaginationAndScope(t *testing.T) {
 	p = admin.get("/ui/rows?degraded=true")
 	require.Equal(t, degraded, rowIDs(p.body))
 	require.NotEmpty(t, degraded)
-	require.Contains(t, p.body, `<span class="label degraded">zdr</span>`)
+	require.Contains(t, p.body, `<span class="label degraded">ranking</span>`)
 
 	switched := e.matching(func(r requestlog.Row) bool { return r.ServedModel != "" && r.ServedModel != r.DecidedModel })
 	p = admin.get("/ui/rows?switched=true&team=ml")
@@ -214,7 +214,7 @@ func TestRowsFilterPaginationAndScope(t *testing.T) {
 	require.NotEmpty(t, want)
 	require.Equal(t, want, rowIDs(p.body))
 	require.Contains(t, p.body, `<strong>anthropic/claude-sonnet-4.5</strong>`)
-	require.Contains(t, p.body, `<span class="label fallback">upstream_429</span>`)
+	require.Contains(t, p.body, `<span class="label fallback">throttled</span>`)
 
 	// Pages of 4 with the cursor: every row once, newest first.
 	all := idsOf(e.matching(func(requestlog.Row) bool { return true }))
@@ -257,7 +257,7 @@ func TestCSVExportEqualsFilteredRows(t *testing.T) {
 		extra = append(extra, requestlog.Row{
 			TS: e.now.Add(-time.Duration(i) * time.Second), RequestID: fmt.Sprintf("bulk-%05d", i),
 			Org: "acme", Team: []string{"ml", "research"}[i%2], KeyID: "k-chat", DecidedModel: "openai/gpt-4o",
-			ServedModel: "openai/gpt-4o", RoutingDegraded: []string{"zdr", "cache"}[i%2:], Status: 200,
+			ServedModel: "openai/gpt-4o", RoutingDegraded: []string{"ranking", "chain"}[i%2:], Status: 200,
 		})
 	}
 	e.insert(extra)
@@ -300,7 +300,7 @@ func TestRowDetail(t *testing.T) {
 		for _, f := range []string{"ts", "key_id", "decided_model", "served_model", "routing_switch_reason", "fallback_reason", "routing_degraded", "cost_usd", "ttft_ms"} {
 			require.Contains(t, p.body, `data-field="`+f+`"`, f)
 		}
-		require.Contains(t, p.body, `<td data-field="fallback_reason">upstream_429</td>`)
+		require.Contains(t, p.body, `<td data-field="fallback_reason">throttled</td>`)
 		require.Contains(t, p.body, "Current configuration (revision")
 		require.Contains(t, p.body, "not historical")
 		require.Contains(t, p.body, `<code id="explain-decided">openai/gpt-4o</code>`)
