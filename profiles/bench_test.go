@@ -9,7 +9,11 @@ func BenchmarkMerge(b *testing.B) {
 	list := func(s ...string) *[]string { return &s }
 	mk := func(f func(*Profile)) *Profile { p := &Profile{}; f(p); return p }
 	layers := []Layer{
-		{Rung: "org", Profile: mk(func(p *Profile) { p.Fallbacks = list("a/b"); p.Providers.RankBy = str("cost"); p.Providers.Denied = list("x/fp4") })},
+		{Rung: "org", Profile: mk(func(p *Profile) {
+			p.Fallbacks = list("a/b")
+			p.Providers.RankBy = str("cost")
+			p.Providers.Denied = list("x/fp4")
+		})},
 		{Rung: "team:ml", Profile: mk(func(p *Profile) { p.Providers.Preferred = list("openai", "azure") })},
 		{Rung: "project:chat", Profile: mk(func(p *Profile) { p.Providers.RankBy = str("latency") })},
 		{Rung: "key:k", Profile: mk(func(p *Profile) { p.Providers.Allowed = list("openai", "azure", "anthropic") })},
