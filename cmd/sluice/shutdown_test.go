@@ -40,9 +40,19 @@ type served struct {
 	cmd    *exec.Cmd
 	addr   string
 	dir    string
-	stderr *bytes.Buffer
+	stderr *lockedBuffer
 	exited chan error
 }
+
+// lockedBuffer is the child's stderr: written by exec's copier while the test
+// reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
+func (l *lockedBuffer) String() string              { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
 // serveSubprocess starts `sluice serve` on a copy of the demo config whose
 // upstreams are the simulator.
@@ -66,7 +76,7 @@ func serveSubprocess(t *testing.T, sim *simulator.Server) *served {
 
 	cmd := exec.Command(os.Args[0], "serve", "--config", dir)
 	cmd.Env = append(os.Environ(), "SLUICE_TEST_RUN_MAIN=1", "SLUICE_ADMIN_TOKEN=")
-	errb := &bytes.Buffer{}
+	errb := &lockedBuffer{}
 	cmd.Stderr = errb
 	require.NoError(t, cmd.Start())
 	sv := &served{cmd: cmd, addr: addr, dir: dir, stderr: errb, exited: make(chan error, 1)}
