@@ -58,18 +58,22 @@ func orDash(s string) string {
 
 func writeTable(w io.Writer, rows []Row) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TS\tREQUEST_ID\tTEAM\tMODEL\tPROVIDER\tSWITCH\tDEGRADED\tREFUSED\tFALLBACK\tSTATUS")
+	fmt.Fprintln(tw, "TS\tREQUEST_ID\tTEAM\tMODEL\tPROVIDER\tSWITCH\tDEGRADED\tREFUSED\tFALLBACK\tCACHE\tSTATUS")
 	for _, r := range rows {
 		r = r.normalized()
 		model := r.DecidedModel
 		if r.ServedModel != "" && r.ServedModel != r.DecidedModel {
 			model += "→" + r.ServedModel
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n",
+		cache := "-"
+		if r.CacheHit {
+			cache = "hit"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n",
 			r.TS.Format("2006-01-02T15:04:05.000Z"), sanitize(r.RequestID), orDash(sanitize(r.Team)),
 			orDash(sanitize(model)), orDash(sanitize(r.ServedProvider)), orDash(sanitize(r.RoutingSwitchReason)),
 			orDash(sanitize(strings.Join(r.RoutingDegraded, ","))), orDash(sanitize(r.RefusedCode)),
-			orDash(sanitize(r.FallbackReason)), r.Status)
+			orDash(sanitize(r.FallbackReason)), cache, r.Status)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("requestlog: write table: %w", err)

@@ -59,6 +59,7 @@ func TestWriteRowsTable(t *testing.T) {
 	var buf bytes.Buffer
 	rows := sampleRows(8)
 	rows[0].Team = "with\ttab"
+	rows[5].CacheHit = true
 	require.NoError(t, WriteRows(&buf, rows, FormatTable))
 	lines := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
 	require.Len(t, lines, 9)
@@ -72,6 +73,9 @@ func TestWriteRowsTable(t *testing.T) {
 	require.Contains(t, lines[3], "cache,zdr")
 	require.Contains(t, lines[4], "policy_denied")
 	require.Contains(t, lines[1], "with tab")
+	cache := strings.Index(lines[0], "CACHE")
+	require.Equal(t, "hit", string([]rune(lines[6])[cache:cache+3]), "the cache column marks hits")
+	require.Equal(t, "-", string([]rune(lines[5])[cache:cache+1]))
 }
 
 func TestWriteRowsUnknownFormat(t *testing.T) {
