@@ -133,10 +133,25 @@ var anthDropped = map[string]bool{
 // so a caller can use the upstream's own parameters (thinking, service_tier)
 // and the upstream itself judges anything else.
 func (c *anthropic) Translate(body Body, _ *compiler.Plan, out *compiler.Outcome) (*Native, error) {
+	return c.translate(body, out, true)
+}
+
+// translate is Translate. With fast set, the common shapes (numbers,
+// booleans, strings, messages of a role and a string content) are read by
+// hand-written scanners over the raw bytes, and the body is appended into one
+// buffer; anything else takes the encoding/json path, which fast == false
+// takes throughout. Both give the same bytes and the same errors for any input:
+// the tests and the fuzzer run both and compare.
+func (c *anthropic) translate(body Body, out *compiler.Outcome, fast bool) (*Native, error) {
 	req := anthRequest{Model: out.NativeModel, MaxTokens: anthDefaultMaxTokens}
-	keys := make([]string, 0, len(body))
-	for k := range body {
+	var keyBuf [16]string
+	keys := keyBuf[:0]
+	// size bounds the encoded body for the common case: the Messages body is
+	// about as long as the members it comes from.
+	size := 64 + len(out.NativeModel)
+	for k, v := range body {
 		keys = append(keys, k)
+		size += len(k) + len(v) + 4
 	}
 	sort.Strings(keys)
 
@@ -148,10 +163,10 @@ func (c *anthropic) Translate(body Body, _ *compiler.Plan, out *compiler.Outcome
 	)
 	for _, k := range keys {
 		v := body[k]
-		p := "/" + k
+		// The member's pointer, "/" + k, is built only for an error.
 		if anthIsNull(v) {
 			if k == "messages" {
-				return nil, anthInvalid(p, "messages is required")
+				return nil, anthInvalid("/"+k, "messages is required")
 			}
 			continue
 		}
@@ -160,37 +175,39 @@ func (c *anthropic) Translate(body Body, _ *compiler.Plan, out *compiler.Outcome
 		case "model":
 			// The check decided the model: out.NativeModel.
 		case "messages":
-			req.System, req.Messages, err = anthMessages(v)
+			if fast {
+				req.System, req.Messages, err = anthMessagesFast(v)
+			} else {
+				req.System, req.Messages, err = anthMessages(v, false)
+			}
 		case "max_tokens":
-			maxTokens, err = anthPositiveInt(v, p)
+			maxTokens, err = anthPositiveInt(v, k, fast)
 		case "max_completion_tokens":
-			maxCompletion, err = anthPositiveInt(v, p)
+			maxCompletion, err = anthPositiveInt(v, k, fast)
 		case "temperature":
-			req.Temperature, err = anthNumberIn(v, p, 0, 2)
-			if err == nil {
-				if f, _ := strconv.ParseFloat(string(req.Temperature), 64); f > 1 {
-					err = anthUnsupported(p, "temperature %s is above 1, the upstream's maximum; rescaling would change the sampling asked for", req.Temperature)
-				}
+			var f float64
+			req.Temperature, f, err = anthNumberIn(v, k, 0, 2, fast)
+			if err == nil && f > 1 {
+				err = anthUnsupported("/"+k, "temperature %s is above 1, the upstream's maximum; rescaling would change the sampling asked for", req.Temperature)
 			}
 		case "top_p":
-			req.TopP, err = anthNumberIn(v, p, 0, 1)
+			req.TopP, _, err = anthNumberIn(v, k, 0, 1, fast)
 		case "top_k":
 			// Not a chat-completions member, but a common extension that the
 			// upstream has natively: passed through.
 			var n int64
-			n, err = anthPositiveInt(v, p)
+			n, err = anthPositiveInt(v, k, fast)
 			req.TopK = strconv.AppendInt(nil, n, 10)
 		case "stop":
-			req.StopSequences, err = anthStopSequences(v, p)
+			req.StopSequences, err = anthStopSequences(v, k)
 		case "stream":
-			err = json.Unmarshal(v, &req.Stream)
-			if err != nil {
-				err = anthInvalid(p, "stream must be a boolean")
+			var ok bool
+			if req.Stream, ok = anthBool(v, fast); !ok {
+				err = anthInvalid("/"+k, "stream must be a boolean")
 			}
 		case "user":
-			var u string
-			if json.Unmarshal(v, &u) != nil {
-				err = anthInvalid(p, "user must be a string")
+			if u, ok := anthString(v, fast); !ok {
+				err = anthInvalid("/"+k, "user must be a string")
 			} else if u != "" {
 				req.Metadata = &anthMetadata{UserID: u}
 			}
@@ -199,59 +216,60 @@ func (c *anthropic) Translate(body Body, _ *compiler.Plan, out *compiler.Outcome
 		case "tool_choice":
 			toolChoice = v
 		case "parallel_tool_calls":
-			if json.Unmarshal(v, &parallel) != nil {
-				err = anthInvalid(p, "parallel_tool_calls must be a boolean")
+			var ok bool
+			if parallel, ok = anthBool(v, fast); !ok {
+				err = anthInvalid("/"+k, "parallel_tool_calls must be a boolean")
 			}
 		case "n":
 			var n int64
 			if json.Unmarshal(v, &n) != nil || n < 1 {
-				err = anthInvalid(p, "n must be a positive integer")
+				err = anthInvalid("/"+k, "n must be a positive integer")
 			} else if n > 1 {
-				err = anthUnsupported(p, "n = %d: the upstream returns one choice per request", n)
+				err = anthUnsupported("/"+k, "n = %d: the upstream returns one choice per request", n)
 			}
 		case "logprobs":
 			var b bool
 			if json.Unmarshal(v, &b) != nil {
-				err = anthInvalid(p, "logprobs must be a boolean")
+				err = anthInvalid("/"+k, "logprobs must be a boolean")
 			} else if b {
-				err = anthUnsupported(p, "logprobs: the upstream does not return token log probabilities")
+				err = anthUnsupported("/"+k, "logprobs: the upstream does not return token log probabilities")
 			}
 		case "top_logprobs":
 			var n int64
 			if json.Unmarshal(v, &n) != nil || n < 0 {
-				err = anthInvalid(p, "top_logprobs must be a non-negative integer")
+				err = anthInvalid("/"+k, "top_logprobs must be a non-negative integer")
 			} else if n > 0 {
-				err = anthUnsupported(p, "top_logprobs: the upstream does not return token log probabilities")
+				err = anthUnsupported("/"+k, "top_logprobs: the upstream does not return token log probabilities")
 			}
 		case "logit_bias":
 			var m map[string]json.RawMessage
 			if json.Unmarshal(v, &m) != nil {
-				err = anthInvalid(p, "logit_bias must be an object")
+				err = anthInvalid("/"+k, "logit_bias must be an object")
 			} else if len(m) > 0 {
-				err = anthUnsupported(p, "logit_bias: the upstream cannot bias tokens")
+				err = anthUnsupported("/"+k, "logit_bias: the upstream cannot bias tokens")
 			}
 		case "response_format":
 			var rf struct {
 				Type string `json:"type"`
 			}
 			if json.Unmarshal(v, &rf) != nil || rf.Type == "" {
-				err = anthInvalid(p, `response_format must be an object with a "type"`)
+				err = anthInvalid("/"+k, `response_format must be an object with a "type"`)
 			} else if rf.Type != "text" {
-				err = anthUnsupported(p, "response_format %q: the upstream cannot constrain the answer to JSON", rf.Type)
+				err = anthUnsupported("/"+k, "response_format %q: the upstream cannot constrain the answer to JSON", rf.Type)
 			}
 		case "modalities":
 			var ms []string
 			if json.Unmarshal(v, &ms) != nil {
-				err = anthInvalid(p, "modalities must be an array of strings")
+				err = anthInvalid("/"+k, "modalities must be an array of strings")
 			}
 			for _, m := range ms {
 				if m != "text" && err == nil {
-					err = anthUnsupported(p, "modality %q: the upstream answers with text only", m)
+					err = anthUnsupported("/"+k, "modality %q: the upstream answers with text only", m)
 				}
 			}
 		case "functions", "function_call", "reasoning_effort", "audio", "web_search_options":
 			// Chat-completions semantics the upstream has no equivalent for.
-			err = anthUnsupported(p, "parameter %q has no equivalent on the upstream", k)
+			err = anthUnsupported("/"+k, "parameter %q has no equivalent on the upstream", k)
 		default:
 			if !anthDropped[k] {
 				passThrough = append(passThrough, k) // keys are sorted
@@ -276,7 +294,15 @@ func (c *anthropic) Translate(body Body, _ *compiler.Plan, out *compiler.Outcome
 	}
 	req.ToolChoice = tc
 
-	b, err := anthMarshal(req)
+	var b []byte
+	if fast {
+		b, err = anthAppendRequest(make([]byte, 0, size), &req)
+	}
+	if !fast || err != nil {
+		// The encoding/json path; on the fast path only for a value the
+		// appender refuses (none in practice), so the error is the same.
+		b, err = anthMarshal(req)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: encode request: %w", err)
 	}
@@ -288,7 +314,8 @@ func (c *anthropic) Translate(body Body, _ *compiler.Plan, out *compiler.Outcome
 		}
 		b = append(b, '}')
 	}
-	return &Native{Path: "/messages", Header: http.Header{}, Body: b}, nil
+	// The shared empty header: the gateway only reads it.
+	return &Native{Path: "/messages", Header: noHeaders, Body: b}, nil
 }
 
 // anthMarshal encodes without HTML escaping: prompts are relayed as written.
@@ -306,24 +333,78 @@ func anthIsNull(v json.RawMessage) bool {
 	return len(v) == 0 || bytes.Equal(bytes.TrimSpace(v), anthNull)
 }
 
-func anthPositiveInt(v json.RawMessage, p string) (int64, error) {
-	var n int64
-	if json.Unmarshal(v, &n) != nil || n < 1 {
-		return 0, anthInvalid(p, "%s must be a positive integer", p[1:])
+// anthPositiveInt reads member k, a positive integer.
+func anthPositiveInt(v json.RawMessage, k string, fast bool) (int64, error) {
+	var (
+		n   int64
+		bad bool
+	)
+	if num := anthNumberText(v); fast && num != nil {
+		// What encoding/json does with a number literal for an int64.
+		var err error
+		n, err = strconv.ParseInt(string(num), 10, 64)
+		bad = err != nil
+	} else {
+		var m int64 // on the heap: declared here, allocated only here
+		bad = json.Unmarshal(v, &m) != nil
+		n = m
+	}
+	if bad || n < 1 {
+		return 0, anthInvalid("/"+k, "%s must be a positive integer", k)
 	}
 	return n, nil
 }
 
-// anthNumberIn checks a number's range and returns it compacted, as written.
-func anthNumberIn(v json.RawMessage, p string, lo, hi float64) (json.RawMessage, error) {
-	var f float64
-	if json.Unmarshal(v, &f) != nil || f < lo || f > hi {
-		return nil, anthInvalid(p, "%s must be a number from %g to %g", p[1:], lo, hi)
+// anthNumberIn checks member k, a number, against its range and returns it
+// compacted, as written, and its value.
+func anthNumberIn(v json.RawMessage, k string, lo, hi float64, fast bool) (json.RawMessage, float64, error) {
+	var (
+		f   float64
+		bad bool
+	)
+	if num := anthNumberText(v); fast && num != nil {
+		// What encoding/json does with a number literal for a float64.
+		var err error
+		f, err = strconv.ParseFloat(string(num), 64)
+		bad = err != nil
+	} else {
+		var g float64
+		bad = json.Unmarshal(v, &g) != nil
+		f = g
 	}
-	return bytes.TrimSpace(v), nil
+	if bad || f < lo || f > hi {
+		return nil, 0, anthInvalid("/"+k, "%s must be a number from %g to %g", k, lo, hi)
+	}
+	return bytes.TrimSpace(v), f, nil
 }
 
-func anthStopSequences(v json.RawMessage, p string) ([]string, error) {
+// anthBool reads a boolean; ok is false when v is not one.
+func anthBool(v json.RawMessage, fast bool) (b, ok bool) {
+	if fast {
+		switch string(anthTrimSpace(v)) {
+		case "true":
+			return true, true
+		case "false":
+			return false, true
+		}
+	}
+	ok = json.Unmarshal(v, &b) == nil
+	return b, ok
+}
+
+// anthString reads a string; ok is false when v is not one.
+func anthString(v json.RawMessage, fast bool) (s string, ok bool) {
+	if fast {
+		t := anthTrimSpace(v)
+		if s, end, ok := anthScanString(t, 0); ok && end == len(t) {
+			return s, true
+		}
+	}
+	ok = json.Unmarshal(v, &s) == nil
+	return s, ok
+}
+
+func anthStopSequences(v json.RawMessage, k string) ([]string, error) {
 	var one string
 	if json.Unmarshal(v, &one) == nil {
 		if one == "" {
@@ -333,7 +414,7 @@ func anthStopSequences(v json.RawMessage, p string) ([]string, error) {
 	}
 	var many []string
 	if json.Unmarshal(v, &many) != nil {
-		return nil, anthInvalid(p, "stop must be a string or an array of strings")
+		return nil, anthInvalid("/"+k, "stop must be a string or an array of strings")
 	}
 	out := many[:0]
 	for _, s := range many {
@@ -350,78 +431,156 @@ func anthStopSequences(v json.RawMessage, p string) ([]string, error) {
 // anthMessages converts the chat messages: system and developer messages
 // become the top-level system prompt, tool results become user turns, and
 // consecutive turns of one role are merged, since the upstream requires the
-// roles to alternate.
-func anthMessages(v json.RawMessage) (anthContent, []anthMessage, error) {
+// roles to alternate. It decodes every message with encoding/json; fast only
+// selects the appender for tool results' content.
+func anthMessages(v json.RawMessage, fast bool) (anthContent, []anthMessage, error) {
 	var raw []json.RawMessage
 	if json.Unmarshal(v, &raw) != nil {
 		return nil, nil, anthInvalid("/messages", "messages must be an array of message objects")
 	}
-	var system anthContent
-	msgs := make([]anthMessage, 0, len(raw))
-	add := func(role string, blocks anthContent) {
-		if len(blocks) == 0 {
-			return // an empty turn carries nothing, and the upstream refuses it
-		}
-		if n := len(msgs); n > 0 && msgs[n-1].Role == role {
-			msgs[n-1].Content = append(msgs[n-1].Content, blocks...)
-			return
-		}
-		msgs = append(msgs, anthMessage{Role: role, Content: blocks})
-	}
+	t := anthTurns{msgs: make([]anthMessage, 0, len(raw))}
 	for i, r := range raw {
-		p := "/messages/" + strconv.Itoa(i)
-		var m oaiMessage
-		if err := json.Unmarshal(r, &m); err != nil {
-			return nil, nil, anthInvalid(p, "not a valid message object")
-		}
-		switch m.Role {
-		case "system", "developer":
-			blocks, err := anthParts(m.Content, p+"/content", anthPartText)
-			if err != nil {
-				return nil, nil, err
-			}
-			system = append(system, blocks...)
-		case "user":
-			blocks, err := anthParts(m.Content, p+"/content", anthPartText|anthPartImage)
-			if err != nil {
-				return nil, nil, err
-			}
-			add("user", blocks)
-		case "assistant":
-			blocks, err := anthParts(m.Content, p+"/content", anthPartText|anthPartRefusal)
-			if err != nil {
-				return nil, nil, err
-			}
-			for j, tc := range m.ToolCalls {
-				b, err := anthToolUse(tc, fmt.Sprintf("%s/tool_calls/%d", p, j))
-				if err != nil {
-					return nil, nil, err
-				}
-				blocks = append(blocks, b)
-			}
-			add("assistant", blocks)
-		case "tool":
-			if m.ToolCallID == nil || *m.ToolCallID == "" {
-				return nil, nil, anthInvalid(p+"/tool_call_id", "a tool message needs the tool_call_id it answers")
-			}
-			blocks, err := anthParts(m.Content, p+"/content", anthPartText)
-			if err != nil {
-				return nil, nil, err
-			}
-			res := anthBlock{Type: "tool_result", ToolUseID: *m.ToolCallID}
-			if len(blocks) > 0 {
-				res.Content, err = anthMarshal(blocks)
-				if err != nil {
-					return nil, nil, err
-				}
-			}
-			add("user", anthContent{res})
-		case "":
-			return nil, nil, anthInvalid(p+"/role", "a message needs a role")
-		default:
-			return nil, nil, anthInvalid(p+"/role", "unsupported role %q (system, developer, user, assistant or tool)", m.Role)
+		if err := t.addRaw(r, i, fast); err != nil {
+			return nil, nil, err
 		}
 	}
+	return t.finish()
+}
+
+// anthMessagesFast is anthMessages with the messages of the common shape (a
+// role and a string content) read by [anthScanMessages] over the raw bytes;
+// the other messages are decoded with encoding/json as anthMessages does, and
+// anything the scanner cannot vouch for (including invalid JSON) takes
+// anthMessages whole, so the result and the first error are the same.
+func anthMessagesFast(v json.RawMessage) (anthContent, []anthMessage, error) {
+	var elemBuf [8]anthElem
+	elems, ok := anthScanMessages(v, elemBuf[:0])
+	if !ok {
+		return anthMessages(v, true)
+	}
+	nText := 0
+	for _, e := range elems {
+		if e.raw == nil && e.text != "" {
+			nText++
+		}
+	}
+	// One backing array for the text blocks; each turn gets a full slice of
+	// one block, so merging turns copies instead of overwriting a neighbour.
+	texts := make([]anthBlock, nText)
+	t := anthTurns{msgs: make([]anthMessage, 0, len(elems))}
+	for i, e := range elems {
+		if e.raw != nil {
+			if err := t.addRaw(e.raw, i, true); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		var blocks anthContent
+		if e.text != "" { // anthParts leaves empty texts out
+			texts[0] = anthBlock{Type: "text", Text: e.text}
+			blocks, texts = texts[:1:1], texts[1:]
+		}
+		if e.role == "system" || e.role == "developer" {
+			t.addSystem(blocks)
+		} else {
+			t.add(e.role, blocks)
+		}
+	}
+	return t.finish()
+}
+
+// anthTurns collects the converted messages.
+type anthTurns struct {
+	system anthContent
+	msgs   []anthMessage
+}
+
+// add appends a turn, merged into the previous one of the same role.
+func (t *anthTurns) add(role string, blocks anthContent) {
+	if len(blocks) == 0 {
+		return // an empty turn carries nothing, and the upstream refuses it
+	}
+	if n := len(t.msgs); n > 0 && t.msgs[n-1].Role == role {
+		t.msgs[n-1].Content = append(t.msgs[n-1].Content, blocks...)
+		return
+	}
+	t.msgs = append(t.msgs, anthMessage{Role: role, Content: blocks})
+}
+
+// addSystem appends to the system prompt.
+func (t *anthTurns) addSystem(blocks anthContent) {
+	if t.system == nil {
+		t.system = blocks
+		return
+	}
+	t.system = append(t.system, blocks...)
+}
+
+// addRaw decodes and adds message i with encoding/json.
+func (t *anthTurns) addRaw(r json.RawMessage, i int, fast bool) error {
+	p := "/messages/" + strconv.Itoa(i)
+	var m oaiMessage
+	if err := json.Unmarshal(r, &m); err != nil {
+		return anthInvalid(p, "not a valid message object")
+	}
+	switch m.Role {
+	case "system", "developer":
+		blocks, err := anthParts(m.Content, p+"/content", anthPartText)
+		if err != nil {
+			return err
+		}
+		t.addSystem(blocks)
+	case "user":
+		blocks, err := anthParts(m.Content, p+"/content", anthPartText|anthPartImage)
+		if err != nil {
+			return err
+		}
+		t.add("user", blocks)
+	case "assistant":
+		blocks, err := anthParts(m.Content, p+"/content", anthPartText|anthPartRefusal)
+		if err != nil {
+			return err
+		}
+		for j, tc := range m.ToolCalls {
+			b, err := anthToolUse(tc, fmt.Sprintf("%s/tool_calls/%d", p, j))
+			if err != nil {
+				return err
+			}
+			blocks = append(blocks, b)
+		}
+		t.add("assistant", blocks)
+	case "tool":
+		if m.ToolCallID == nil || *m.ToolCallID == "" {
+			return anthInvalid(p+"/tool_call_id", "a tool message needs the tool_call_id it answers")
+		}
+		blocks, err := anthParts(m.Content, p+"/content", anthPartText)
+		if err != nil {
+			return err
+		}
+		res := anthBlock{Type: "tool_result", ToolUseID: *m.ToolCallID}
+		if len(blocks) > 0 {
+			if fast {
+				res.Content, err = anthAppendContent(nil, blocks)
+			}
+			if !fast || err != nil {
+				res.Content, err = anthMarshal(blocks)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		t.add("user", anthContent{res})
+	case "":
+		return anthInvalid(p+"/role", "a message needs a role")
+	default:
+		return anthInvalid(p+"/role", "unsupported role %q (system, developer, user, assistant or tool)", m.Role)
+	}
+	return nil
+}
+
+// finish checks that a turn was left and settles the system prompt.
+func (t *anthTurns) finish() (anthContent, []anthMessage, error) {
+	system, msgs := t.system, t.msgs
 	if len(msgs) == 0 {
 		return nil, nil, anthInvalid("/messages", "no user or assistant message with content")
 	}
@@ -452,9 +611,18 @@ func anthMessages(v json.RawMessage) (anthContent, []anthMessage, error) {
 // keeping each group's order: the upstream wants the results of the previous
 // turn's tool calls first.
 func anthToolResultsFirst(c anthContent) {
-	sort.SliceStable(c, func(i, j int) bool {
-		return c[i].Type == "tool_result" && c[j].Type != "tool_result"
-	})
+	other := false
+	for _, b := range c {
+		if b.Type != "tool_result" {
+			other = true
+		} else if other {
+			sort.SliceStable(c, func(i, j int) bool {
+				return c[i].Type == "tool_result" && c[j].Type != "tool_result"
+			})
+			return
+		}
+	}
+	// Already in order (always so for one block): nothing to move.
 }
 
 // Content part kinds a role accepts.
@@ -1002,12 +1170,6 @@ func (s *anthStream) Result() Result {
 	r := s.res
 	r.Usage = s.tok.usage()
 	return r
-}
-
-// anthAppendString appends s as a JSON string (without HTML escaping).
-func anthAppendString(dst []byte, s string) []byte {
-	b, _ := anthMarshal(s)
-	return append(dst, b...)
 }
 
 // anthMember returns the raw value of a top-level member of a JSON object, or

@@ -134,15 +134,25 @@ func TestAnthropicTranslateCorpus(t *testing.T) {
 func anthAssertNative(t testing.TB, b []byte, model string) {
 	t.Helper()
 	var got struct {
-		Model     string `json:"model"`
-		MaxTokens int64  `json:"max_tokens"`
+		Model     string
+		MaxTokens int64
 		Messages  []struct {
 			Role    string          `json:"role"`
 			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
+		}
 	}
-	if err := json.Unmarshal(b, &got); err != nil {
+	// The members by their exact names: a passed-through member may spell
+	// one in another case ("Max_Tokens"), which a struct would also match.
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b, &top); err != nil {
 		t.Fatalf("translated body is not JSON: %v\n%s", err, b)
+	}
+	for name, dst := range map[string]any{"model": &got.Model, "max_tokens": &got.MaxTokens, "messages": &got.Messages} {
+		if v, ok := top[name]; ok {
+			if err := json.Unmarshal(v, dst); err != nil {
+				t.Fatalf("translated body's %s: %v\n%s", name, err, b)
+			}
+		}
 	}
 	if got.Model != model || got.MaxTokens < 1 || len(got.Messages) == 0 {
 		t.Fatalf("translated body lacks model, max_tokens or messages: %s", b)
@@ -561,15 +571,25 @@ func FuzzAnthropicTranslate(f *testing.F) {
 			f.Fatal(err)
 		}
 		f.Add(b)
+		anthAddMessages(f, b)
+	}
+	for _, b := range anthOddRequests {
+		f.Add([]byte(b))
+		anthAddMessages(f, []byte(b))
 	}
 	c := anthTestConnector()
 	call := anthTestCall()
 	f.Fuzz(func(t *testing.T, b []byte) {
+		anthSameMessagesBothWays(t, b)
 		body, err := ParseBody(b)
 		if err != nil {
 			return
 		}
 		n, err := c.Translate(body, call.Plan, call.Outcome)
+		anthSameBothWays(t, c, body, n, err)
+		if s := string(b); string(anthAppendString(nil, s)) != string(anthMust(anthMarshal(s))) {
+			t.Fatalf("anthAppendString(%q) differs from encoding/json", s)
+		}
 		if err != nil {
 			var te *TranslateError
 			if !errors.As(err, &te) || (te.Code != CodeInvalidRequest && te.Code != CodeUnsupportedParameter) {
@@ -579,6 +599,178 @@ func FuzzAnthropicTranslate(f *testing.F) {
 		}
 		anthAssertNative(t, n.Body, call.Outcome.NativeModel)
 	})
+}
+
+func anthMust(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// anthSameBothWays checks that the fast translation (n, err) is what the
+// encoding/json path gives for the same body: the same bytes or the same
+// error.
+func anthSameBothWays(t testing.TB, c *anthropic, body Body, n *Native, err error) {
+	t.Helper()
+	ref, refErr := c.translate(body, anthTestCall().Outcome, false)
+	switch {
+	case (err == nil) != (refErr == nil):
+		t.Fatalf("fast path: %v, encoding/json path: %v", err, refErr)
+	case err != nil:
+		if err.Error() != refErr.Error() {
+			t.Fatalf("fast path error %q, encoding/json path error %q", err, refErr)
+		}
+	case string(n.Body) != string(ref.Body):
+		t.Fatalf("fast path and encoding/json path differ:\n fast: %s\n json: %s", n.Body, ref.Body)
+	}
+}
+
+// anthAddMessages seeds the fuzzer with a request's messages array alone,
+// for [anthSameMessagesBothWays].
+func anthAddMessages(f *testing.F, request []byte) {
+	var body struct {
+		Messages json.RawMessage `json:"messages"`
+	}
+	if json.Unmarshal(request, &body) == nil && body.Messages != nil {
+		f.Add([]byte(body.Messages))
+	}
+}
+
+// anthSameMessagesBothWays checks that the messages scanner, given any bytes
+// as a messages value (valid JSON or not), converts them as encoding/json
+// does: the same error, or the same encoded system prompt and turns.
+func anthSameMessagesBothWays(t testing.TB, v []byte) {
+	t.Helper()
+	sys, msgs, err := anthMessagesFast(v)
+	refSys, refMsgs, refErr := anthMessages(v, false)
+	switch {
+	case (err == nil) != (refErr == nil):
+		t.Fatalf("messages %q: fast path: %v, encoding/json path: %v", v, err, refErr)
+	case err != nil:
+		if err.Error() != refErr.Error() {
+			t.Fatalf("messages %q: fast path error %q, encoding/json path error %q", v, err, refErr)
+		}
+	default:
+		got := anthMust(anthMarshal(anthRequest{System: sys, Messages: msgs}))
+		want := anthMust(anthMarshal(anthRequest{System: refSys, Messages: refMsgs}))
+		if string(got) != string(want) {
+			t.Fatalf("messages %q:\n fast: %s\n json: %s", v, got, want)
+		}
+	}
+}
+
+// anthOddRequests are bodies that exercise the fast path's edges: escapes,
+// Unicode, invalid UTF-8, unusual message members, whitespace, numbers that
+// are not plain integers, and shapes it leaves to encoding/json.
+var anthOddRequests = []string{
+	`{"messages":[{"role":"user","content":"tab\tquote\"back\\slash\/ nl\n cr\r bs\b ff\f"}]}`,
+	`{"messages":[{"role":"user","content":"\u00e9\u2028\u2029\ud83d\ude00 \ud83d alone \ude00 low \ud83d\u0041 \u0000\u001f"}]}`,
+	`{"messages":[{"role":"user","content":"é ü 日本 😀     <b>&amp;</b> "}]}`,
+	"{\"messages\":[{\"role\":\"user\",\"content\":\"bad \xff\xfe utf8 \xed\xa0\x80\"}]}",
+	"{\"messages\":[{\"role\":\"user\",\"content\":\"escaped \\n and bad \xc3\"}]}",
+	"{\"messages\":[{\"role\":\"user\",\"ignored\xff\":1,\"content\":\"hi\"}]}",
+	`{"messages":[{"role":"user","content":"a","name":"bob"},{"role":"user","content":"b","x":{"y":[1,"}"]}}]}`,
+	`{"messages":[{"Role":"assistant","role":"user","content":"a"}]}`,
+	`{"messages":[{"role":"user","CONTENT":"b","content":"a"}]}`,
+	`{"messages":[{"role":"user","content":"a","content":"b"}]}`,
+	`{"messages":[{"role":"user","role":"system","content":"a"},{"role":"user","content":"b"}]}`,
+	`{"messages":[{"role":"us\u0065r","content":"a"}]}`,
+	`{"messages":[{"rol\u0065":"user","content":"a"}]}`,
+	`{"messages":[{"role":"user","content":"a","tool_callſ":[]}]}`,
+	`{"messages":[{"role":"user","content":"a","Tool_Call_ID":"x"}]}`,
+	`{"messages":[{"role":"user","content":null},{"role":"user"},{"role":"assistant","content":""},{"role":"user","content":"x"}]}`,
+	`{"messages": [ { "role" : "system" , "content" : "s1" } , {"role":"developer","content":"s2"},{ "role":"user","content":"u" } ] }`,
+	`{"messages":[{"role":"system","content":"s"},{"role":"system","content":[{"type":"text","text":"t","cache_control":{"type": "ephemeral"}}]},{"role":"user","content":"u"}]}`,
+	`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":" { \"x\" : [1, 2] } "}}]},{"role":"tool","tool_call_id":"c","content":"r\u2028"},{"role":"user","content":"d"}],"tools":[{"type":"function","function":{"name":"f","description":"d<>&","parameters":{ "type" : "object" }},"cache_control":{ "type":"ephemeral" }}]}`,
+	`{"messages":[{"role":"tool","tool_call_id":"c","content":[{"type":"text","text":"x","cache_control":{"type":"ephemeral"}}]},{"role":"user","content":"a"}]}`,
+	`{"messages":[{"role":"user","content":"a"},7]}`,
+	`{"messages":[{"role":"user","content":"a"},{"role":"robot","content":"b"}]}`,
+	`{"messages":[{"role":"robot","content":"b"},{"role":"user","content":"a"},{"role":"user","content":7}]}`,
+	`{"messages":[{"role":"user","content":"a"},{}]}`,
+	`{"messages":[{"role":"user","content":"a"},{"role":null,"content":"b"}]}`,
+	`{"messages":[{"role":"user","content":"a"}],"max_tokens":256.0}`,
+	`{"messages":[{"role":"user","content":"a"}],"max_tokens":1e3}`,
+	`{"messages":[{"role":"user","content":"a"}],"max_tokens":-0}`,
+	`{"messages":[{"role":"user","content":"a"}],"max_tokens":99999999999999999999}`,
+	`{"messages":[{"role":"user","content":"a"}],"max_tokens":"256"}`,
+	`{"messages":[{"role":"user","content":"a"}],"max_tokens":9223372036854775807,"top_k":7}`,
+	`{"messages":[{"role":"user","content":"a"}],"max_completion_tokens":12,"max_tokens":34,"top_k":5}`,
+	`{"messages":[{"role":"user","content":"a"}],"temperature":1e-1,"top_p":0.5E0}`,
+	`{"messages":[{"role":"user","content":"a"}],"temperature":1.0000000000000001}`,
+	`{"messages":[{"role":"user","content":"a"}],"temperature":1e400}`,
+	`{"messages":[{"role":"user","content":"a"}],"temperature":-0.0,"top_p":1}`,
+	`{"messages":[{"role":"user","content":"a"}],"temperature":true}`,
+	`{"messages":[{"role":"user","content":"a"}],"stream":true,"parallel_tool_calls":false,"user":"u\u00e9<x>"}`,
+	`{"messages":[{"role":"user","content":"a"}],"stream":false,"user":""}`,
+	`{"messages":[{"role":"user","content":"a"}],"stream":1}`,
+	`{"messages":[{"role":"user","content":"a"}],"parallel_tool_calls":"no"}`,
+	`{"messages":[{"role":"user","content":"a"}],"user":["u"]}`,
+	`{"messages":[{"role":"user","content":"a"}],"stop":["x\u2029","","<y>"],"metadata":{"a":1}}`,
+	`{"messages":[{"role":"user","content":"a"}],"thinking":{"type":"enabled", "budget_tokens":1024},"<odd key>":1}`,
+	`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBOR\u2028"}},{"type":"text","text":"what"}]}]}`,
+	`{"messages":[{"role":"user","Content":"0"}],"mAX_tokeNs":0}`,
+	`{"messages":[]}`,
+	`{"messages":[ ]}`,
+	`{"messages":"hi"}`,
+}
+
+// The fast path gives the bytes and errors of the encoding/json path, for
+// every corpus request and the odd ones above.
+func TestAnthropicTranslateFastMatchesJSON(t *testing.T) {
+	c := anthTestConnector()
+	call := anthTestCall()
+	var bodies []string
+	for _, dir := range anthCases(t, "request.json") {
+		raw, err := os.ReadFile(filepath.Join(dir, "request.json"))
+		require.NoError(t, err)
+		bodies = append(bodies, string(raw))
+	}
+	bodies = append(bodies, anthOddRequests...)
+	fast := 0
+	for _, raw := range bodies {
+		body, err := ParseBody([]byte(raw))
+		require.NoError(t, err, raw)
+		n, err := c.Translate(body, call.Plan, call.Outcome)
+		anthSameBothWays(t, c, body, n, err)
+		anthSameMessagesBothWays(t, body["messages"])
+		if m := body["messages"]; m != nil {
+			if _, ok := anthScanMessages(m, nil); ok {
+				fast++
+			}
+		}
+	}
+	assert.Greater(t, fast, len(bodies)/2, "the scanner reads most messages arrays")
+
+	// Hand-made bodies the parser would not produce: whitespace around values.
+	for _, body := range []Body{
+		{"messages": json.RawMessage(` [{"role":"user","content":"a"}] `), "max_tokens": json.RawMessage(" 12 "), "temperature": json.RawMessage("\t0.5\n"), "stream": json.RawMessage(" true "), "user": json.RawMessage(` "u" `)},
+		{"messages": json.RawMessage(`[{"role":"user","content":"a"}] x`)},
+		{"messages": json.RawMessage(`[{"role":"user","content":"a"},]`)},
+		{"messages": json.RawMessage(`[{"role":"user","content":"a"}`)},
+		{"messages": json.RawMessage(`[{"role":"user","content":"a"},{"role":"user","content":[}]`)},
+		{"messages": json.RawMessage(`[{"role":"user","content":"a\x01"}]`)},
+		{"messages": json.RawMessage(`[{"role":"user","content":"a\q"}]`)},
+		{"messages": json.RawMessage(`[{"role":"user","content":"a\u12"}]`)},
+		{"messages": json.RawMessage(`[{"role":"user","content":"a", "x":tru}]`)},
+		{"messages": json.RawMessage(`[{"role":"user","content":nullx}]`)},
+		{"messages": json.RawMessage(`[{"role":"user","content":"a"}]`), "top_k": json.RawMessage(`007`)},
+		{"messages": json.RawMessage(`[{"role":"user","content":"a"}]`), "max_tokens": json.RawMessage(`+5`)},
+		{"messages": json.RawMessage(`[{"role":"user","content":"a"}]`), "temperature": json.RawMessage(`.5`)},
+		{"messages": json.RawMessage(`[{"role":"user","content":"a"}]`), "temperature": json.RawMessage(`0x1p-2`)},
+		{"messages": json.RawMessage(`[{"role":"user","content":"a"}]`), "stream": json.RawMessage(`True`)},
+	} {
+		n, err := c.Translate(body, call.Plan, call.Outcome)
+		anthSameBothWays(t, c, body, n, err)
+		anthSameMessagesBothWays(t, body["messages"])
+	}
+}
+
+// anthAppendString escapes as encoding/json does without HTML escaping.
+func TestAnthropicAppendString(t *testing.T) {
+	for _, s := range []string{"", "plain", "\"\\/\b\f\n\r\t\x00\x1f\x7f", "<>&", "é\u2028\u2029😀", "\xff\xc3(\xed\xa0\x80", "\ufffd"} {
+		assert.Equal(t, string(anthMust(anthMarshal(s))), string(anthAppendString(nil, s)), "%q", s)
+	}
 }
 
 func FuzzAnthropicStream(f *testing.F) {
@@ -614,6 +806,29 @@ func BenchmarkAnthropicTranslate(b *testing.B) {
 		if _, err := c.Translate(body, call.Plan, call.Outcome); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkAnthropicTranslatePlain measures the request of the compile
+// benchmark (gateway/snapshot): a system and a user message, a temperature and
+// max_tokens; JSONPath is the same request on the encoding/json path.
+func BenchmarkAnthropicTranslatePlain(b *testing.B) {
+	body, err := ParseBody([]byte(`{"model":"anthropic/claude-sonnet-4.5","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Summarise the incident report in three bullet points."}],"temperature":0.2,"max_tokens":256}`))
+	require.NoError(b, err)
+	c := anthTestConnector()
+	out := anthTestCall().Outcome
+	for _, bc := range []struct {
+		name string
+		fast bool
+	}{{"Fast", true}, {"JSONPath", false}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.translate(body, out, bc.fast); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
