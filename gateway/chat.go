@@ -195,6 +195,7 @@ func canonicalBody(raw []byte) []byte {
 
 func (s *Server) serveCached(w http.ResponseWriter, t *turn, hit *cachedAnswer) {
 	t.row.CacheHit = true
+	t.row.Upstream = hit.upstream // the upstream whose answer is replayed; none was contacted now
 	t.row.ServedModel, t.row.ServedProvider = hit.servedModel, hit.servedProvider
 	t.row.RoutingSwitchReason = switchReason(t.row.DecidedModel, nil, hit.servedModel)
 	t.row.PromptTokens, t.row.CompletionTokens = hit.usage.PromptTokens, hit.usage.CompletionTokens

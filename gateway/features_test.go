@@ -35,6 +35,7 @@ func TestResponseCache(t *testing.T) {
 	require.Len(t, h.sim.Calls(), 1, "a hit contacts no provider")
 	row := h.row(second.Header.Get(gateway.HeaderRequestID))
 	require.True(t, row.CacheHit)
+	require.Equal(t, "market", row.Upstream, "the upstream whose answer is replayed")
 	require.Equal(t, "openai/gpt-4o", row.ServedModel)
 	require.Equal(t, "openai", row.ServedProvider)
 
