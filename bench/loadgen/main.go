@@ -56,26 +56,28 @@ type Config struct {
 	Headers http.Header
 	Watch   []int
 	Label   string
+	Meta    map[string]string
 }
 
 // Result is what a run reports.
 type Result struct {
-	Label       string        `json:"label,omitempty"`
-	URL         string        `json:"url"`
-	Model       string        `json:"model"`
-	Stream      bool          `json:"stream"`
-	Concurrency int           `json:"concurrency"`
-	Requests    int           `json:"requests"`
-	OK          int           `json:"ok"`
-	Errors      int           `json:"errors"`
-	ErrorSample []string      `json:"error_sample,omitempty"`
-	StoppedBy   string        `json:"stopped_by"` // "n" or "d"
-	Seconds     float64       `json:"seconds"`
-	RPS         float64       `json:"throughput_rps"`
-	Latency     Percentiles   `json:"latency_ms"`
-	TTFB        *Percentiles  `json:"ttfb_ms,omitempty"`
-	Watched     []WatchResult `json:"watch,omitempty"`
-	StartedAt   time.Time     `json:"started_at"`
+	Label       string            `json:"label,omitempty"`
+	Meta        map[string]string `json:"meta,omitempty"`
+	URL         string            `json:"url"`
+	Model       string            `json:"model"`
+	Stream      bool              `json:"stream"`
+	Concurrency int               `json:"concurrency"`
+	Requests    int               `json:"requests"`
+	OK          int               `json:"ok"`
+	Errors      int               `json:"errors"`
+	ErrorSample []string          `json:"error_sample,omitempty"`
+	StoppedBy   string            `json:"stopped_by"` // "n" or "d"
+	Seconds     float64           `json:"seconds"`
+	RPS         float64           `json:"throughput_rps"`
+	Latency     Percentiles       `json:"latency_ms"`
+	TTFB        *Percentiles      `json:"ttfb_ms,omitempty"`
+	Watched     []WatchResult     `json:"watch,omitempty"`
+	StartedAt   time.Time         `json:"started_at"`
 }
 
 // Percentiles are in milliseconds.
@@ -97,6 +99,18 @@ type WatchResult struct {
 	SampleErrors int     `json:"sample_errors,omitempty"`
 }
 
+type metaFlag map[string]string
+
+func (m metaFlag) String() string { return "" }
+func (m metaFlag) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("meta %q: want key=value", v)
+	}
+	m[k] = val
+	return nil
+}
+
 type headerFlag http.Header
 
 func (h headerFlag) String() string { return "" }
@@ -110,7 +124,7 @@ func (h headerFlag) Set(v string) error {
 }
 
 func main() {
-	cfg := Config{Headers: http.Header{}}
+	cfg := Config{Headers: http.Header{}, Meta: map[string]string{}}
 	flag.StringVar(&cfg.URL, "url", "", "chat completions URL (loopback only), e.g. http://127.0.0.1:8080/v1/chat/completions")
 	flag.StringVar(&cfg.Key, "key", "", "bearer token sent as Authorization")
 	flag.StringVar(&cfg.Model, "model", "gpt-4o-mini", "model of every request")
@@ -123,6 +137,7 @@ func main() {
 	flag.Var(headerFlag(cfg.Headers), "H", "extra request header \"Name: value\" (repeatable)")
 	watch := flag.String("watch", "", "comma-separated PIDs whose CPU time and peak RSS to report")
 	flag.StringVar(&cfg.Label, "label", "", "label copied into the JSON result")
+	flag.Var(metaFlag(cfg.Meta), "meta", "key=value copied into the result's \"meta\" object (repeatable)")
 	flag.Parse()
 	pids, err := parsePIDs(*watch)
 	if err == nil {
@@ -256,6 +271,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	elapsed := time.Since(started)
 
 	res := summarize(samples, elapsed, cfg.Stream)
+	if len(cfg.Meta) > 0 {
+		res.Meta = cfg.Meta
+	}
 	res.Label, res.URL, res.Model, res.Stream, res.Concurrency = cfg.Label, cfg.URL, cfg.Model, cfg.Stream, cfg.C
 	res.StoppedBy, res.StartedAt = stoppedBy, started.UTC()
 	for _, w := range watchers {
