@@ -110,8 +110,16 @@ func loadPolicy(ctx context.Context, dir string) (*Policy, profiles.Diagnostics)
 }
 
 func relPath(dir, file string) string {
-	if rel, err := filepath.Rel(dir, file); err == nil && !strings.HasPrefix(rel, "..") {
-		return filepath.ToSlash(rel)
+	candidates := []string{file}
+	if filepath.IsAbs(dir) && !filepath.IsAbs(file) {
+		// OPA's loader names modules loaded from an absolute directory
+		// without the leading slash.
+		candidates = append(candidates, string(filepath.Separator)+file)
+	}
+	for _, f := range candidates {
+		if rel, err := filepath.Rel(dir, f); err == nil && !strings.HasPrefix(rel, "..") {
+			return filepath.ToSlash(rel)
+		}
 	}
 	return filepath.ToSlash(file)
 }
