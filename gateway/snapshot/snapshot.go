@@ -209,7 +209,8 @@ func (s *Snapshot) revision(dir string) string {
 	_ = filepath.WalkDir(filepath.Join(dir, "profiles"), func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			if b, err := os.ReadFile(p); err == nil {
-				h.Write([]byte(p))
+				rel, _ := filepath.Rel(dir, p) // not the checkout path: replicas must agree
+				h.Write([]byte(filepath.ToSlash(rel)))
 				h.Write(b)
 			}
 		}

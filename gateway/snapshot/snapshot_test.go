@@ -74,3 +74,16 @@ func TestCallerKeysResolvedAtLoad(t *testing.T) {
 	require.Empty(t, snap.CallerKey("k-batch", "market"), "an unset variable means the platform key")
 	require.Empty(t, snap.CallerKey("k-chat", "openai"))
 }
+
+// TestRevisionIndependentOfLocation: the same configuration in two
+// directories has the same revision, so replicas can be compared.
+func TestRevisionIndependentOfLocation(t *testing.T) {
+	a, diags := Load(demoWith(t, "sluice.toml"))
+	require.Empty(t, diags)
+	b, diags := Load(demoWith(t, "sluice.toml"))
+	require.Empty(t, diags)
+	require.Equal(t, a.Revision, b.Revision)
+	c, diags := Load(demoWith(t, "profiles/org.toml", [2]string{"rank_by = \"cost\"", "rank_by = \"latency\""}))
+	require.Empty(t, diags)
+	require.NotEqual(t, a.Revision, c.Revision, "a content change changes the revision")
+}
