@@ -19,6 +19,9 @@ type session struct {
 	keyID   string
 	created time.Time
 	seen    time.Time
+	// seq orders sessions by creation, breaking ties between sessions last
+	// used at the same instant.
+	seq uint64
 }
 
 // sessions is the bounded, expiring, in-memory session table.
@@ -29,6 +32,7 @@ type sessions struct {
 	idle   time.Duration
 	maxAge time.Duration
 	now    func() time.Time
+	seq    uint64
 }
 
 func newSessions(max int, idle, maxAge time.Duration, now func() time.Time) *sessions {
@@ -57,6 +61,8 @@ func (s *sessions) create(admin bool, keyID string) *session {
 	x := &session{id: randomToken(), csrf: randomToken(), admin: admin, keyID: keyID, created: now, seen: now}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.seq++
+	x.seq = s.seq
 	if len(s.m) >= s.max {
 		var oldest *session
 		for id, y := range s.m {
@@ -64,8 +70,8 @@ func (s *sessions) create(admin bool, keyID string) *session {
 				delete(s.m, id)
 				continue
 			}
-			if oldest == nil || y.seen.Before(oldest.seen) {
-				oldest = y
+			if oldest == nil || y.seen.Before(oldest.seen) || (y.seen.Equal(oldest.seen) && y.seq < oldest.seq) {
+				oldest = y // least recently used; of equals, the oldest
 			}
 		}
 		if len(s.m) >= s.max && oldest != nil {
