@@ -9,17 +9,33 @@ import (
 	"strings"
 
 	"github.com/sluicegw/sluice/gateway/apierr"
+	"github.com/sluicegw/sluice/gateway/snapshot"
 	"github.com/sluicegw/sluice/profiles"
 )
 
 type ctxKey int
 
-const keyCtx ctxKey = iota
+const authCtx ctxKey = iota
+
+// authenticated is what authentication attaches to a request: the key and
+// the configuration it was found in, so that the whole request is served by
+// one configuration revision even if a reload lands meanwhile.
+type authenticated struct {
+	key  *profiles.Key
+	snap *snapshot.Snapshot
+}
 
 // KeyFrom returns the authenticated key of a request, or nil.
 func KeyFrom(ctx context.Context) *profiles.Key {
-	k, _ := ctx.Value(keyCtx).(*profiles.Key)
-	return k
+	a, _ := ctx.Value(authCtx).(authenticated)
+	return a.key
+}
+
+// snapshotFrom returns the configuration the request was authenticated
+// against.
+func snapshotFrom(ctx context.Context) *snapshot.Snapshot {
+	a, _ := ctx.Value(authCtx).(authenticated)
+	return a.snap
 }
 
 // bearerToken returns the token of an "Authorization: Bearer" header.
@@ -51,13 +67,14 @@ func lookupKey(cfg *profiles.Config, secret string) *profiles.Key {
 // not recorded in the request log.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		k := lookupKey(s.snap.Load().Config, bearerToken(r))
+		snap := s.snap.Load()
+		k := lookupKey(snap.Config, bearerToken(r))
 		if k == nil {
 			s.metrics.AuthFailures.Inc()
 			writeError(w, apierr.New(apierr.CodeUnauthorized, "missing or unknown API key; send Authorization: Bearer <key>"))
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyCtx, k)))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), authCtx, authenticated{key: k, snap: snap})))
 	})
 }
 

@@ -98,7 +98,7 @@ func validSessionID(s string) bool {
 // chatCompletions is the request path:
 // auth (middleware) → parse → cache → decide → check → translate → send → record.
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	t := &turn{start: time.Now(), snap: s.snap.Load(), key: KeyFrom(r.Context())}
+	t := &turn{start: time.Now(), snap: snapshotFrom(r.Context()), key: KeyFrom(r.Context())}
 	p := t.key.Principal()
 	t.row = requestlog.Row{TS: t.start, RequestID: newRequestID(), Org: p.Org, Team: p.Team, Project: p.Project,
 		KeyID: p.Key, Chain: []string{}, RoutingDegraded: []string{}}

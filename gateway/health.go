@@ -89,7 +89,7 @@ type modelEntry struct {
 // listModels lists what the caller may ask for: the catalog models their
 // guardrail decision allows, and the route aliases.
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
-	snap := s.snap.Load()
+	snap := snapshotFrom(r.Context())
 	key := KeyFrom(r.Context())
 	d, err := snap.Decision(r.Context(), key.Principal())
 	if err != nil {

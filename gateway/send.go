@@ -62,7 +62,7 @@ func (b *firstByteBody) Read(p []byte) (int, error) {
 // deadlines: first_byte_timeout for the response headers, timeout for the
 // whole exchange (a stream's body included). The caller must call
 // call.cancel(nil) when done with the body.
-func (s *Server) send(ctx context.Context, c *snapshot.Compiled, stream bool, in http.Header, apiKey string) (*upstreamCall, error) {
+func (s *Server) send(ctx context.Context, c *snapshot.Compiled, stream bool, in http.Header, forward []string, apiKey string) (*upstreamCall, error) {
 	up := c.Upstream
 	ctx, cancel := context.WithCancelCause(ctx)
 	total := time.AfterFunc(up.Config.Timeout.Duration, func() { cancel(errTotal) })
@@ -87,7 +87,7 @@ func (s *Server) send(ctx context.Context, c *snapshot.Compiled, stream bool, in
 		h.Set("Accept", "application/json")
 	}
 	h.Set("User-Agent", "sluice")
-	for _, name := range s.snap.Load().Config.Server.ForwardHeaders {
+	for _, name := range forward {
 		if v := in.Values(name); len(v) > 0 {
 			h[http.CanonicalHeaderKey(name)] = v
 		}
@@ -156,7 +156,7 @@ func failed(f failover.Failure, e *apierr.Error) attemptResult {
 // decide whether another target may still serve.
 func (s *Server) attempt(w http.ResponseWriter, r *http.Request, t *turn, c *snapshot.Compiled, o attemptOpts) attemptResult {
 	up := c.Upstream.Config.Name
-	call, err := s.send(r.Context(), c, t.req.Stream, r.Header, o.apiKey)
+	call, err := s.send(r.Context(), c, t.req.Stream, r.Header, t.snap.Config.Server.ForwardHeaders, o.apiKey)
 	if err != nil {
 		if clientGone(r.Context()) {
 			return attemptResult{committed: true} // nobody to answer; recorded as 499
