@@ -264,15 +264,6 @@ func (o *object) bytes() []byte {
 	return append(o.buf, '}')
 }
 
-// mustJSON marshals a value the connector built itself.
-func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("connectors: marshal %T: %v", v, err))
-	}
-	return b
-}
-
 // bearer sets an OpenAI-style Authorization header.
 func bearer(h http.Header, key string) {
 	if key != "" {

@@ -34,7 +34,7 @@ func (*openAI) Translate(body Body, _ *compiler.Plan, out *compiler.Outcome) (*N
 
 // Response implements [Connector.Response].
 func (*openAI) Response(call *Call, body []byte) ([]byte, Result, error) {
-	res := Result{ServedProvider: "openai"}
+	var res Result
 	if err := readHead(body, &res); err != nil {
 		return nil, res, err
 	}

@@ -148,7 +148,7 @@ func TestAdminRoutes(t *testing.T) {
 		{"not JSON", "PUT", "/api/v1/routes/summaries", `{`, 400, "invalid_json", nil},
 		{"unknown route", "GET", "/api/v1/routes/nope", "", 404, "not_found", nil},
 		{"unknown target", "DELETE", "/api/v1/routes/summaries/targets/t9", "", 404, "not_found", nil},
-		{"restricted target added where it leaves no ordinary one", "POST", "/api/v1/routes/nope/targets", `{"upstream":"market","takes_over":["refusal"]}`, 404, "not_found", nil},
+		{"a target added to an unknown route", "POST", "/api/v1/routes/nope/targets", `{"upstream":"market","takes_over":["refusal"]}`, 404, "not_found", nil},
 	}
 	_, auditBefore := req("GET", "/api/v1/audit", "")
 	_, routesBefore := req("GET", "/api/v1/routes", "")

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -322,7 +323,7 @@ func statusLabel(code int) string {
 	if l, ok := statusLabels[code]; ok {
 		return l
 	}
-	return http.StatusText(code)
+	return strconv.Itoa(code)
 }
 
 // context helpers for the upstream deadlines.

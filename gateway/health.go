@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -101,7 +102,7 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 	if snap.Catalog != nil {
 		for _, m := range snap.Catalog.Models() {
 			if d == nil || d.ModelAllowed(m.Slug) {
-				owner, _, _ := cut(m.Slug)
+				owner, _, _ := strings.Cut(m.Slug, "/")
 				data = append(data, modelEntry{ID: m.Slug, Object: "model", OwnedBy: owner})
 			}
 		}
@@ -111,13 +112,4 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 	}
 	sort.Slice(data, func(i, j int) bool { return data[i].ID < data[j].ID })
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
-}
-
-func cut(slug string) (string, string, bool) {
-	for i := 0; i < len(slug); i++ {
-		if slug[i] == '/' {
-			return slug[:i], slug[i+1:], true
-		}
-	}
-	return slug, "", false
 }

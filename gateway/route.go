@@ -120,16 +120,7 @@ func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, t *turn, rc 
 		s.fail(w, t, firstRefusal)
 		return
 	}
-	window := func(model string) int {
-		if t.snap.Catalog == nil {
-			return 0
-		}
-		if m, ok := t.snap.Catalog.Model(model); ok {
-			return m.ContextWindow
-		}
-		return 0
-	}
-	plan := s.planner.Plan(usable, t.snap.Config.RetryBudget(rt), t.req.PromptTokens, window)
+	plan := s.planner.Plan(usable, t.snap.Config.RetryBudget(rt), t.req.PromptTokens, t.snap.ContextWindow)
 	tgt, ok := plan.First()
 	if !ok {
 		s.failUpstream(w, t, apierr.New(apierr.CodeUpstreamUnavailable, fmt.Sprintf("route %q has no target that can take this request", rt.Model)))

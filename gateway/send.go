@@ -243,7 +243,7 @@ func (s *Server) relayAnswer(w http.ResponseWriter, t *turn, c *snapshot.Compile
 	h.Set(HeaderUpstream, c.Upstream.Config.Name)
 	setServed(h, t.row.ServedModel, t.row.ServedProvider)
 	if len(t.row.RoutingDegraded) > 0 {
-		h.Set(HeaderDegraded, joinComma(t.row.RoutingDegraded))
+		h.Set(HeaderDegraded, strings.Join(t.row.RoutingDegraded, ","))
 	}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
@@ -252,17 +252,6 @@ func (s *Server) relayAnswer(w http.ResponseWriter, t *turn, c *snapshot.Compile
 			upstream: c.Upstream.Config.Name, usage: res.Usage})
 	}
 	return attemptResult{committed: true}
-}
-
-func joinComma(l []string) string {
-	out := ""
-	for i, s := range l {
-		if i > 0 {
-			out += ","
-		}
-		out += s
-	}
-	return out
 }
 
 // Stream relay ------------------------------------------------------------
@@ -317,7 +306,7 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, c 
 	h.Set("X-Accel-Buffering", "no")
 	h.Set(HeaderUpstream, c.Upstream.Config.Name)
 	if len(t.row.RoutingDegraded) > 0 {
-		h.Set(HeaderDegraded, joinComma(t.row.RoutingDegraded))
+		h.Set(HeaderDegraded, strings.Join(t.row.RoutingDegraded, ","))
 	}
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)

@@ -167,16 +167,6 @@ func ParseRouting(raw json.RawMessage) (*Profile, Diagnostics) {
 // a rule a caller could bypass by writing the upstream's knobs does not bind.
 var RawRoutingFields = []string{"models", "plugins", "provider", "providerOptions", "route", "transforms"}
 
-// IsRawRoutingField reports whether a top-level request-body field is an
-// upstream's raw routing shape.
-func IsRawRoutingField(name string) bool {
-	switch name {
-	case "models", "plugins", "provider", "providerOptions", "route", "transforms":
-		return true
-	}
-	return false
-}
-
 // Layer is one rung's profile with where it came from.
 type Layer struct {
 	// Rung is "org", "team:<t>", "project:<p>", "key:<k>" or "request".

@@ -55,33 +55,42 @@ var (
 	compileErr  error
 )
 
-func compileAll() {
+// newCompiler returns a draft 2020-12 compiler holding every embedded schema.
+func newCompiler() (*jsonschema.Compiler, []string, error) {
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
 	entries, err := files.ReadDir(".")
 	if err != nil {
+		return nil, nil, err
+	}
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		b, err := files.ReadFile(e.Name())
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := c.AddResource(BaseID+e.Name(), bytes.NewReader(b)); err != nil {
+			return nil, nil, fmt.Errorf("schema %s: %w", e.Name(), err)
+		}
+		names[i] = e.Name()
+	}
+	return c, names, nil
+}
+
+func compileAll() {
+	c, entries, err := newCompiler()
+	if err != nil {
 		compileErr = err
 		return
 	}
-	for _, e := range entries {
-		b, err := files.ReadFile(e.Name())
-		if err != nil {
-			compileErr = err
-			return
-		}
-		if err := c.AddResource(BaseID+e.Name(), bytes.NewReader(b)); err != nil {
-			compileErr = fmt.Errorf("schema %s: %w", e.Name(), err)
-			return
-		}
-	}
 	compiled = make(map[string]*jsonschema.Schema, len(entries))
-	for _, e := range entries {
-		s, err := c.Compile(BaseID + e.Name())
+	for _, name := range entries {
+		s, err := c.Compile(BaseID + name)
 		if err != nil {
-			compileErr = fmt.Errorf("schema %s: %w", e.Name(), err)
+			compileErr = fmt.Errorf("schema %s: %w", name, err)
 			return
 		}
-		compiled[e.Name()] = s
+		compiled[name] = s
 	}
 }
 
@@ -115,17 +124,11 @@ func ValidateDef(name, def string, doc any) []Violation {
 	defsMu.Lock()
 	s, ok := defs[url]
 	if !ok {
-		c := jsonschema.NewCompiler()
-		c.Draft = jsonschema.Draft2020
-		entries, _ := files.ReadDir(".")
-		for _, e := range entries {
-			b, _ := files.ReadFile(e.Name())
-			if err := c.AddResource(BaseID+e.Name(), bytes.NewReader(b)); err != nil {
-				defsMu.Unlock()
-				panic(err)
-			}
+		c, _, err := newCompiler()
+		if err != nil {
+			defsMu.Unlock()
+			panic(err)
 		}
-		var err error
 		if s, err = c.Compile(url); err != nil {
 			defsMu.Unlock()
 			panic(fmt.Sprintf("schemas: %s: %v", url, err))

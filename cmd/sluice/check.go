@@ -14,9 +14,7 @@ func runCheck(env *cliEnv, args []string) int {
 	}
 	snap, diags := snapshot.Load(*dir)
 	if len(diags) > 0 {
-		for _, d := range diags {
-			fmt.Fprintln(env.stdout, d.String())
-		}
+		fmt.Fprintln(env.stdout, diags.Error())
 		fmt.Fprintf(env.stderr, "sluice check: %d error(s) in %s\n", len(diags), *dir)
 		return 1
 	}

@@ -32,9 +32,7 @@ func runExplain(env *cliEnv, args []string) int {
 	}
 	snap, diags := snapshot.Load(*dir)
 	if len(diags) > 0 {
-		for _, d := range diags {
-			fmt.Fprintln(env.stderr, d.String())
-		}
+		fmt.Fprintln(env.stderr, diags.Error())
 		return 1
 	}
 	key := snap.Config.KeyByID(*keyID)

@@ -24,9 +24,7 @@ func runImport(env *cliEnv, args []string) int {
 	}
 	snap, diags := snapshot.Load(*dir)
 	if len(diags) > 0 {
-		for _, d := range diags {
-			fmt.Fprintln(env.stdout, d.String())
-		}
+		fmt.Fprintln(env.stdout, diags.Error())
 		fmt.Fprintln(env.stderr, "sluice import: the configuration is invalid; nothing was written")
 		return 1
 	}

@@ -67,9 +67,7 @@ func serveUntilSignal(env *cliEnv, srv *gateway.Server, ln net.Listener, logger 
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
 				if diags := srv.Reload(); len(diags) > 0 {
-					for _, d := range diags {
-						fmt.Fprintln(env.stderr, d.String())
-					}
+					fmt.Fprintln(env.stderr, diags.Error())
 				}
 				continue
 			}
@@ -123,9 +121,7 @@ func shutdown(srv *gateway.Server, hs *http.Server, sigs <-chan os.Signal, logge
 func printLoadError(env *cliEnv, err error) {
 	var diags profiles.Diagnostics
 	if errors.As(err, &diags) {
-		for _, d := range diags {
-			fmt.Fprintln(env.stderr, d.String())
-		}
+		fmt.Fprintln(env.stderr, diags.Error())
 		return
 	}
 	fmt.Fprintf(env.stderr, "sluice: %v\n", err)

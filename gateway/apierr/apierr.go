@@ -132,9 +132,6 @@ func Status(code string) int {
 	return http.StatusInternalServerError
 }
 
-// Known reports whether the code has a mapped status.
-func Known(code string) bool { _, ok := statuses[code]; return ok }
-
 type body struct {
 	Error bodyErr `json:"error"`
 }

@@ -31,6 +31,11 @@ type Request struct {
 	PromptTokens int
 }
 
+// EstimateTokens is the rough prompt-size estimate (4 bytes a token) that
+// planning compares with context windows; messages is the raw "messages"
+// array.
+func EstimateTokens(messages []byte) int { return (len(messages) + 3) / 4 }
+
 // Parse parses and validates a request body.
 func Parse(raw []byte) (*Request, *apierr.Error) {
 	body, err := connectors.ParseBody(raw)
@@ -53,7 +58,7 @@ func Parse(raw []byte) (*Request, *apierr.Error) {
 	if len(msgs) < 2 || msgs[0] != '[' || bytes.Equal(msgs, []byte("[]")) {
 		return nil, &apierr.Error{Code: apierr.CodeInvalidRequest, Param: "/messages", Message: "\"messages\" must be a non-empty array"}
 	}
-	r.PromptTokens = (len(msgs) + 3) / 4
+	r.PromptTokens = EstimateTokens(msgs)
 	if s, ok := body["stream"]; ok {
 		if err := json.Unmarshal(s, &r.Stream); err != nil {
 			return nil, &apierr.Error{Code: apierr.CodeInvalidRequest, Param: "/stream", Message: "\"stream\" must be a boolean"}

@@ -9,6 +9,7 @@ import (
 	"github.com/sluicegw/sluice/compiler"
 	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/gateway/failover"
+	"github.com/sluicegw/sluice/gateway/request"
 	"github.com/sluicegw/sluice/guardrails"
 	"github.com/sluicegw/sluice/profiles"
 )
@@ -197,18 +198,43 @@ func (s *Snapshot) Explain(ctx context.Context, key *profiles.Key, req *compiler
 		names = []string{upstream}
 	}
 	for _, name := range names {
-		c, err := s.Compile(plan, name, body)
-		v := CompiledView{Upstream: name, Connector: s.Upstreams[name].Config.Connector, Refused: c.Outcome.Refused, Degraded: c.Outcome.Degraded}
+		v, err := s.compiledView(plan, name, body)
 		if err != nil {
-			v.Refused = &compiler.Refusal{Code: errCode(err), Message: err.Error()}
-			v.Degraded = []string{}
-		} else if c.Native != nil {
-			v.Path = c.Native.Path
-			v.Native = c.Native.Body
+			return nil, err
 		}
 		e.Compiled = append(e.Compiled, v)
 	}
 	return e, nil
+}
+
+// compiledView checks and translates a plan for one upstream and renders the
+// outcome: the refusal (a translation error counts as one, with its code) or
+// what was degraded and the exact native body.
+func (s *Snapshot) compiledView(plan *compiler.Plan, upstream string, body connectors.Body) (CompiledView, error) {
+	c, err := s.Compile(plan, upstream, body)
+	if c == nil {
+		return CompiledView{}, err
+	}
+	v := CompiledView{Upstream: upstream, Connector: c.Upstream.Config.Connector, Refused: c.Outcome.Refused, Degraded: c.Outcome.Degraded}
+	switch {
+	case err != nil:
+		v.Refused = &compiler.Refusal{Code: errCode(err), Message: err.Error()}
+		v.Degraded = []string{}
+	case c.Native != nil:
+		v.Path, v.Native = c.Native.Path, c.Native.Body
+	}
+	return v, nil
+}
+
+// ContextWindow returns a model's context window from the catalog, or 0 when
+// unknown.
+func (s *Snapshot) ContextWindow(model string) int {
+	if s.Catalog != nil {
+		if m, ok := s.Catalog.Model(model); ok {
+			return m.ContextWindow
+		}
+	}
+	return 0
 }
 
 // explainRoute explains a route alias: every target compiled for its own
@@ -231,17 +257,11 @@ func (s *Snapshot) explainRoute(ctx context.Context, e *Explanation, key *profil
 			}
 			plans[t.Model] = p
 		}
-		c, err := s.Compile(p, t.Upstream, body)
-		if err != nil && c == nil {
+		v, err := s.compiledView(p, t.Upstream, body)
+		if err != nil {
 			return CompiledView{}, err
 		}
-		v := CompiledView{Upstream: t.Upstream, Model: t.Model, Connector: s.Upstreams[t.Upstream].Config.Connector, Refused: c.Outcome.Refused, Degraded: c.Outcome.Degraded}
-		if err != nil {
-			v.Refused = &compiler.Refusal{Code: errCode(err), Message: err.Error()}
-			v.Degraded = []string{}
-		} else if c.Native != nil {
-			v.Path, v.Native = c.Native.Path, c.Native.Body
-		}
+		v.Model = t.Model
 		views[k] = v
 		return v, nil
 	}
@@ -264,19 +284,7 @@ func (s *Snapshot) explainRoute(ctx context.Context, e *Explanation, key *profil
 		v, _ := compile(t)
 		return v.Refused != nil
 	})
-	window := func(model string) int {
-		if s.Catalog != nil {
-			if m, ok := s.Catalog.Model(model); ok {
-				return m.ContextWindow
-			}
-		}
-		return 0
-	}
-	promptTokens := 0
-	if msgs, ok := body["messages"]; ok {
-		promptTokens = (len(msgs) + 3) / 4
-	}
-	fp := failover.NewPlanner(failover.PlannerOptions{}).Plan(usable, s.Config.RetryBudget(rt), promptTokens, window)
+	fp := failover.NewPlanner(failover.PlannerOptions{}).Plan(usable, s.Config.RetryBudget(rt), request.EstimateTokens(body["messages"]), s.ContextWindow)
 	rv.Explanation = fp.Explain()
 	e.Route = rv
 	if first, ok := fp.First(); ok {
