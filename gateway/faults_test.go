@@ -71,7 +71,7 @@ func TestFaultMatrix(t *testing.T) {
 		[2]string{"\n# The cheap model answers everything", faultRoutes + "\n# The cheap model answers everything"},
 		// A loaded CI machine can take longer than the harness's 300 ms to
 		// start a 10 MB body; only the headers_then_nothing cases should time out.
-		[2]string{"name = \"market\"\nconnector = \"openrouter\"\nfirst_byte_timeout = \"300ms\"", "name = \"market\"\nconnector = \"openrouter\"\nfirst_byte_timeout = \"1500ms\""})
+		[2]string{"name = \"market\"\nconnector = \"openrouter\"\nfirst_byte_timeout = \"1s\"", "name = \"market\"\nconnector = \"openrouter\"\nfirst_byte_timeout = \"1500ms\""})
 	n := 0
 	for _, fc := range failureClasses {
 		for _, stream := range []bool{false, true} {
@@ -135,7 +135,7 @@ func TestFaultMatrix(t *testing.T) {
 // TestSlowStreamHitsTotalDeadline: an endless slow stream is cut by the
 // upstream's total deadline, in-band.
 func TestSlowStreamHitsTotalDeadline(t *testing.T) {
-	h := newHarness(t, [2]string{"name = \"openai\"\nconnector = \"openai\"\nfirst_byte_timeout = \"300ms\"\ntimeout = \"3s\"\n", "name = \"openai\"\nconnector = \"openai\"\nfirst_byte_timeout = \"300ms\"\ntimeout = \"700ms\"\n"})
+	h := newHarness(t, [2]string{"name = \"openai\"\nconnector = \"openai\"\nfirst_byte_timeout = \"1s\"\ntimeout = \"3s\"\n", "name = \"openai\"\nconnector = \"openai\"\nfirst_byte_timeout = \"1s\"\ntimeout = \"700ms\"\n"})
 	resp, body := h.post(secretBatch, chatBody("openai/gpt-4o", `,"stream":true`), "X-Sim-Fault", "slow_stream")
 	require.Equal(t, 200, resp.StatusCode)
 	require.Contains(t, string(body), "upstream_stream_cut")
