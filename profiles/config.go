@@ -53,6 +53,11 @@ type Server struct {
 	ShutdownTimeout Duration `toml:"shutdown_timeout" json:"shutdown_timeout"`
 	// ForwardHeaders lists request headers copied onto upstream requests. Default none.
 	ForwardHeaders []string `toml:"forward_headers" json:"forward_headers"`
+	// DebugListen is the address of a separate listener serving Go's
+	// runtime profiles under /debug/pprof/ (CPU, heap, goroutines) for
+	// performance work. It has no authentication: bind it to loopback.
+	// Default "" (off).
+	DebugListen string `toml:"debug_listen" json:"debug_listen"`
 }
 
 // Store configures the request log.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -37,7 +38,29 @@ func runServe(env *cliEnv, args []string) int {
 		return 1
 	}
 	logger.Info("serving", "addr", ln.Addr().String(), "config", *dir, "revision", srv.Snapshot().Revision)
+	if addr := srv.Snapshot().Config.Server.DebugListen; addr != "" {
+		dln, err := net.Listen("tcp", addr)
+		if err != nil {
+			fmt.Fprintf(env.stderr, "sluice serve: [server] debug_listen: %v\n", err)
+			return 1
+		}
+		defer dln.Close()
+		logger.Info("serving runtime profiles", "addr", dln.Addr().String(), "path", "/debug/pprof/")
+		go func() { _ = (&http.Server{Handler: debugHandler(), ReadHeaderTimeout: 10 * time.Second}).Serve(dln) }()
+	}
 	return serveUntilSignal(env, srv, ln, logger)
+}
+
+// debugHandler serves Go's runtime profiles under /debug/pprof/, on the
+// separate listener [server] debug_listen names (never on the API's).
+func debugHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 // serveUntilSignal serves until SIGINT/SIGTERM, reloading on SIGHUP and on

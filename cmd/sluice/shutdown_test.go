@@ -59,8 +59,8 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
 // serveSubprocess starts `sluice serve` on a copy of the demo config whose
-// upstreams are the simulator.
-func serveSubprocess(t *testing.T, sim *simulator.Server) *served {
+// upstreams are the simulator; serverTOML lines are added to its [server] table.
+func serveSubprocess(t *testing.T, sim *simulator.Server, serverTOML ...string) *served {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(dir, sluice.DemoConfig()))
@@ -71,7 +71,7 @@ func serveSubprocess(t *testing.T, sim *simulator.Server) *served {
 	p := filepath.Join(dir, "sluice.toml")
 	b, err := os.ReadFile(p)
 	require.NoError(t, err)
-	s := strings.Replace(string(b), `listen = "127.0.0.1:8080"`, fmt.Sprintf("listen = %q\nshutdown_timeout = \"10s\"", addr), 1)
+	s := strings.Replace(string(b), `listen = "127.0.0.1:8080"`, fmt.Sprintf("listen = %q\nshutdown_timeout = \"10s\"\n%s", addr, strings.Join(serverTOML, "\n")), 1)
 	for name, kind := range map[string]string{"market": "openrouter", "edge": "vercel", "openai": "openai", "anthropic": "anthropic"} {
 		s = strings.Replace(s, fmt.Sprintf("name = %q\nconnector = %q\n", name, kind), fmt.Sprintf("name = %q\nconnector = %q\nbase_url = %q\n", name, kind, sim.URL(kind)), 1)
 	}
