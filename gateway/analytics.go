@@ -110,6 +110,10 @@ func (s *Server) invocations(w http.ResponseWriter, r *http.Request) {
 	}
 	page, err := s.store.Query(r.Context(), f)
 	if err != nil {
+		if errors.Is(err, requestlog.ErrOff) {
+			writeError(w, apierr.New(apierr.CodeNotFound, `the request log is off ([store] kind = "off"): no rows are recorded`))
+			return
+		}
 		if errors.Is(err, requestlog.ErrBadCursor) {
 			writeError(w, &apierr.Error{Code: apierr.CodeInvalidRequest, Param: "cursor", Message: "invalid cursor; pass next_cursor from a previous page"})
 			return

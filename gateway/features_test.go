@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -369,4 +370,27 @@ func snapshotDir(t *testing.T, dir string, fn func()) {
 		}
 	}()
 	fn()
+}
+
+// TestRequestLogOff: [store] kind = "off" serves requests, records nothing
+// (no database file), says so at start, and the analytics API answers that
+// the log is off instead of an empty page.
+func TestRequestLogOff(t *testing.T) {
+	h := newHarness(t, [2]string{`kind = "sqlite"`, `kind = "off"`})
+	resp, b := h.post(secretChat, chatBody("openai/gpt-4o", ""))
+	require.Equal(t, 200, resp.StatusCode, string(b))
+	require.NotEmpty(t, resp.Header.Get(gateway.HeaderRequestID))
+	require.Contains(t, h.logs.String(), "the request log is off")
+
+	resp, b = h.get("/api/v1/analytics/invocations", adminToken)
+	require.Equal(t, 404, resp.StatusCode, string(b))
+	var e errBody
+	require.NoError(t, json.Unmarshal(b, &e))
+	require.Equal(t, "not_found", e.Error.Code)
+	require.Contains(t, e.Error.Message, `kind = "off"`)
+
+	_, err := os.Stat(filepath.Join(h.dir, "data", "requests.db"))
+	require.ErrorIs(t, err, fs.ErrNotExist, "no request-log database is created")
+	_, err = os.Stat(filepath.Join(h.dir, "data", "spool"))
+	require.ErrorIs(t, err, fs.ErrNotExist, "no spool either")
 }

@@ -141,9 +141,14 @@ func New(opts Options) (*Server, error) {
 		return nil, diags
 	}
 	s.snap.Store(served)
+	spoolDir := filepath.Join(st.DataDir, "spool")
+	if st.Kind == "off" {
+		spoolDir = ""
+		s.log.Warn(`the request log is off ([store] kind = "off"): requests are served but not recorded`)
+	}
 	s.writer = requestlog.NewWriter(s.store, requestlog.WriterOptions{
 		BatchSize: st.BatchSize, FlushInterval: st.FlushInterval.Duration,
-		SpoolDir: filepath.Join(st.DataDir, "spool"), SpoolMaxBytes: st.SpoolMaxBytes,
+		SpoolDir: spoolDir, SpoolMaxBytes: st.SpoolMaxBytes,
 		Registerer: opts.Registry, Logger: opts.Logger,
 	})
 	s.router = s.routes()
@@ -154,6 +159,8 @@ func New(opts Options) (*Server, error) {
 // at start: rows then spool until it answers, so the gateway still serves.
 func openStore(st *profiles.Store) (requestlog.Store, error) {
 	switch st.Kind {
+	case "off":
+		return requestlog.Off(), nil
 	case "clickhouse":
 		return newLazyStore(func(ctx context.Context) (requestlog.Store, error) {
 			return requestlog.OpenClickHouse(ctx, requestlog.Options{Addr: st.ClickHouseAddr, Database: st.ClickHouseDatabase})

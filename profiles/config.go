@@ -62,7 +62,9 @@ type Server struct {
 
 // Store configures the request log.
 type Store struct {
-	// Kind is "sqlite" (embedded, the default) or "clickhouse".
+	// Kind is "sqlite" (embedded, the default), "clickhouse", or "off" (no
+	// request log: rows are dropped and reads answer that the log is off; for
+	// measuring the gateway without its log and for throwaway setups).
 	Kind string `toml:"kind" json:"kind"`
 	// DataDir holds the SQLite files and the spool; relative paths are resolved
 	// against the config directory. Default "data".

@@ -15,6 +15,9 @@ import (
 // openConfiguredStore opens the request-log store named by sluice.toml.
 func openConfiguredStore(ctx context.Context, cfg *profiles.Config) (requestlog.Store, error) {
 	st := cfg.Store
+	if st.Kind == "off" {
+		return nil, requestlog.ErrOff
+	}
 	if st.Kind == "clickhouse" {
 		return requestlog.OpenClickHouse(ctx, requestlog.Options{Addr: st.ClickHouseAddr, Database: st.ClickHouseDatabase})
 	}
@@ -88,7 +91,11 @@ func runMigrate(env *cliEnv, args []string) int {
 		printLoadError(env, diags)
 		return 1
 	}
-	if cfg.Store.Kind != "clickhouse" {
+	switch cfg.Store.Kind {
+	case "off":
+		fmt.Fprintln(env.stdout, `the request log is off ([store] kind = "off"): nothing to migrate`)
+		return 0
+	case "sqlite":
 		fmt.Fprintln(env.stdout, "store kind is sqlite: its schema is created when the gateway opens it; nothing to migrate")
 		return 0
 	}

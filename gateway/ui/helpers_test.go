@@ -44,6 +44,13 @@ type env struct {
 // newEnv starts the gateway and inserts the seed rows into its store.
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvStore(t, nil)
+}
+
+// newEnvStore is newEnv with the given request-log store (nil: the
+// configured one).
+func newEnvStore(t *testing.T, store requestlog.Store) *env {
+	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(dir, sluice.DemoConfig()))
 	for k, v := range map[string]string{
@@ -56,6 +63,7 @@ func newEnv(t *testing.T) *env {
 		ConfigDir:  dir,
 		Logger:     slog.New(slog.NewTextHandler(testLogWriter{t}, nil)),
 		AdminToken: adminToken,
+		Store:      store,
 	})
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv.Handler())

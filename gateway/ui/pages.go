@@ -60,6 +60,10 @@ func (h *handler) storeFailed(w http.ResponseWriter, r *http.Request, v *viewer,
 		h.errorPage(w, r, v, http.StatusBadRequest, "Invalid page cursor; start again from the newest rows.")
 		return
 	}
+	if errors.Is(err, requestlog.ErrOff) {
+		h.errorPage(w, r, v, http.StatusNotFound, `The request log is off ([store] kind = "off"): this gateway records no rows.`)
+		return
+	}
 	h.log.Error("ui: request-log read failed", "path", r.URL.Path, "err", err)
 	h.errorPage(w, r, v, http.StatusServiceUnavailable, "The request log cannot be read right now.")
 }

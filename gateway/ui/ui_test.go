@@ -392,3 +392,16 @@ func TestSessionEndsWhenKeyLosesAnalystRole(t *testing.T) {
 	require.Equal(t, "/ui/login", res.header.Get("Location"))
 	require.Equal(t, http.StatusForbidden, e.browser().login(secretAnalyst).status, "and the key cannot log in again")
 }
+
+// TestRequestLogOff: with the request log off every page that reads rows
+// says so with 404, instead of reporting a failing store.
+func TestRequestLogOff(t *testing.T) {
+	e := newEnvStore(t, requestlog.Off())
+	admin := e.browser()
+	admin.mustLogin(adminToken)
+	for _, path := range []string{"/ui/", "/ui/rows", "/ui/rows.csv"} {
+		p := admin.get(path)
+		require.Equal(t, http.StatusNotFound, p.status, path)
+		require.Contains(t, p.body, "The request log is off", path)
+	}
+}
