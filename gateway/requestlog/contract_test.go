@@ -206,17 +206,18 @@ func runStoreContract(t *testing.T, b backend) {
 
 	t.Run("idempotent insert", func(t *testing.T) {
 		s := b.open(t)
-		in := sampleRows(20)
+		in := sampleRows(10)
 		require.NoError(t, s.Insert(testCtx(t), in))
-		again := sampleRows(25) // 20 already stored, 5 new
+		again := sampleRows(50) // 10 already stored, 40 new: more than one multi-row statement
 		for i := range again {
 			again[i].Team = "changed"
 		}
-		again = append(again, again[22]) // duplicate within the batch
+		again = slices.Insert(again, 25, again[22]) // a new row twice within one statement
+		again = append(again, again[40])            // and across statements
 		require.NoError(t, s.Insert(testCtx(t), again))
 		require.NoError(t, s.Insert(testCtx(t), nil))
 		got := queryAll(t, s, Filter{})
-		require.Len(t, got, 25)
+		require.Len(t, got, 50)
 		byID := map[string]Row{}
 		for _, r := range got {
 			byID[r.RequestID] = r
