@@ -322,6 +322,14 @@ func (s *Server) record(t *turn) {
 	}
 	s.metrics.Duration.WithLabelValues(up, stream).Observe(r.LatencyMS / 1000)
 	s.writer.Enqueue(*r)
+	switch t.snap.Config.Server.LogRequests {
+	case "off":
+		return
+	case "errors":
+		if r.Status >= 200 && r.Status < 300 {
+			return
+		}
+	}
 	s.log.Info("request", "request_id", r.RequestID, "key", r.KeyID, "team", r.Team, "upstream", r.Upstream,
 		"decided_model", r.DecidedModel, "served_model", r.ServedModel, "served_provider", r.ServedProvider,
 		"status", r.Status, "refused_code", r.RefusedCode, "degraded", r.RoutingDegraded, "latency_ms", r.LatencyMS)

@@ -2,11 +2,13 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -393,4 +395,44 @@ func TestRequestLogOff(t *testing.T) {
 	require.ErrorIs(t, err, fs.ErrNotExist, "no request-log database is created")
 	_, err = os.Stat(filepath.Join(h.dir, "data", "spool"))
 	require.ErrorIs(t, err, fs.ErrNotExist, "no spool either")
+}
+
+// TestLogRequests: [server] log_requests picks which requests get a log
+// line; the request log has a row for each either way.
+func TestLogRequests(t *testing.T) {
+	for _, tc := range []struct {
+		setting string
+		want    []string // request ids with a "request" line, by name
+	}{
+		{"all", []string{"ok", "refused"}},
+		{"errors", []string{"refused"}},
+		{"off", nil},
+	} {
+		t.Run(tc.setting, func(t *testing.T) {
+			h := newHarness(t, [2]string{`log_requests = "all"`, fmt.Sprintf("log_requests = %q", tc.setting)})
+			ok, _ := h.post(secretChat, chatBody("openai/gpt-4o", ""))
+			require.Equal(t, 200, ok.StatusCode)
+			refused, _ := h.post(secretFinance, chatBody("anthropic/claude-sonnet-4.5", ""))
+			require.Equal(t, 422, refused.StatusCode) // refused by the finance team's guardrail
+			ids := map[string]string{"ok": ok.Header.Get(gateway.HeaderRequestID), "refused": refused.Header.Get(gateway.HeaderRequestID)}
+			h.rows(2)
+			var logged []string
+			for _, line := range strings.Split(strings.TrimSpace(h.logs.String()), "\n") {
+				if line == "" {
+					continue
+				}
+				var l struct {
+					RequestID string `json:"request_id"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(line), &l), line)
+				for name, id := range ids {
+					if l.RequestID == id && strings.Contains(line, `"msg":"request"`) {
+						logged = append(logged, name)
+					}
+				}
+			}
+			sort.Strings(logged)
+			require.Equal(t, tc.want, logged)
+		})
+	}
 }

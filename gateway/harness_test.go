@@ -103,7 +103,7 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 // testEdits make the demo config fast and bounded for tests.
 var testEdits = [][2]string{
 	{"[store]\n", "[store]\nflush_interval = \"10ms\"\nbatch_size = 50\n"},
-	{"[server]\n", "[server]\nmax_body_bytes = 65536\nshutdown_timeout = \"5s\"\n"},
+	{"[server]\n", "[server]\nmax_body_bytes = 65536\nshutdown_timeout = \"5s\"\nlog_requests = \"all\"\n"},
 	{"name = \"openai\"\nconnector = \"openai\"\n", "name = \"openai\"\nconnector = \"openai\"\nfirst_byte_timeout = \"1s\"\ntimeout = \"3s\"\n"},
 	{"name = \"anthropic\"\nconnector = \"anthropic\"\n", "name = \"anthropic\"\nconnector = \"anthropic\"\nfirst_byte_timeout = \"1s\"\ntimeout = \"3s\"\n"},
 	{"name = \"market\"\nconnector = \"openrouter\"\n", "name = \"market\"\nconnector = \"openrouter\"\nfirst_byte_timeout = \"1s\"\ntimeout = \"3s\"\n"},

@@ -58,6 +58,11 @@ type Server struct {
 	// performance work. It has no authentication: bind it to loopback.
 	// Default "" (off).
 	DebugListen string `toml:"debug_listen" json:"debug_listen"`
+	// LogRequests chooses which requests get a structured log line: "errors"
+	// (those that did not end 2xx: refusals, upstream failures, cancelled
+	// clients), "all", or "off". Every request has its request-log row
+	// whatever this says. Default "errors".
+	LogRequests string `toml:"log_requests" json:"log_requests"`
 }
 
 // Store configures the request log.
@@ -374,6 +379,9 @@ func (c *Config) applyDefaults() {
 	}
 	if s.MaxBodyBytes == 0 {
 		s.MaxBodyBytes = 10 << 20
+	}
+	if s.LogRequests == "" {
+		s.LogRequests = "errors"
 	}
 	if s.ShutdownTimeout.Duration == 0 {
 		s.ShutdownTimeout.Duration = 30 * time.Second
