@@ -1,7 +1,9 @@
 package gateway_test
 
 import (
+	"bufio"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -143,4 +145,32 @@ func TestSlowStreamHitsTotalDeadline(t *testing.T) {
 	require.Equal(t, 502, row.Status)
 	require.GreaterOrEqual(t, row.LatencyMS, 650.0)
 	require.Less(t, row.LatencyMS, 5000.0)
+}
+
+// TestStreamChunksReachCallerWhileUpstreamTrickles: chunks are flushed to the
+// caller before the relay waits for the upstream, so a caller reads an
+// endless slow stream's first chunks while it is still open and can hang up
+// — the row then records the caller leaving (499), not the deadline's cut
+// (502) that a relay holding chunks back would have reached first.
+func TestStreamChunksReachCallerWhileUpstreamTrickles(t *testing.T) {
+	h := newHarness(t)
+	req, err := http.NewRequest(http.MethodPost, h.ts.URL+"/v1/chat/completions", strings.NewReader(chatBody("openai/gpt-4o", `,"stream":true`)))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+secretBatch)
+	req.Header.Set("X-Sim-Fault", "slow_stream")
+	resp, err := h.ts.Client().Do(req)
+	require.NoError(t, err)
+	require.Equal(t, 200, resp.StatusCode)
+	rd := bufio.NewReader(resp.Body)
+	for chunks := 0; chunks < 3; {
+		line, err := rd.ReadString('\n')
+		require.NoError(t, err)
+		require.NotContains(t, line, "upstream_stream_cut", "the chunks were held until the deadline")
+		if strings.HasPrefix(line, "data: ") {
+			chunks++
+		}
+	}
+	require.NoError(t, resp.Body.Close())
+	row := h.row(resp.Header.Get(gateway.HeaderRequestID))
+	require.Equal(t, 499, row.Status)
 }

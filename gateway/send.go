@@ -268,7 +268,12 @@ var (
 // without [DONE], so the caller never mistakes a cut stream for a whole one.
 func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, c *snapshot.Compiled, call *upstreamCall, o attemptOpts) attemptResult {
 	st := c.Upstream.Connector.NewStream(c.Call)
-	rd := connectors.NewSSEReader(call.resp.Body)
+	// Chunks are flushed to the caller when the relay would otherwise wait
+	// for the upstream (just before a read of its body), not once per
+	// event: an upstream that sends many events at once costs one write to
+	// the caller, and one that trickles them out has each flushed on arrival.
+	fr := &flushBeforeRead{r: call.resp.Body}
+	rd := connectors.NewSSEReader(fr)
 	// Nothing is committed to the caller until the upstream's first event has
 	// arrived: a failure before it fails over like a non-streaming one.
 	ev, data, err := rd.Next()
@@ -309,9 +314,15 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, c 
 		h.Set(HeaderDegraded, strings.Join(t.row.RoutingDegraded, ","))
 	}
 	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
+	rc := http.NewResponseController(w)
 	first := true
 	var writeErr error
+	fr.flush = func() error {
+		if err := rc.Flush(); err != nil && writeErr == nil {
+			writeErr = err
+		}
+		return writeErr
+	}
 	emit := func(p []byte) error {
 		if first {
 			first = false
@@ -328,9 +339,7 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, c 
 			writeErr = err
 			return err
 		}
-		if flusher != nil {
-			flusher.Flush()
-		}
+		fr.pending = true
 		return nil
 	}
 	for _, p := range pending {
@@ -342,6 +351,9 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, c 
 	var streamErr error
 	for !done && writeErr == nil {
 		if ev, data, err = rd.Next(); err != nil {
+			if writeErr != nil {
+				break // the caller went away while the relay flushed
+			}
 			if !errors.Is(err, io.EOF) {
 				streamErr = call.readErr(err)
 			}
@@ -354,6 +366,7 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, c 
 			break
 		}
 	}
+	fr.flushPending()
 	res := st.Result()
 	toldInBand = toldInBand || res.StreamError != ""
 	s.served(t, c.Outcome.Chain, res)
@@ -367,12 +380,40 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, c 
 		if streamErr != nil {
 			s.log.Warn("stream failed after it started", "request_id", t.row.RequestID, "upstream", c.Upstream.Config.Name, "err", streamErr.Error())
 		}
-		if !toldInBand {
-			_ = emit(streamCut)
+		if !toldInBand && emit(streamCut) == nil {
+			fr.flushPending()
 		}
 		t.row.Status = http.StatusBadGateway
 	}
 	return attemptResult{committed: true}
+}
+
+// flushBeforeRead flushes what the relay wrote to the caller before each read
+// of the upstream's body, that is, before the relay may wait for the network.
+type flushBeforeRead struct {
+	r io.Reader
+	// flush writes the caller's buffered chunks out; it returns the write
+	// error that ends the relay (the caller went away). Set once the
+	// caller's headers are committed.
+	flush func() error
+	// pending reports chunks written since the last flush.
+	pending bool
+}
+
+func (f *flushBeforeRead) Read(p []byte) (int, error) {
+	if err := f.flushPending(); err != nil {
+		return 0, err
+	}
+	return f.r.Read(p)
+}
+
+// flushPending flushes if anything was written since the last flush.
+func (f *flushBeforeRead) flushPending() error {
+	if !f.pending || f.flush == nil {
+		return nil
+	}
+	f.pending = false
+	return f.flush()
 }
 
 // firstEventError recognises a stream whose first event is an error object
