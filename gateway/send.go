@@ -274,6 +274,7 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, c 
 	// the caller, and one that trickles them out has each flushed on arrival.
 	fr := &flushBeforeRead{r: call.resp.Body}
 	rd := connectors.NewSSEReader(fr)
+	defer rd.Release()
 	// Nothing is committed to the caller until the upstream's first event has
 	// arrived: a failure before it fails over like a non-streaming one.
 	ev, data, err := rd.Next()

@@ -188,8 +188,8 @@ func NewTransport() *http.Transport {
 		IdleConnTimeout:     90 * time.Second,
 		TLSHandshakeTimeout: 10 * time.Second,
 		DisableCompression:  true,
-		WriteBufferSize:     32 << 10,
-		ReadBufferSize:      32 << 10,
+		WriteBufferSize:     8 << 10,
+		ReadBufferSize:      8 << 10,
 	}
 }
 

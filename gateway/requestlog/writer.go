@@ -21,7 +21,8 @@ type WriterOptions struct {
 	FlushInterval time.Duration
 	// QueueSize bounds the in-memory queue between Enqueue and the flusher.
 	// When it is full, Enqueue appends the row to the spool instead of
-	// blocking. Default 10 × BatchSize.
+	// blocking; such a row may reach the store before older rows still in
+	// the queue (each row still arrives once). Default 4 × BatchSize.
 	QueueSize int
 	// SpoolDir holds the spool: rows the store could not take, kept on disk
 	// until it answers again and replayed in order, also across restarts.
@@ -53,7 +54,7 @@ func (o WriterOptions) withDefaults() WriterOptions {
 		o.FlushInterval = time.Second
 	}
 	if o.QueueSize <= 0 {
-		o.QueueSize = 10 * o.BatchSize
+		o.QueueSize = 4 * o.BatchSize
 	}
 	if o.SpoolMaxBytes <= 0 {
 		o.SpoolMaxBytes = 256 << 20

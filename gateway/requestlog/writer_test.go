@@ -159,7 +159,10 @@ func TestWriterSpoolsWhileDownAndReplaysInOrder(t *testing.T) {
 	dir := t.TempDir()
 	m := newMemStore()
 	m.setDown(true)
-	w := NewWriter(m, WriterOptions{BatchSize: 7, FlushInterval: 20 * time.Millisecond, SpoolDir: dir,
+	// The queue holds every row: order is kept for rows that pass through
+	// it (rows spilled from a full queue are only kept once each, as
+	// TestWriterSpillsToSpoolWhenQueueFull checks).
+	w := NewWriter(m, WriterOptions{BatchSize: 7, QueueSize: 100, FlushInterval: 20 * time.Millisecond, SpoolDir: dir,
 		RetryMin: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond})
 	defer closeWriter(t, w)
 	want := rowIDs("r", 60)
@@ -187,7 +190,7 @@ func TestWriterReplaysSpoolAfterRestart(t *testing.T) {
 	dir := t.TempDir()
 	down := newMemStore()
 	down.setDown(true)
-	w1 := NewWriter(down, WriterOptions{BatchSize: 5, FlushInterval: time.Hour, SpoolDir: dir, RetryMin: time.Hour})
+	w1 := NewWriter(down, WriterOptions{BatchSize: 5, QueueSize: 100, FlushInterval: time.Hour, SpoolDir: dir, RetryMin: time.Hour})
 	want := rowIDs("r", 23)
 	enqueueIDs(w1, want)
 	closeWriter(t, w1)
