@@ -318,6 +318,7 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, c 
 	rc := http.NewResponseController(w)
 	first := true
 	var writeErr error
+	var frame []byte
 	fr.flush = func() error {
 		if err := rc.Flush(); err != nil && writeErr == nil {
 			writeErr = err
@@ -331,12 +332,9 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, c 
 			t.row.TTFTMS = float64(ttft.Microseconds()) / 1000
 			s.metrics.TTFT.WithLabelValues(c.Upstream.Config.Name).Observe(ttft.Seconds())
 		}
-		if _, err := w.Write(sseData); err != nil {
-			writeErr = err
-			return err
-		}
-		_, _ = w.Write(p)
-		if _, err := w.Write(sseEnd); err != nil {
+		// One write per chunk: "data: " + chunk + blank line.
+		frame = append(append(append(frame[:0], sseData...), p...), sseEnd...)
+		if _, err := w.Write(frame); err != nil {
 			writeErr = err
 			return err
 		}
@@ -348,6 +346,8 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, c 
 			break
 		}
 	}
+	// The first chunk leaves at once, whatever else the upstream has sent.
+	_ = fr.flushPending()
 	toldInBand := false
 	var streamErr error
 	for !done && writeErr == nil {
