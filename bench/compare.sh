@@ -8,8 +8,8 @@
 #
 # non-streaming and streaming, at each concurrency of CONCURRENCIES, REPEATS
 # times, the targets rotated within each round; then sluice with its request
-# log on SQLite vs ClickHouse (a throwaway clickhouse-server, skipped when the
-# binary is missing). Medians per cell go to stdout as markdown and, unless
+# log off vs on SQLite vs on ClickHouse (a throwaway clickhouse-server, that
+# column skipped when the binary is missing). Medians per cell go to stdout as markdown and, unless
 # WRITE_DOC=0, are appended under "## Side by side" in docs/perf.md.
 #
 #   bash bench/compare.sh                      # the full run, bounded to ~25 min of measuring
@@ -220,6 +220,14 @@ start sluice "$BIN/sluice" serve --config "$WORK/sluice"
 SL_PID=$LAST_PID
 wait_url "http://127.0.0.1:$SL_PORT/healthz" 150 || { log "sluice did not start"; tail -20 "$WORK/sluice.log" >&2; exit 1; }
 
+# The same gateway with its request log off ([store] kind = "off"): the
+# baseline of the request-log block.
+SLOFF_PORT=$(free_port)
+sluice_config "$WORK/sluice-off" "$SLOFF_PORT" 'kind = "off"'
+start sluice-off "$BIN/sluice" serve --config "$WORK/sluice-off"
+SLOFF_PID=$LAST_PID
+wait_url "http://127.0.0.1:$SLOFF_PORT/healthz" 150 || { log "sluice (log off) did not start"; tail -20 "$WORK/sluice-off.log" >&2; exit 1; }
+
 PK_PID=""
 if [ -z "$PK_STATUS" ]; then
   PK_PORT=$(free_port)
@@ -246,6 +254,7 @@ target_args() {
     bare)      URL="http://$BP/v1/chat/completions"; KEY=$UPSTREAM_KEY; MODEL=gpt-4o-mini; WATCH="$BP_PID,$UP_PID" ;;
     sluice)    URL="http://127.0.0.1:$SL_PORT/v1/chat/completions"; KEY=$SECRET; MODEL=openai/gpt-4o-mini; WATCH="$SL_PID,$UP_PID" ;;
     sluice-ch) URL="http://127.0.0.1:$SLCH_PORT/v1/chat/completions"; KEY=$SECRET; MODEL=openai/gpt-4o-mini; WATCH="$SLCH_PID,$UP_PID" ;;
+    sluice-off) URL="http://127.0.0.1:$SLOFF_PORT/v1/chat/completions"; KEY=$SECRET; MODEL=openai/gpt-4o-mini; WATCH="$SLOFF_PID,$UP_PID" ;;
     portkey)   URL="http://127.0.0.1:$PK_PORT/v1/chat/completions"; KEY=$UPSTREAM_KEY; MODEL=gpt-4o-mini; WATCH="$PK_PID,$UP_PID"
                HDRS=(-H "x-portkey-provider: openai" -H "x-portkey-custom-host: http://$UP/v1") ;;
   esac
@@ -322,8 +331,11 @@ for rep in $(seq 1 "$REPEATS"); do
   done
 done
 
-# ---------------------------------------------------------------- request log: SQLite vs ClickHouse
+# ---------------------------------------------------------------- request log: off vs SQLite vs ClickHouse
 CH_STATUS=""
+CH_READY=0
+warm sluice-off
+LOG_TARGETS=(sluice-off sluice)
 if [ "$CLICKHOUSE" != 1 ]; then
   CH_STATUS="ClickHouse request-log block: skipped (CLICKHOUSE=0)"
 elif [ ! -x "$CLICKHOUSE_BIN" ]; then
@@ -373,20 +385,8 @@ clickhouse_database = \"sluice_bench\""
     SLCH_PID=$LAST_PID
     if wait_url "http://127.0.0.1:$SLCH_PORT/healthz" 150; then
       warm sluice-ch
-      for rep in $(seq 1 "$REPEATS"); do
-        for mode in json stream; do
-          for c in $LOG_CONCURRENCIES; do
-            if [ $(( (rep + c) % 2 )) = 0 ]; then
-              step log sluice "$mode" "$c" "$rep"; step log sluice-ch "$mode" "$c" "$rep"
-            else
-              step log sluice-ch "$mode" "$c" "$rep"; step log sluice "$mode" "$c" "$rep"
-            fi
-          done
-        done
-      done
-      sleep 2 # one flush interval, so the rows reach the table before the count
-      rows=$(curl -s -m 5 "http://127.0.0.1:$CH_HTTP/" --data-binary "SELECT count() FROM sluice_bench.requests" 2>/dev/null || echo "?")
-      CH_STATUS="ClickHouse request-log block: throwaway clickhouse-server at 127.0.0.1:$CH_TCP; rows in sluice_bench.requests after the block: ${rows:-?}"
+      LOG_TARGETS+=(sluice-ch)
+      CH_READY=1
     else
       CH_STATUS="ClickHouse request-log block: skipped — sluice with the ClickHouse store did not start: $(tail -3 "$WORK/sluice-ch.log" | tr '\n' ' ')"
     fi
@@ -394,10 +394,25 @@ clickhouse_database = \"sluice_bench\""
     CH_STATUS="ClickHouse request-log block: skipped — clickhouse-server did not answer /ping: $(tail -3 "$CH/server.err.log" 2>/dev/null | tr '\n' ' ')"
   fi
 fi
+k=${#LOG_TARGETS[@]}
+for rep in $(seq 1 "$REPEATS"); do
+  for mode in json stream; do
+    for c in $LOG_CONCURRENCIES; do
+      for i in $(seq 0 $((k - 1))); do
+        step log "${LOG_TARGETS[$(( (i + rep + c) % k ))]}" "$mode" "$c" "$rep"
+      done
+    done
+  done
+done
+if [ "$CH_READY" = 1 ]; then
+  sleep 2 # one flush interval, so the rows reach the table before the count
+  rows=$(curl -s -m 5 "http://127.0.0.1:$CH_HTTP/" --data-binary "SELECT count() FROM sluice_bench.requests" 2>/dev/null || echo "?")
+  CH_STATUS="ClickHouse request-log block: throwaway clickhouse-server at 127.0.0.1:$CH_TCP; rows in sluice_bench.requests after the block: ${rows:-?}"
+fi
 log "$CH_STATUS"
 NOTES+=("$CH_STATUS")
 [ "$SKIPPED" -gt 0 ] && NOTES+=("$SKIPPED steps were skipped: the ${BUDGET_SECONDS}s measuring budget ran out (their cells have fewer repeats).")
-NOTES+=("Machine: $(nproc) cores, $(go version | cut -d' ' -f3), everything on one host: loadgen, gateway and fake upstream share the 2 cores, so throughput is the whole system's. CPU ms/req is the gateway process's own utime+stime per measured request (for direct, the fake upstream's); peak RSS is the highest VmRSS sampled every 50 ms during the steps. sluice logs a line per request to a file and writes its request log, as shipped.")
+NOTES+=("Machine: $(nproc) cores, $(go version | cut -d' ' -f3), everything on one host: loadgen, gateway and fake upstream share the 2 cores, so throughput is the whole system's. CPU ms/req is the gateway process's own utime+stime per measured request (for direct, the fake upstream's); peak RSS is the highest VmRSS sampled every 50 ms during the steps. sluice runs as shipped: request log on SQLite, a log line for each request that did not end 2xx (none here).")
 
 # ---------------------------------------------------------------- report
 report_args=(-in "$RESULTS")

@@ -21,13 +21,17 @@ func TestMedian(t *testing.T) {
 }
 
 func line(target, mode string, c, rep int, rps, p50, ttfb float64, rssKB int64) string {
+	return blockLine("main", target, mode, c, rep, rps, p50, ttfb, rssKB)
+}
+
+func blockLine(block, target, mode string, c, rep int, rps, p50, ttfb float64, rssKB int64) string {
 	tt := ""
 	if mode == "stream" {
 		tt = fmt.Sprintf(`,"ttfb_ms":{"p50":%v,"p99":%v}`, ttfb, ttfb*2)
 	}
-	return fmt.Sprintf(`{"meta":{"block":"main","target":%q,"mode":%q,"c":"%d","rep":"%d","load1":"0.5","busy_pct":"3"},`+
+	return fmt.Sprintf(`{"meta":{"block":%q,"target":%q,"mode":%q,"c":"%d","rep":"%d","load1":"0.5","busy_pct":"3"},`+
 		`"ok":100,"throughput_rps":%v,"latency_ms":{"p50":%v,"p99":%v}%s,"watch":[{"cpu_ms_per_req":0.2,"peak_rss_kb":%d,"vm_hwm_kb":%d}]}`,
-		target, mode, c, rep, rps, p50, p50*3, tt, rssKB, rssKB)
+		block, target, mode, c, rep, rps, p50, p50*3, tt, rssKB, rssKB)
 }
 
 func TestReportMediansAndBudgets(t *testing.T) {
@@ -41,6 +45,10 @@ func TestReportMediansAndBudgets(t *testing.T) {
 					line("sluice", mode, c, rep+1, 6000*f, 0.53*f, 0.42*f, 50000),
 					line("portkey", mode, c, rep+1, 500*f, 2*f, 20*f, 200000))
 			}
+			in = append(in,
+				blockLine("log", "sluice-off", mode, 32, rep+1, 6200*f, 0.5*f, 0.4*f, 45000),
+				blockLine("log", "sluice", mode, 32, rep+1, 6000*f, 0.53*f, 0.42*f, 50000),
+				blockLine("log", "sluice-ch", mode, 32, rep+1, 5000*f, 0.6*f, 0.5*f, 52000))
 		}
 	}
 	results, err := read(strings.NewReader(strings.Join(in, "\n")))
@@ -57,7 +65,10 @@ func TestReportMediansAndBudgets(t *testing.T) {
 		"c=32 json throughput ≥ the bare proxy's: 6,000 vs 5,000 req/s (+20.0 %) — held",
 		"c=1 added p50 within 0.05 ms of the bare proxy's: sluice adds +0.030 ms more than the bare proxy — held",
 		"c=1 added stream TTFB (p50) within 0.05 ms of the bare proxy's: sluice adds +0.020 ms more — held",
-		"peak RSS under load ≤ 60 MiB: highest sampled VmRSS 48.8 MiB",
+		"peak RSS under load ≤ 60 MiB: highest sampled VmRSS 50.8 MiB",
+		"| json | 32 | 6,200 | 6,000 (-3.2 %) | 5,000 (-19.4 %) | 0.500 / 0.530 / 0.600 | 43.9 / 48.8 / 50.8 |",
+		"c=32 json throughput with the request log on SQLite within 10 % of log off: 6,000 vs 6,200 req/s (-3.2 %) — held",
+		"c=32 stream throughput with the request log on ClickHouse within 10 % of log off: 5,000 vs 6,200 req/s (-19.4 %) — **missed**",
 		"- a note",
 	} {
 		if !strings.Contains(got, want) {
