@@ -6,10 +6,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicegw/sluice/gateway"
+	"github.com/sluicegw/sluice/gateway/simulator"
 )
 
 // faultRoutes: the same ordinary target, once with a restricted target that
@@ -173,4 +175,41 @@ func TestStreamChunksReachCallerWhileUpstreamTrickles(t *testing.T) {
 	require.NoError(t, resp.Body.Close())
 	row := h.row(resp.Header.Get(gateway.HeaderRequestID))
 	require.Equal(t, 499, row.Status)
+}
+
+// TestUpstreamConnectionsReused: a completed stream hands its upstream
+// connection back to the pool (its body's last framing, sent apart from the
+// final event, is drained after it) instead of closing it, as a
+// non-streaming answer read to its end does.
+func TestUpstreamConnectionsReused(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			h := newHarnessSim(t, nil, func(c *simulator.Config) { c.StreamEndDelay = 5 * time.Millisecond })
+			extra := ""
+			if stream {
+				extra = `,"stream":true`
+			}
+			for i := range 6 {
+				// a different seed each time: no answer comes from the cache
+				resp, body := h.post(secretBatch, chatBody("openai/gpt-4o", fmt.Sprintf(`%s,"seed":%d`, extra, i)))
+				require.Equal(t, 200, resp.StatusCode, string(body))
+				// The caller has its answer before the upstream's body ends;
+				// give the drain (5 ms of upstream dawdling) time to finish.
+				time.Sleep(50 * time.Millisecond)
+			}
+			reused := 0
+			sent := h.sent.take()
+			require.Len(t, sent, 6)
+			for _, r := range sent[1:] {
+				if r.Reused {
+					reused++
+				}
+			}
+			if stream {
+				require.Positive(t, reused, "every stream opened a new upstream connection")
+			} else {
+				require.Equal(t, 5, reused)
+			}
+		})
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,6 +66,8 @@ type recorder struct {
 type sentRequest struct {
 	URL, Auth, APIKey string
 	Body              []byte
+	// Reused reports that the request went over a pooled connection.
+	Reused bool
 }
 
 func (rec *recorder) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -75,8 +78,16 @@ func (rec *recorder) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	rec.mu.Lock()
 	rec.reqs = append(rec.reqs, sentRequest{URL: r.URL.String(), Auth: r.Header.Get("Authorization"), APIKey: r.Header.Get("X-Api-Key"), Body: body})
+	i := len(rec.reqs) - 1
 	rec.mu.Unlock()
-	return rec.base.RoundTrip(r)
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		rec.mu.Lock()
+		if i < len(rec.reqs) {
+			rec.reqs[i].Reused = info.Reused
+		}
+		rec.mu.Unlock()
+	}}
+	return rec.base.RoundTrip(r.WithContext(httptrace.WithClientTrace(r.Context(), trace)))
 }
 
 // take returns and forgets the recorded requests.
@@ -118,6 +129,13 @@ func newHarness(t *testing.T, edits ...[2]string) *harness {
 // config directory (say, the catalog) before the gateway loads it.
 func newHarnessPrep(t *testing.T, prep func(dir string), edits ...[2]string) *harness {
 	t.Helper()
+	return newHarnessSim(t, prep, nil, edits...)
+}
+
+// newHarnessSim is newHarnessPrep with a hook that may change the
+// simulator's configuration.
+func newHarnessSim(t *testing.T, prep func(dir string), simCfg func(*simulator.Config), edits ...[2]string) *harness {
+	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(dir, sluice.DemoConfig()))
 	editConfig(t, dir, append(append([][2]string{}, testEdits...), edits...)...)
@@ -130,7 +148,11 @@ func newHarnessPrep(t *testing.T, prep func(dir string), edits ...[2]string) *ha
 	}
 	cat, diags := guardrails.LoadCatalog(dir)
 	require.Empty(t, diags)
-	sim := simulator.New(simulator.FromCatalog(cat))
+	cfg := simulator.FromCatalog(cat)
+	if simCfg != nil {
+		simCfg(&cfg)
+	}
+	sim := simulator.New(cfg)
 	_, err := sim.Start()
 	require.NoError(t, err)
 	logs := &syncBuffer{}

@@ -30,6 +30,42 @@ type upstreamCall struct {
 	resp   *http.Response
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	// detach stops the caller's request from cancelling the exchange.
+	detach func() bool
+	// complete reports that the answer ended as its protocol says (a
+	// stream's final event): what is left of the body is only framing, so
+	// the connection is worth keeping for the next request.
+	complete bool
+}
+
+// Bounds of draining a completed stream's body so that its connection goes
+// back to the pool instead of being closed (a new connection per stream cost
+// a connect, an accept and a close on both sides).
+const (
+	drainBytes = 64 << 10
+	drainWait  = 200 * time.Millisecond
+)
+
+// errDrain ends a drain that took longer than drainWait.
+var errDrain = errors.New("gateway: draining a finished upstream body took too long")
+
+// finish releases the exchange. A completed stream's body is drained in the
+// background, bounded by drainBytes and drainWait, so the request never
+// waits on it; anything else is cancelled at once, which closes the
+// connection unless its body was read to the end.
+func (c *upstreamCall) finish() {
+	if !c.complete {
+		c.cancel(nil)
+		return
+	}
+	c.detach()
+	go func() {
+		t := time.AfterFunc(drainWait, func() { c.cancel(errDrain) })
+		_, _ = io.CopyN(io.Discard, c.resp.Body, drainBytes)
+		_ = c.resp.Body.Close()
+		t.Stop()
+		c.cancel(nil)
+	}()
 }
 
 // readErr explains a failed body read: a deadline if one fired.
@@ -61,10 +97,17 @@ func (b *firstByteBody) Read(p []byte) (int, error) {
 // send posts a compiled request to its upstream with the upstream's
 // deadlines: first_byte_timeout for the response headers, timeout for the
 // whole exchange (a stream's body included). The caller must call
-// call.cancel(nil) when done with the body.
+// call.finish() when done with the body.
 func (s *Server) send(ctx context.Context, c *snapshot.Compiled, stream bool, in http.Header, forward []string, apiKey string) (*upstreamCall, error) {
 	up := c.Upstream
-	ctx, cancel := context.WithCancelCause(ctx)
+	// The exchange ends with the caller's request, but through AfterFunc
+	// rather than as its child: a completed stream's connection is drained
+	// after the handler returned (see finish), when the caller's context is
+	// already done.
+	parent := ctx
+	ctx, cancelCtx := context.WithCancelCause(context.WithoutCancel(parent))
+	detach := context.AfterFunc(parent, func() { cancelCtx(context.Cause(parent)) })
+	cancel := func(err error) { detach(); cancelCtx(err) }
 	total := time.AfterFunc(up.Config.Timeout.Duration, func() { cancel(errTotal) })
 	base := up.Config.BaseURL
 	if o, ok := s.opts.UpstreamURLs[up.Config.Name]; ok {
@@ -106,7 +149,8 @@ func (s *Server) send(ctx context.Context, c *snapshot.Compiled, stream bool, in
 		return nil, err
 	}
 	resp.Body = &firstByteBody{ReadCloser: resp.Body, timer: firstByte}
-	return &upstreamCall{resp: resp, ctx: ctx, cancel: func(err error) { firstByte.Stop(); total.Stop(); cancel(err) }}, nil
+	return &upstreamCall{resp: resp, ctx: ctx, detach: detach,
+		cancel: func(err error) { firstByte.Stop(); total.Stop(); cancel(err) }}, nil
 }
 
 // transportError maps a failed exchange to the caller's error.
@@ -166,7 +210,7 @@ func (s *Server) attempt(w http.ResponseWriter, r *http.Request, t *turn, c *sna
 		s.log.Warn("upstream exchange failed", "request_id", t.row.RequestID, "upstream", up, "class", f.Class, "err", err.Error())
 		return failed(f, transportError(err))
 	}
-	defer call.cancel(nil)
+	defer call.finish()
 	resp := call.resp
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody+1))
@@ -376,6 +420,7 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, c 
 		t.row.Status = 499 // the caller went away; the upstream request was cancelled with it
 	case done && res.StreamError == "":
 		t.row.Status = http.StatusOK
+		call.complete = true
 	default:
 		// Cut, failed or errored mid-stream: say so in-band, then end.
 		if streamErr != nil {

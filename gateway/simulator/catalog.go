@@ -51,6 +51,11 @@ type Config struct {
 	// SlowStreamInterval is the pause between chunks of the slow_stream fault.
 	// Default 50ms.
 	SlowStreamInterval time.Duration
+	// StreamEndDelay is slept after an OpenAI-shaped stream's final
+	// "[DONE]" event, before its body ends: the end of the chunked body then
+	// travels apart from the last event, as it does from upstreams that
+	// finish their streams lazily. Default 0.
+	StreamEndDelay time.Duration
 }
 
 // DefaultConfig returns a small realistic catalog with a 2ms chunk delay.

@@ -218,7 +218,9 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, q *chatReques
 	if f != nil && f.Action == FaultCutAfter {
 		cut()
 	}
-	e.send("", []byte("[DONE]"))
+	if e.send("", []byte("[DONE]")) && s.cfg.StreamEndDelay > 0 {
+		s.sleep(e.ctx, s.cfg.StreamEndDelay)
+	}
 }
 
 // ---- OpenRouter ----
