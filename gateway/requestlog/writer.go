@@ -22,7 +22,9 @@ type WriterOptions struct {
 	// QueueSize bounds the in-memory queue between Enqueue and the flusher.
 	// When it is full, Enqueue appends the row to the spool instead of
 	// blocking; such a row may reach the store before older rows still in
-	// the queue (each row still arrives once). Default 4 × BatchSize.
+	// the queue (each row still arrives once). The queue only has to absorb
+	// what arrives while a batch is being written. Default 4 × BatchSize,
+	// at most maxDefaultQueue.
 	QueueSize int
 	// SpoolDir holds the spool: rows the store could not take, kept on disk
 	// until it answers again and replayed in order, also across restarts.
@@ -46,6 +48,10 @@ type WriterOptions struct {
 	Logger *slog.Logger
 }
 
+// maxDefaultQueue caps the default queue: rows are held by value, ~0.4 KB
+// each, and a large batch size should not hold megabytes idle.
+const maxDefaultQueue = 4096
+
 func (o WriterOptions) withDefaults() WriterOptions {
 	if o.BatchSize <= 0 {
 		o.BatchSize = 1000
@@ -54,7 +60,7 @@ func (o WriterOptions) withDefaults() WriterOptions {
 		o.FlushInterval = time.Second
 	}
 	if o.QueueSize <= 0 {
-		o.QueueSize = 4 * o.BatchSize
+		o.QueueSize = min(4*o.BatchSize, maxDefaultQueue)
 	}
 	if o.SpoolMaxBytes <= 0 {
 		o.SpoolMaxBytes = 256 << 20
