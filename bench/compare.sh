@@ -253,7 +253,7 @@ target_args() {
     direct)    URL="http://$UP/v1/chat/completions"; KEY=$UPSTREAM_KEY; MODEL=gpt-4o-mini; WATCH=$UP_PID ;;
     bare)      URL="http://$BP/v1/chat/completions"; KEY=$UPSTREAM_KEY; MODEL=gpt-4o-mini; WATCH="$BP_PID,$UP_PID" ;;
     sluice)    URL="http://127.0.0.1:$SL_PORT/v1/chat/completions"; KEY=$SECRET; MODEL=openai/gpt-4o-mini; WATCH="$SL_PID,$UP_PID" ;;
-    sluice-ch) URL="http://127.0.0.1:$SLCH_PORT/v1/chat/completions"; KEY=$SECRET; MODEL=openai/gpt-4o-mini; WATCH="$SLCH_PID,$UP_PID" ;;
+    sluice-ch) URL="http://127.0.0.1:$SLCH_PORT/v1/chat/completions"; KEY=$SECRET; MODEL=openai/gpt-4o-mini; WATCH="$SLCH_PID,$UP_PID,$CH_PID" ;; # the server third: the report shows its CPU
     sluice-off) URL="http://127.0.0.1:$SLOFF_PORT/v1/chat/completions"; KEY=$SECRET; MODEL=openai/gpt-4o-mini; WATCH="$SLOFF_PID,$UP_PID" ;;
     portkey)   URL="http://127.0.0.1:$PK_PORT/v1/chat/completions"; KEY=$UPSTREAM_KEY; MODEL=gpt-4o-mini; WATCH="$PK_PID,$UP_PID"
                HDRS=(-H "x-portkey-provider: openai" -H "x-portkey-custom-host: http://$UP/v1") ;;

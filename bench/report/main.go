@@ -47,9 +47,12 @@ type key struct {
 
 // cell is the median over a cell's repeats.
 type cell struct {
-	n                          int
-	rps, p50, p99, tf50, tf99  float64
-	cpu                        float64
+	n                         int
+	rps, p50, p99, tf50, tf99 float64
+	cpu                       float64
+	// storeCPU is the request-log server's CPU per request, when the step
+	// watched one (the third watched process).
+	storeCPU                   float64
 	peakRSSKB, hwmKB           int64
 	errors                     int
 	hasTTFB, hasCPU, hasMemory bool
@@ -126,9 +129,9 @@ func median(xs []float64) float64 {
 
 func cells(results []result) map[key]*cell {
 	type acc struct {
-		rps, p50, p99, tf50, tf99, cpu []float64
-		peak, hwm                      int64
-		errors                         int
+		rps, p50, p99, tf50, tf99, cpu, storeCPU []float64
+		peak, hwm                                int64
+		errors                                   int
 	}
 	accs := map[key]*acc{}
 	for _, r := range results {
@@ -152,11 +155,14 @@ func cells(results []result) map[key]*cell {
 			a.peak = max(a.peak, r.Watch[0].PeakRSSKB)
 			a.hwm = max(a.hwm, r.Watch[0].VmHWMKB)
 		}
+		if len(r.Watch) > 2 {
+			a.storeCPU = append(a.storeCPU, r.Watch[2].CPUMsPerReq)
+		}
 	}
 	out := map[key]*cell{}
 	for k, a := range accs {
 		out[k] = &cell{n: len(a.rps), rps: median(a.rps), p50: median(a.p50), p99: median(a.p99),
-			tf50: median(a.tf50), tf99: median(a.tf99), cpu: median(a.cpu), peakRSSKB: a.peak, hwmKB: a.hwm,
+			tf50: median(a.tf50), tf99: median(a.tf99), cpu: median(a.cpu), storeCPU: median(a.storeCPU), peakRSSKB: a.peak, hwmKB: a.hwm,
 			errors: a.errors, hasTTFB: len(a.tf50) > 0, hasCPU: len(a.cpu) > 0, hasMemory: a.peak > 0}
 	}
 	return out
@@ -286,26 +292,31 @@ func writeLog(w io.Writer, cs map[key]*cell) {
 				continue
 			}
 			row := fmt.Sprintf("| %s | %d | %s |", mode, c, thousands(off.rps))
-			p50s, rss := []string{f3(off.p50)}, []string{mb(off.peakRSSKB)}
+			p50s, rss, cpu := []string{f3(off.p50)}, []string{mb(off.peakRSSKB)}, []string{f3(off.cpu)}
 			for _, b := range logBackends {
 				on := cs[key{"log", b.target, mode, c}]
 				if on == nil {
 					row += " — |"
-					p50s, rss = append(p50s, "—"), append(rss, "—")
+					p50s, rss, cpu = append(p50s, "—"), append(rss, "—"), append(cpu, "—")
 					continue
 				}
 				row += fmt.Sprintf(" %s (%s) |", thousands(on.rps), signedPct(100*(on.rps/off.rps-1)))
 				p50s, rss = append(p50s, f3(on.p50)), append(rss, mb(on.peakRSSKB))
+				v := f3(on.cpu)
+				if !math.IsNaN(on.storeCPU) {
+					v += fmt.Sprintf(" (+%s server)", f3(on.storeCPU))
+				}
+				cpu = append(cpu, v)
 			}
-			rows = append(rows, row+fmt.Sprintf(" %s | %s |", strings.Join(p50s, " / "), strings.Join(rss, " / ")))
+			rows = append(rows, row+fmt.Sprintf(" %s | %s | %s |", strings.Join(p50s, " / "), strings.Join(cpu, " / "), strings.Join(rss, " / ")))
 		}
 	}
 	if len(rows) == 0 {
 		return
 	}
 	fmt.Fprintln(w, "\n**request log** (sluice with its log off, on SQLite, on ClickHouse; interleaved; medians; on vs off in brackets)")
-	fmt.Fprintln(w, "\n| mode | c | log off req/s | SQLite req/s | ClickHouse req/s | p50 ms off / SQLite / CH | peak RSS MB off / SQLite / CH |")
-	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Fprintln(w, "\n| mode | c | log off req/s | SQLite req/s | ClickHouse req/s | p50 ms off / SQLite / CH | gateway CPU ms/req off / SQLite / CH (+ ClickHouse server's) | peak RSS MB off / SQLite / CH |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, r := range rows {
 		fmt.Fprintln(w, r)
 	}

@@ -25,13 +25,17 @@ func line(target, mode string, c, rep int, rps, p50, ttfb float64, rssKB int64) 
 }
 
 func blockLine(block, target, mode string, c, rep int, rps, p50, ttfb float64, rssKB int64) string {
+	store := "" // the ClickHouse server is the third watched process of its steps
+	if target == "sluice-ch" {
+		store = `,{"cpu_ms_per_req":0.1},{"cpu_ms_per_req":0.05}`
+	}
 	tt := ""
 	if mode == "stream" {
 		tt = fmt.Sprintf(`,"ttfb_ms":{"p50":%v,"p99":%v}`, ttfb, ttfb*2)
 	}
 	return fmt.Sprintf(`{"meta":{"block":%q,"target":%q,"mode":%q,"c":"%d","rep":"%d","load1":"0.5","busy_pct":"3"},`+
-		`"ok":100,"throughput_rps":%v,"latency_ms":{"p50":%v,"p99":%v}%s,"watch":[{"cpu_ms_per_req":0.2,"peak_rss_kb":%d,"vm_hwm_kb":%d}]}`,
-		block, target, mode, c, rep, rps, p50, p50*3, tt, rssKB, rssKB)
+		`"ok":100,"throughput_rps":%v,"latency_ms":{"p50":%v,"p99":%v}%s,"watch":[{"cpu_ms_per_req":0.2,"peak_rss_kb":%d,"vm_hwm_kb":%d}%s]}`,
+		block, target, mode, c, rep, rps, p50, p50*3, tt, rssKB, rssKB, store)
 }
 
 func TestReportMediansAndBudgets(t *testing.T) {
@@ -66,7 +70,7 @@ func TestReportMediansAndBudgets(t *testing.T) {
 		"c=1 added p50 within 0.05 ms of the bare proxy's: sluice adds +0.030 ms more than the bare proxy — held",
 		"c=1 added stream TTFB (p50) within 0.05 ms of the bare proxy's: sluice adds +0.020 ms more — held",
 		"peak RSS under load ≤ 60 MiB: highest sampled VmRSS 50.8 MiB",
-		"| json | 32 | 6,200 | 6,000 (-3.2 %) | 5,000 (-19.4 %) | 0.500 / 0.530 / 0.600 | 43.9 / 48.8 / 50.8 |",
+		"| json | 32 | 6,200 | 6,000 (-3.2 %) | 5,000 (-19.4 %) | 0.500 / 0.530 / 0.600 | 0.200 / 0.200 / 0.200 (+0.050 server) | 43.9 / 48.8 / 50.8 |",
 		"c=32 json throughput with the request log on SQLite within 10 % of log off: 6,000 vs 6,200 req/s (-3.2 %) — held",
 		"c=32 stream throughput with the request log on ClickHouse within 10 % of log off: 5,000 vs 6,200 req/s (-19.4 %) — **missed**",
 		"- a note",
