@@ -27,9 +27,18 @@ type completionHead struct {
 // of the chunk leave the result as it was, so a stream's result accumulates.
 func readHead(b []byte, res *Result) error {
 	var h completionHead
-	if err := json.Unmarshal(b, &h); err != nil {
-		return err
+	if !scanHead(b, &h) {
+		h = completionHead{}
+		if err := json.Unmarshal(b, &h); err != nil {
+			return err
+		}
 	}
+	applyHead(&h, res)
+	return nil
+}
+
+// applyHead copies what a head says into the result.
+func applyHead(h *completionHead, res *Result) {
 	if h.Model != "" {
 		res.ServedModel = h.Model
 	}
@@ -45,7 +54,6 @@ func readHead(b []byte, res *Result) error {
 			res.Usage.CachedTokens = d.CachedTokens
 		}
 	}
-	return nil
 }
 
 // stripMembers removes upstream-specific top-level members from a JSON
