@@ -180,7 +180,8 @@ func TestStreamChunksReachCallerWhileUpstreamTrickles(t *testing.T) {
 // TestUpstreamConnectionsReused: a completed stream hands its upstream
 // connection back to the pool (its body's last framing, sent apart from the
 // final event, is drained after it) instead of closing it, as a
-// non-streaming answer read to its end does.
+// non-streaming answer read to its end does; so every later request reuses
+// a connection.
 func TestUpstreamConnectionsReused(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
@@ -193,22 +194,15 @@ func TestUpstreamConnectionsReused(t *testing.T) {
 				// a different seed each time: no answer comes from the cache
 				resp, body := h.post(secretBatch, chatBody("openai/gpt-4o", fmt.Sprintf(`%s,"seed":%d`, extra, i)))
 				require.Equal(t, 200, resp.StatusCode, string(body))
-				// The caller has its answer before the upstream's body ends;
-				// give the drain (5 ms of upstream dawdling) time to finish.
-				time.Sleep(50 * time.Millisecond)
+				// The caller has its answer before the upstream's body ends:
+				// the connection returns to the pool once the drain is done.
+				require.Eventually(t, func() bool { return h.sent.pooled(i) }, 5*time.Second, 2*time.Millisecond,
+					"request %d's upstream connection never went back to the pool", i)
 			}
-			reused := 0
 			sent := h.sent.take()
 			require.Len(t, sent, 6)
-			for _, r := range sent[1:] {
-				if r.Reused {
-					reused++
-				}
-			}
-			if stream {
-				require.Positive(t, reused, "every stream opened a new upstream connection")
-			} else {
-				require.Equal(t, 5, reused)
+			for i, r := range sent[1:] {
+				require.True(t, r.Reused, "request %d opened a new upstream connection", i+1)
 			}
 		})
 	}

@@ -68,6 +68,8 @@ type sentRequest struct {
 	Body              []byte
 	// Reused reports that the request went over a pooled connection.
 	Reused bool
+	// Pooled reports that its connection went back to the idle pool.
+	Pooled bool
 }
 
 func (rec *recorder) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -86,8 +88,22 @@ func (rec *recorder) RoundTrip(r *http.Request) (*http.Response, error) {
 			rec.reqs[i].Reused = info.Reused
 		}
 		rec.mu.Unlock()
+	}, PutIdleConn: func(err error) {
+		rec.mu.Lock()
+		if i < len(rec.reqs) && err == nil {
+			rec.reqs[i].Pooled = true
+		}
+		rec.mu.Unlock()
 	}}
 	return rec.base.RoundTrip(r.WithContext(httptrace.WithClientTrace(r.Context(), trace)))
+}
+
+// pooled reports whether the i-th recorded request's connection went back
+// to the idle pool.
+func (rec *recorder) pooled(i int) bool {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return i < len(rec.reqs) && rec.reqs[i].Pooled
 }
 
 // take returns and forgets the recorded requests.
