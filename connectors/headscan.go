@@ -17,29 +17,8 @@ func scanHead(b []byte, h *completionHead) bool {
 	if i >= len(b) || b[i] != '{' {
 		return false
 	}
-	var seen [4]bool
-	i, ok := s.object(i, 0, func(key []byte, i int) (int, bool) {
-		var slot int
-		switch string(key) {
-		case "model":
-			slot = 0
-		case "provider":
-			slot = 1
-		case "choices":
-			slot = 2
-		case "usage":
-			slot = 3
-		default:
-			if headFoldsTo(key, "model", "provider", "choices", "usage") {
-				return 0, false
-			}
-			return s.value(i, 1)
-		}
-		if seen[slot] {
-			return 0, false
-		}
-		seen[slot] = true
-		switch slot {
+	i, ok := s.fields(i, 0, []string{"model", "provider", "choices", "usage"}, func(field, i int) (int, bool) {
+		switch field {
 		case 0:
 			return s.optString(i, &h.Model)
 		case 1:
@@ -101,6 +80,36 @@ func (s headScanner) object(i, depth int, member func(key []byte, i int) (int, b
 			return 0, false
 		}
 	}
+}
+
+// fields walks the object at b[i] == '{' like encoding/json decoding into a
+// struct with the members names: decode is called with the index in names
+// of each member present and the index of its value; other members are
+// checked and skipped. A member that would match one of names only by case
+// folding, or that comes twice, is refused (encoding/json would fold or
+// merge it).
+func (s headScanner) fields(i, depth int, names []string, decode func(field, i int) (int, bool)) (int, bool) {
+	var seen uint8 // names has at most 8 entries
+	return s.object(i, depth, func(key []byte, i int) (int, bool) {
+		field := -1
+		for n, name := range names {
+			if string(key) == name {
+				field = n
+				break
+			}
+		}
+		if field < 0 {
+			if headFoldsTo(key, names...) {
+				return 0, false
+			}
+			return s.value(i, depth+1)
+		}
+		if seen&(1<<field) != 0 {
+			return 0, false
+		}
+		seen |= 1 << field
+		return decode(field, i)
+	})
 }
 
 // array walks the array at b[i] == '[', calling elem with the index of each
@@ -264,7 +273,7 @@ func (s headScanner) choices(i int, h *completionHead) (int, bool) {
 		return 0, false
 	}
 	h.Choices = h.Choices[:0]
-	end, ok := s.array(i, 1, func(i int) (int, bool) {
+	return s.array(i, 1, func(i int) (int, bool) {
 		h.Choices = append(h.Choices, struct {
 			FinishReason *string `json:"finish_reason"`
 		}{})
@@ -275,18 +284,7 @@ func (s headScanner) choices(i int, h *completionHead) (int, bool) {
 		if i >= len(s.b) || s.b[i] != '{' {
 			return 0, false
 		}
-		seen := false
-		return s.object(i, 2, func(key []byte, i int) (int, bool) {
-			if string(key) != "finish_reason" {
-				if headFoldsTo(key, "finish_reason") {
-					return 0, false
-				}
-				return s.value(i, 2)
-			}
-			if seen {
-				return 0, false
-			}
-			seen = true
+		return s.fields(i, 2, []string{"finish_reason"}, func(_, i int) (int, bool) {
 			if s.null(i) {
 				return i + 4, true
 			}
@@ -298,7 +296,6 @@ func (s headScanner) choices(i int, h *completionHead) (int, bool) {
 			return end, true
 		})
 	})
-	return end, ok
 }
 
 func (s headScanner) usage(i int, h *completionHead) (int, bool) {
@@ -316,27 +313,8 @@ func (s headScanner) usage(i int, h *completionHead) (int, bool) {
 		} `json:"prompt_tokens_details"`
 	}{}
 	h.Usage = u
-	var seen [3]bool
-	return s.object(i, 1, func(key []byte, i int) (int, bool) {
-		var slot int
-		switch string(key) {
-		case "prompt_tokens":
-			slot = 0
-		case "completion_tokens":
-			slot = 1
-		case "prompt_tokens_details":
-			slot = 2
-		default:
-			if headFoldsTo(key, "prompt_tokens", "completion_tokens", "prompt_tokens_details") {
-				return 0, false
-			}
-			return s.value(i, 1)
-		}
-		if seen[slot] {
-			return 0, false
-		}
-		seen[slot] = true
-		switch slot {
+	return s.fields(i, 1, []string{"prompt_tokens", "completion_tokens", "prompt_tokens_details"}, func(field, i int) (int, bool) {
+		switch field {
 		case 0:
 			return s.optInt(i, &u.PromptTokens)
 		case 1:
@@ -352,18 +330,7 @@ func (s headScanner) usage(i int, h *completionHead) (int, bool) {
 			CachedTokens int64 `json:"cached_tokens"`
 		}{}
 		u.PromptTokensDetails = d
-		seenCached := false
-		return s.object(i, 2, func(key []byte, i int) (int, bool) {
-			if string(key) != "cached_tokens" {
-				if headFoldsTo(key, "cached_tokens") {
-					return 0, false
-				}
-				return s.value(i, 2)
-			}
-			if seenCached {
-				return 0, false
-			}
-			seenCached = true
+		return s.fields(i, 2, []string{"cached_tokens"}, func(_, i int) (int, bool) {
 			return s.optInt(i, &d.CachedTokens)
 		})
 	})
