@@ -122,7 +122,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.store = opts.Store
 	if s.store == nil {
-		store, err := openStore(st)
+		store, err := OpenStore(st)
 		if err != nil {
 			return nil, err
 		}
@@ -155,9 +155,11 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// openStore opens the configured request-log backend. ClickHouse may be down
-// at start: rows then spool until it answers, so the gateway still serves.
-func openStore(st *profiles.Store) (requestlog.Store, error) {
+// OpenStore opens the request-log backend [store] configures: the SQLite file
+// in data_dir, ClickHouse (opened on first use, so that a gateway can start
+// while it is down: rows then spool until it answers), or the store of
+// kind "off". The gateway and `sluice rows` both open it here.
+func OpenStore(st *profiles.Store) (requestlog.Store, error) {
 	switch st.Kind {
 	case "off":
 		return requestlog.Off(), nil

@@ -4,25 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"path/filepath"
 	"time"
 
 	"github.com/sluicegw/sluice/gateway"
 	"github.com/sluicegw/sluice/gateway/requestlog"
 	"github.com/sluicegw/sluice/profiles"
 )
-
-// openConfiguredStore opens the request-log store named by sluice.toml.
-func openConfiguredStore(ctx context.Context, cfg *profiles.Config) (requestlog.Store, error) {
-	st := cfg.Store
-	if st.Kind == "off" {
-		return nil, requestlog.ErrOff
-	}
-	if st.Kind == "clickhouse" {
-		return requestlog.OpenClickHouse(ctx, requestlog.Options{Addr: st.ClickHouseAddr, Database: st.ClickHouseDatabase})
-	}
-	return requestlog.OpenSQLite(filepath.Join(st.DataDir, "requests.db"))
-}
 
 func runRows(env *cliEnv, args []string) int {
 	fs := newFlags(env, "rows", "[--config DIR] [filters] [--format table|csv|json]")
@@ -48,7 +35,7 @@ func runRows(env *cliEnv, args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	store, err := openConfiguredStore(ctx, cfg)
+	store, err := gateway.OpenStore(&cfg.Store)
 	if err != nil {
 		fmt.Fprintf(env.stderr, "sluice rows: %v\n", err)
 		return 1
