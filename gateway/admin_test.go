@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -52,16 +50,7 @@ func conforms(t *testing.T, s *jsonschema.Schema, body []byte) {
 
 func (h *harness) admin(method, path, token, body string) (int, []byte) {
 	h.t.Helper()
-	req, err := http.NewRequest(method, h.ts.URL+path, strings.NewReader(body))
-	require.NoError(h.t, err)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := h.ts.Client().Do(req)
-	require.NoError(h.t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(h.t, err)
+	resp, b := h.do(method, path, token, body)
 	return resp.StatusCode, b
 }
 

@@ -211,12 +211,18 @@ func editConfig(t *testing.T, dir string, edits ...[2]string) {
 // post sends a chat-completions request.
 func (h *harness) post(secret, body string, headers ...string) (*http.Response, []byte) {
 	h.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, h.ts.URL+"/v1/chat/completions", strings.NewReader(body))
+	return h.do(http.MethodPost, "/v1/chat/completions", secret, body, append([]string{"Content-Type", "application/json"}, headers...)...)
+}
+
+// do sends a request with a bearer token (none when token is "") and the
+// given header name/value pairs, and reads the whole answer.
+func (h *harness) do(method, path, token, body string, headers ...string) (*http.Response, []byte) {
+	h.t.Helper()
+	req, err := http.NewRequest(method, h.ts.URL+path, strings.NewReader(body))
 	require.NoError(h.t, err)
-	if secret != "" {
-		req.Header.Set("Authorization", "Bearer "+secret)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
@@ -231,17 +237,7 @@ func (h *harness) post(secret, body string, headers ...string) (*http.Response, 
 // get sends a GET with a bearer token.
 func (h *harness) get(path, token string) (*http.Response, []byte) {
 	h.t.Helper()
-	req, err := http.NewRequest(http.MethodGet, h.ts.URL+path, nil)
-	require.NoError(h.t, err)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := h.ts.Client().Do(req)
-	require.NoError(h.t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(h.t, err)
-	return resp, b
+	return h.do(http.MethodGet, path, token, "")
 }
 
 // row waits (bounded) for the request's row to reach the store.
