@@ -75,12 +75,8 @@ func (s *Server) handleAnthropic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	prompt := promptTokens(q.System, q.Messages)
-	res := s.walk(r, KindAnthropic, hdr, q.Stream, prompt, []candidate{{m, ep}}, anthropicShape, anthropicOverflow)
-	if res.gone {
-		return
-	}
-	if res.served == nil {
-		res.last.write(w)
+	res, ok := s.serveWalk(w, r, KindAnthropic, hdr, q.Stream, prompt, []candidate{{m, ep}}, anthropicShape, anthropicOverflow)
+	if !ok {
 		return
 	}
 	_, name, _ := strings.Cut(m.Slug, "/")

@@ -94,6 +94,21 @@ func (s *Server) walk(r *http.Request, kind string, hdr []Fault, stream bool, pr
 	return res
 }
 
+// serveWalk walks the candidates like walk; when none served it answers with
+// the last failure (nothing when the client went away) and reports false.
+func (s *Server) serveWalk(w http.ResponseWriter, r *http.Request, kind string, hdr []Fault, stream bool, prompt int,
+	cands []candidate, shape func(int, string) any, overflow func(m *Model, prompt int) failure) (walkResult, bool) {
+	res := s.walk(r, kind, hdr, stream, prompt, cands, shape, overflow)
+	if res.gone {
+		return res, false
+	}
+	if res.served == nil {
+		res.last.write(w)
+		return res, false
+	}
+	return res, true
+}
+
 // chatAnswer holds what every OpenAI-shaped answer needs.
 type chatAnswer struct {
 	id, model, provider, text string
@@ -327,12 +342,8 @@ func (s *Server) handleOpenRouter(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	prompt := promptTokens(nil, q.Messages)
-	res := s.walk(r, KindOpenRouter, hdr, q.Stream, prompt, cands, orShape, orOverflow)
-	if res.gone {
-		return
-	}
-	if res.served == nil {
-		res.last.write(w)
+	res, ok := s.serveWalk(w, r, KindOpenRouter, hdr, q.Stream, prompt, cands, orShape, orOverflow)
+	if !ok {
 		return
 	}
 	c := res.served
@@ -452,12 +463,8 @@ func (s *Server) handleVercel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	prompt := promptTokens(nil, q.Messages)
-	res := s.walk(r, KindVercel, hdr, q.Stream, prompt, cands, vercelShape, vercelOverflow)
-	if res.gone {
-		return
-	}
-	if res.served == nil {
-		res.last.write(w)
+	res, ok := s.serveWalk(w, r, KindVercel, hdr, q.Stream, prompt, cands, vercelShape, vercelOverflow)
+	if !ok {
 		return
 	}
 	c := res.served
@@ -552,12 +559,8 @@ func (s *Server) handleOpenAI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	prompt := promptTokens(nil, q.Messages)
-	res := s.walk(r, KindOpenAI, hdr, q.Stream, prompt, []candidate{{m, ep}}, openAIShape, openAIOverflow)
-	if res.gone {
-		return
-	}
-	if res.served == nil {
-		res.last.write(w)
+	res, ok := s.serveWalk(w, r, KindOpenAI, hdr, q.Stream, prompt, []candidate{{m, ep}}, openAIShape, openAIOverflow)
+	if !ok {
 		return
 	}
 	_, name, _ := strings.Cut(m.Slug, "/")
