@@ -1,7 +1,10 @@
 package profiles
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,7 +41,14 @@ type Config struct {
 	keysByID   map[string]*Key
 	keysByHash map[string]*Key
 	upstreams  map[string]*Upstream
+	revision   string
 }
+
+// Revision identifies the bytes the configuration was loaded from: a hash
+// of sluice.toml and of each profile file with its path below the
+// configuration directory (not the directory's own path, so that replicas of
+// one configuration agree), computed from the bytes as they were read.
+func (c *Config) Revision() string { return c.revision }
 
 // Server configures the OpenAI-compatible API listener.
 type Server struct {
@@ -321,10 +331,12 @@ func Load(dir string) (*Config, Diagnostics) {
 		return nil, Diagnostics{{File: dir, Code: CodeReadError, Message: err.Error()}}
 	}
 	var diags Diagnostics
-	cfg := loadMain(abs, &diags)
-	set := loadProfiles(abs, &diags)
+	h := sha256.New()
+	cfg := loadMain(abs, &diags, h)
+	set := loadProfiles(abs, &diags, h)
 	if cfg != nil {
 		cfg.Profiles = set
+		cfg.revision = hex.EncodeToString(h.Sum(nil))
 		for _, rung := range set.keyRungs() {
 			if cfg.keysByID[rung.name] == nil {
 				diags = append(diags, Diagnostic{File: rung.file, Code: CodeUnknownKey,
@@ -339,12 +351,14 @@ func Load(dir string) (*Config, Diagnostics) {
 	return cfg, nil
 }
 
-func loadMain(dir string, diags *Diagnostics) *Config {
+// loadMain reads, validates and decodes sluice.toml, writing its bytes to h.
+func loadMain(dir string, diags *Diagnostics, h io.Writer) *Config {
 	data, err := os.ReadFile(filepath.Join(dir, ConfigFile))
 	if err != nil {
 		*diags = append(*diags, Diagnostic{File: ConfigFile, Code: CodeReadError, Message: err.Error()})
 		return nil
 	}
+	_, _ = h.Write(data)
 	doc, pos, syn := decodeTOML(ConfigFile, data)
 	if syn != nil {
 		*diags = append(*diags, *syn)

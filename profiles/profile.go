@@ -3,6 +3,7 @@ package profiles
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -228,7 +229,9 @@ func (s *ProfileSet) keyRungs() []rungFile {
 //	profiles/keys/<key-id>.toml       rung "key:<key-id>"
 //
 // Any other file or folder is reported as unknown_rung.
-func loadProfiles(dir string, diags *Diagnostics) *ProfileSet {
+// loadProfiles reads the profile files below dir/profiles, writing each
+// one's path (relative to dir, with slashes) and bytes to h as it reads them.
+func loadProfiles(dir string, diags *Diagnostics, h io.Writer) *ProfileSet {
 	set := &ProfileSet{teams: map[string]*Layer{}, projects: map[string]*Layer{}, keys: map[string]*Layer{}}
 	root := filepath.Join(dir, "profiles")
 	if _, err := os.Stat(root); err != nil {
@@ -287,6 +290,8 @@ func loadProfiles(dir string, diags *Diagnostics) *ProfileSet {
 			*diags = append(*diags, Diagnostic{File: rel, Code: CodeReadError, Message: err.Error()})
 			return nil
 		}
+		_, _ = io.WriteString(h, filepath.ToSlash(rel))
+		_, _ = h.Write(data)
 		p, pd := ParseProfile(rel, data)
 		if len(pd) > 0 {
 			*diags = append(*diags, pd...)

@@ -123,7 +123,7 @@ func Load(dir string) (*Snapshot, profiles.Diagnostics) {
 			}
 		}
 	}
-	s.Revision = s.revision(absDir)
+	s.Revision = s.revision()
 	s.fileRevision = s.Revision
 	return s, nil
 }
@@ -200,22 +200,11 @@ func (s *Snapshot) WithRoutes(routes []profiles.Route) (*Snapshot, []profiles.Ro
 	return &cp, nil
 }
 
-// revision hashes what the snapshot was built from.
-func (s *Snapshot) revision(dir string) string {
+// revision hashes what the snapshot was built from: the configuration's
+// files (as profiles.Load read them), the catalog and the policy.
+func (s *Snapshot) revision() string {
 	h := sha256.New()
-	if b, err := os.ReadFile(filepath.Join(dir, profiles.ConfigFile)); err == nil {
-		h.Write(b)
-	}
-	_ = filepath.WalkDir(filepath.Join(dir, "profiles"), func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if b, err := os.ReadFile(p); err == nil {
-				rel, _ := filepath.Rel(dir, p) // not the checkout path: replicas must agree
-				h.Write([]byte(filepath.ToSlash(rel)))
-				h.Write(b)
-			}
-		}
-		return nil
-	})
+	h.Write([]byte(s.Config.Revision()))
 	if s.Catalog != nil {
 		h.Write([]byte(s.Catalog.Revision()))
 	}
