@@ -3,6 +3,7 @@ package requestlog
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -190,40 +191,65 @@ var (
 )
 
 // Insert implements [Store.Insert]: one transaction, sqliteRowsPerInsert
-// rows per statement.
+// rows per statement. It runs on the driver's connection (through
+// [sql.Conn.Raw]) with one argument slice reused for every statement:
+// database/sql would otherwise copy and check all 896 arguments of each
+// statement, which cost more than SQLite's own work on the hot path.
 func (s *sqliteStore) Insert(ctx context.Context, rows []Row) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("requestlog: sqlite insert: %w", err)
 	}
-	defer func() { _ = tx.Rollback() }()
-	args := make([]any, 0, sqliteRowsPerInsert*len(rowColumns))
-	var many *sql.Stmt
+	defer conn.Close()
+	return conn.Raw(func(dc any) error { return insertRows(ctx, dc, rows) })
+}
+
+// sqliteDriverConn is what Insert needs of the driver's connection.
+type sqliteDriverConn interface {
+	driver.ConnBeginTx
+	driver.ConnPrepareContext
+}
+
+// insertRows writes rows in one transaction on the driver connection dc.
+func insertRows(ctx context.Context, dc any, rows []Row) (err error) {
+	c, ok := dc.(sqliteDriverConn)
+	if !ok {
+		return fmt.Errorf("requestlog: sqlite insert: driver connection %T cannot begin a transaction or prepare", dc)
+	}
+	tx, err := c.BeginTx(ctx, driver.TxOptions{})
+	if err != nil {
+		return fmt.Errorf("requestlog: sqlite insert: %w", err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			_ = tx.Rollback()
+		}
+	}()
+	cols := len(rowColumns)
+	args := make([]driver.NamedValue, sqliteRowsPerInsert*cols)
+	for i := range args {
+		args[i].Ordinal = i + 1
+	}
+	var many, one driver.StmtExecContext
 	for len(rows) > 0 {
-		n, query := sqliteRowsPerInsert, sqliteInsertMany
+		n, stmt, query := sqliteRowsPerInsert, &many, sqliteInsertMany
 		if len(rows) < n {
-			n, query = 1, sqliteInsertOne
+			n, stmt, query = 1, &one, sqliteInsertOne
 		}
-		args = args[:0]
-		for _, r := range rows[:n] {
-			args = appendRowArgs(args, r.normalized())
-		}
-		var err error
-		if n > 1 {
-			if many == nil {
-				if many, err = tx.PrepareContext(ctx, sqliteInsertMany); err != nil {
-					return fmt.Errorf("requestlog: sqlite insert: %w", err)
-				}
-				defer many.Close()
+		if *stmt == nil {
+			if *stmt, err = prepareExec(ctx, c, query); err != nil {
+				return fmt.Errorf("requestlog: sqlite insert: %w", err)
 			}
-			_, err = many.ExecContext(ctx, args...)
-		} else {
-			_, err = tx.ExecContext(ctx, query, args...)
+			defer (*stmt).(driver.Stmt).Close()
 		}
-		if err != nil {
+		for i, r := range rows[:n] {
+			setRowArgs(args[i*cols:(i+1)*cols], r.normalized())
+		}
+		if _, err := (*stmt).ExecContext(ctx, args[:n*cols]); err != nil {
 			return fmt.Errorf("requestlog: sqlite insert of %d rows from %q: %w", n, rows[0].RequestID, err)
 		}
 		rows = rows[n:]
@@ -231,20 +257,39 @@ func (s *sqliteStore) Insert(ctx context.Context, rows []Row) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("requestlog: sqlite insert: %w", err)
 	}
+	committed = true
 	return nil
 }
 
-// appendRowArgs appends r's values in rowColumns order.
-func appendRowArgs(args []any, r Row) []any {
+// prepareExec prepares query on c as a statement that takes a context.
+func prepareExec(ctx context.Context, c driver.ConnPrepareContext, query string) (driver.StmtExecContext, error) {
+	st, err := c.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	x, ok := st.(driver.StmtExecContext)
+	if !ok {
+		_ = st.Close()
+		return nil, fmt.Errorf("driver statement %T cannot execute with a context", st)
+	}
+	return x, nil
+}
+
+// setRowArgs sets args (len(rowColumns) of them) to r's values in
+// rowColumns order, as the driver values database/sql would convert them to.
+func setRowArgs(args []driver.NamedValue, r Row) {
 	chain, _ := json.Marshal(r.Chain)
 	degraded, _ := json.Marshal(r.RoutingDegraded)
-	return append(args,
+	for i, v := range [...]driver.Value{
 		r.TS.UnixMilli(), r.RequestID, r.Org, r.Team, r.Project, r.KeyID, r.SessionID, r.Route,
 		r.Upstream, r.DecidedModel, string(chain), r.ServedModel, r.ServedProvider,
 		r.RoutingSwitchReason, string(degraded), r.RefusedCode, r.FallbackReason,
-		r.Attempts, r.Status, r.Stream, r.CacheHit, r.RepresentationBreak,
+		int64(r.Attempts), int64(r.Status), r.Stream, r.CacheHit, r.RepresentationBreak,
 		r.CacheDiscountApplied, r.PromptTokens, r.CompletionTokens, r.CostUSD,
-		r.LatencyMS, r.TTFTMS)
+		r.LatencyMS, r.TTFTMS,
+	} {
+		args[i].Value = v
+	}
 }
 
 // Query implements [Store.Query].
