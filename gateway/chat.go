@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -125,7 +124,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		t.row.SessionID = sid
 		t.pinKey = t.key.ID + "\x00" + sid
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, t.snap.Config.Server.MaxBodyBytes))
+	body, err := readBody(http.MaxBytesReader(w, r.Body, t.snap.Config.Server.MaxBodyBytes), r.ContentLength, t.snap.Config.Server.MaxBodyBytes)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

@@ -1,8 +1,12 @@
 package gateway
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -21,4 +25,42 @@ func TestRequestIDsSortByTime(t *testing.T) {
 	later := newRequestID(t0.Add(time.Millisecond))
 	require.Less(t, a, later)
 	require.Less(t, b, later)
+}
+
+// TestReadBody: readBody returns what io.ReadAll would, whatever the
+// declared length says, and allocates once when the length is right.
+func TestReadBody(t *testing.T) {
+	body := strings.Repeat("sluice ", 300) // 2100 bytes
+	boom := errors.New("connection reset")
+	cases := []struct {
+		name     string
+		r        io.Reader
+		size     int64
+		want     string
+		wantErr  error
+		oneAlloc bool
+	}{
+		{name: "declared exactly", r: strings.NewReader(body), size: int64(len(body)), want: body, oneAlloc: true},
+		{name: "undeclared", r: strings.NewReader(body), size: -1, want: body},
+		{name: "declared short", r: strings.NewReader(body), size: 10, want: body},
+		{name: "declared long", r: strings.NewReader(body), size: 5000, want: body},
+		{name: "over the limit", r: strings.NewReader(body), size: 1 << 30, want: body},
+		{name: "one byte reads", r: iotest.OneByteReader(strings.NewReader(body)), size: int64(len(body)), want: body},
+		{name: "empty", r: strings.NewReader(""), size: 0, want: ""},
+		{name: "error mid-body", r: io.MultiReader(strings.NewReader(body[:100]), iotest.ErrReader(boom)), size: int64(len(body)), want: body[:100], wantErr: boom},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := readBody(c.r, c.size, 1<<20)
+			require.Equal(t, c.want, string(got))
+			require.ErrorIs(t, err, c.wantErr)
+			if c.wantErr == nil {
+				require.NoError(t, err)
+			}
+		})
+	}
+	allocs := testing.AllocsPerRun(50, func() {
+		_, _ = readBody(strings.NewReader(body), int64(len(body)), 1<<20)
+	})
+	require.LessOrEqual(t, allocs, 2.0, "a body of declared length is read into one buffer (plus the reader)")
 }

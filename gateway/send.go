@@ -16,6 +16,15 @@ import (
 	"github.com/sluicegw/sluice/gateway/snapshot"
 )
 
+// Fixed header values shared by every upstream request. net/http only reads
+// a request's header values, and the connectors' own headers are shared the
+// same way, so no request allocates them.
+var (
+	headerJSON        = []string{"application/json"}
+	headerEventStream = []string{"text/event-stream"}
+	headerUserAgent   = []string{"sluice"}
+)
+
 // Bounds on what sluice reads from an upstream.
 const (
 	// maxErrorBody is the largest upstream error body relayed to the caller;
@@ -119,17 +128,20 @@ func (s *Server) send(ctx context.Context, c *snapshot.Compiled, stream bool, in
 		cancel(nil)
 		return nil, err
 	}
-	h := req.Header
+	// Sized once (the connector's headers, the fixed ones, authorization
+	// and what is forwarded) rather than grown as headers are set.
+	h := make(http.Header, len(c.Native.Header)+len(forward)+4)
+	req.Header = h
 	for k, v := range c.Native.Header {
 		h[k] = v
 	}
-	h.Set("Content-Type", "application/json")
+	h["Content-Type"] = headerJSON
 	if stream {
-		h.Set("Accept", "text/event-stream")
+		h["Accept"] = headerEventStream
 	} else {
-		h.Set("Accept", "application/json")
+		h["Accept"] = headerJSON
 	}
-	h.Set("User-Agent", "sluice")
+	h["User-Agent"] = headerUserAgent
 	for _, name := range forward {
 		if v := in.Values(name); len(v) > 0 {
 			h[http.CanonicalHeaderKey(name)] = v
@@ -263,7 +275,7 @@ func (s *Server) failUpstream(w http.ResponseWriter, t *turn, e *apierr.Error) {
 // relayAnswer reads a non-streaming answer, reads back who served and
 // answers the caller.
 func (s *Server) relayAnswer(w http.ResponseWriter, t *turn, c *snapshot.Compiled, call *upstreamCall, o attemptOpts) attemptResult {
-	raw, err := io.ReadAll(io.LimitReader(call.resp.Body, maxAnswerBody+1))
+	raw, err := readBody(io.LimitReader(call.resp.Body, maxAnswerBody+1), call.resp.ContentLength, maxAnswerBody)
 	if err != nil {
 		err = call.readErr(err)
 		return failed(failover.ClassifyTransport(err), transportError(err))
@@ -481,4 +493,30 @@ func firstEventError(event, data []byte) (failover.Failure, *apierr.Error, bool)
 	code := strings.Trim(string(probe.Error.Code), `"`)
 	f := failover.ClassifyStreamError(probe.Error.Type, code)
 	return f, apierr.New(apierr.CodeUpstreamUnavailable, "the upstream failed before its first token: "+probe.Error.Message), true
+}
+
+// readBody reads r to its end, like io.ReadAll, into a buffer sized from the
+// declared length when there is one (0 < size <= limit): one allocation for
+// a body of known size instead of io.ReadAll's doubling from 512 bytes. A
+// body longer than declared still reads whole (up to what r allows).
+func readBody(r io.Reader, size, limit int64) ([]byte, error) {
+	if size <= 0 || size > limit {
+		return io.ReadAll(r)
+	}
+	// One byte more than declared, so the read that meets io.EOF needs no
+	// second buffer.
+	b := make([]byte, 0, size+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
