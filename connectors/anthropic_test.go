@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -44,61 +43,10 @@ func anthTestCall() *Call {
 	}
 }
 
-// anthCases lists the corpus directories that hold the named input file.
-func anthCases(t testing.TB, input string) []string {
-	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(anthCorpus, "*", input))
-	require.NoError(t, err)
-	require.NotEmpty(t, paths, "no %s in %s", input, anthCorpus)
-	dirs := make([]string, len(paths))
-	for i, p := range paths {
-		dirs[i] = filepath.Dir(p)
-	}
-	return dirs
-}
-
-// anthGolden compares got with a golden file, or rewrites it under
-// -update-anthropic. A golden file that should not exist is removed on update
-// and reported otherwise.
-func anthGolden(t *testing.T, dir, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	if *updateAnthropic {
-		if got == nil {
-			_ = os.Remove(path)
-			return
-		}
-		require.NoError(t, os.WriteFile(path, got, 0o644))
-		return
-	}
-	want, err := os.ReadFile(path)
-	if got == nil {
-		assert.True(t, os.IsNotExist(err), "%s exists but the case produced none", path)
-		return
-	}
-	require.NoError(t, err, "missing golden file (run with -update-anthropic)")
-	assert.Equal(t, string(want), string(got), "%s differs", path)
-}
-
-func anthIndent(t *testing.T, b []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	require.NoError(t, json.Indent(&buf, b, "", "  "), "not JSON: %s", b)
-	buf.WriteByte('\n')
-	return buf.Bytes()
-}
-
-func anthResultJSON(t *testing.T, r Result) []byte {
-	t.Helper()
-	b, err := json.Marshal(r)
-	require.NoError(t, err)
-	return anthIndent(t, b)
-}
-
 func TestAnthropicTranslateCorpus(t *testing.T) {
 	c := anthTestConnector()
 	call := anthTestCall()
-	for _, dir := range anthCases(t, "request.json") {
+	for _, dir := range caseDirs(t, anthCorpus, "request.json") {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			raw, err := os.ReadFile(filepath.Join(dir, "request.json"))
 			require.NoError(t, err)
@@ -110,8 +58,8 @@ func TestAnthropicTranslateCorpus(t *testing.T) {
 				require.True(t, errors.As(err, &te), "error is not a *TranslateError: %v", err)
 				assert.Contains(t, []string{CodeUnsupportedParameter, CodeInvalidRequest}, te.Code)
 				assert.True(t, strings.HasPrefix(filepath.Base(dir), "err_"), "unexpected error: %v", err)
-				anthGolden(t, dir, "error.txt", []byte(err.Error()+"\n"))
-				anthGolden(t, dir, "native.json", nil)
+				golden(t, *updateAnthropic, dir, "error.txt", []byte(err.Error()+"\n"))
+				golden(t, *updateAnthropic, dir, "native.json", nil)
 				return
 			}
 			assert.False(t, strings.HasPrefix(filepath.Base(dir), "err_"), "want an error, got %s", native.Body)
@@ -122,8 +70,8 @@ func TestAnthropicTranslateCorpus(t *testing.T) {
 			again, err := c.Translate(body, call.Plan, call.Outcome)
 			require.NoError(t, err)
 			assert.Equal(t, string(native.Body), string(again.Body))
-			anthGolden(t, dir, "native.json", anthIndent(t, native.Body))
-			anthGolden(t, dir, "error.txt", nil)
+			golden(t, *updateAnthropic, dir, "native.json", indentJSON(t, native.Body))
+			golden(t, *updateAnthropic, dir, "error.txt", nil)
 		})
 	}
 }
@@ -173,7 +121,7 @@ func anthAssertNative(t testing.TB, b []byte, model string) {
 func TestAnthropicResponseCorpus(t *testing.T) {
 	c := anthTestConnector()
 	call := anthTestCall()
-	for _, dir := range anthCases(t, "response.json") {
+	for _, dir := range caseDirs(t, anthCorpus, "response.json") {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			raw, err := os.ReadFile(filepath.Join(dir, "response.json"))
 			require.NoError(t, err)
@@ -181,8 +129,8 @@ func TestAnthropicResponseCorpus(t *testing.T) {
 			if err != nil {
 				var se *StreamError
 				require.True(t, errors.As(err, &se), "error is not a *StreamError: %v", err)
-				anthGolden(t, dir, "error.txt", []byte(err.Error()+"\n"))
-				anthGolden(t, dir, "openai.json", nil)
+				golden(t, *updateAnthropic, dir, "error.txt", []byte(err.Error()+"\n"))
+				golden(t, *updateAnthropic, dir, "openai.json", nil)
 				return
 			}
 			assert.Equal(t, "anthropic", res.ServedProvider)
@@ -200,44 +148,22 @@ func TestAnthropicResponseCorpus(t *testing.T) {
 			require.NoError(t, readHead(out, &back))
 			assert.Equal(t, res.Usage, back.Usage)
 			assert.Equal(t, res.FinishReason, back.FinishReason)
-			anthGolden(t, dir, "openai.json", anthIndent(t, out))
-			anthGolden(t, dir, "result.json", anthResultJSON(t, res))
-			anthGolden(t, dir, "error.txt", nil)
+			golden(t, *updateAnthropic, dir, "openai.json", indentJSON(t, out))
+			golden(t, *updateAnthropic, dir, "result.json", resultJSON(t, res))
+			golden(t, *updateAnthropic, dir, "error.txt", nil)
 		})
-	}
-}
-
-// anthRunStream feeds a recorded stream through the SSE reader and the
-// connector, and returns the emitted payloads and the error that ended it.
-func anthRunStream(t testing.TB, s Stream, sse []byte) (chunks [][]byte, done bool, err error) {
-	r := NewSSEReader(bytes.NewReader(sse))
-	for {
-		event, data, rerr := r.Next()
-		if rerr == io.EOF {
-			return chunks, done, nil
-		}
-		if rerr != nil {
-			return chunks, done, rerr
-		}
-		done, err = s.Event(event, data, func(p []byte) error {
-			chunks = append(chunks, bytes.Clone(p))
-			return nil
-		})
-		if err != nil || done {
-			return chunks, done, err
-		}
 	}
 }
 
 func TestAnthropicStreamCorpus(t *testing.T) {
 	c := anthTestConnector()
 	call := anthTestCall()
-	for _, dir := range anthCases(t, "stream.sse") {
+	for _, dir := range caseDirs(t, anthCorpus, "stream.sse") {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			raw, err := os.ReadFile(filepath.Join(dir, "stream.sse"))
 			require.NoError(t, err)
 			s := c.NewStream(call)
-			chunks, done, err := anthRunStream(t, s, raw)
+			chunks, done, err := runStream(t, s, raw)
 			var lines bytes.Buffer
 			for i, ch := range chunks {
 				if !bytes.Equal(ch, doneData) {
@@ -246,17 +172,17 @@ func TestAnthropicStreamCorpus(t *testing.T) {
 				lines.Write(ch)
 				lines.WriteByte('\n')
 			}
-			anthGolden(t, dir, "chunks.jsonl", lines.Bytes())
+			golden(t, *updateAnthropic, dir, "chunks.jsonl", lines.Bytes())
 			if err != nil {
 				var se *StreamError
 				require.True(t, errors.As(err, &se), "error is not a *StreamError: %v", err)
 				assert.False(t, done)
-				anthGolden(t, dir, "error.txt", []byte(err.Error()+"\n"))
+				golden(t, *updateAnthropic, dir, "error.txt", []byte(err.Error()+"\n"))
 			} else {
 				assert.True(t, done, "stream ended without message_stop")
 				require.NotEmpty(t, chunks)
 				assert.Equal(t, doneData, chunks[len(chunks)-1])
-				anthGolden(t, dir, "error.txt", nil)
+				golden(t, *updateAnthropic, dir, "error.txt", nil)
 			}
 			res := s.Result()
 			assert.Equal(t, "anthropic", res.ServedProvider)
@@ -268,7 +194,7 @@ func TestAnthropicStreamCorpus(t *testing.T) {
 			} else {
 				assert.Empty(t, res.StreamError)
 			}
-			anthGolden(t, dir, "result.json", anthResultJSON(t, res))
+			golden(t, *updateAnthropic, dir, "result.json", resultJSON(t, res))
 
 			// Events after the end change nothing.
 			if done {
@@ -286,7 +212,7 @@ func TestAnthropicStreamCorpus(t *testing.T) {
 func TestAnthropicStreamReassembles(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(anthCorpus, "stream_tool_use", "stream.sse"))
 	require.NoError(t, err)
-	chunks, done, err := anthRunStream(t, anthTestConnector().NewStream(anthTestCall()), raw)
+	chunks, done, err := runStream(t, anthTestConnector().NewStream(anthTestCall()), raw)
 	require.NoError(t, err)
 	require.True(t, done)
 	var text strings.Builder
@@ -565,7 +491,7 @@ func TestAnthropicMember(t *testing.T) {
 }
 
 func FuzzAnthropicTranslate(f *testing.F) {
-	for _, dir := range anthCases(f, "request.json") {
+	for _, dir := range caseDirs(f, anthCorpus, "request.json") {
 		b, err := os.ReadFile(filepath.Join(dir, "request.json"))
 		if err != nil {
 			f.Fatal(err)
@@ -721,7 +647,7 @@ func TestAnthropicTranslateFastMatchesJSON(t *testing.T) {
 	c := anthTestConnector()
 	call := anthTestCall()
 	var bodies []string
-	for _, dir := range anthCases(t, "request.json") {
+	for _, dir := range caseDirs(t, anthCorpus, "request.json") {
 		raw, err := os.ReadFile(filepath.Join(dir, "request.json"))
 		require.NoError(t, err)
 		bodies = append(bodies, string(raw))
@@ -774,7 +700,7 @@ func TestAnthropicAppendString(t *testing.T) {
 }
 
 func FuzzAnthropicStream(f *testing.F) {
-	for _, dir := range anthCases(f, "stream.sse") {
+	for _, dir := range caseDirs(f, anthCorpus, "stream.sse") {
 		b, err := os.ReadFile(filepath.Join(dir, "stream.sse"))
 		if err != nil {
 			f.Fatal(err)
@@ -784,7 +710,7 @@ func FuzzAnthropicStream(f *testing.F) {
 	c := anthTestConnector()
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s := c.NewStream(anthTestCall())
-		chunks, _, _ := anthRunStream(t, s, b)
+		chunks, _, _ := runStream(t, s, b)
 		for i, ch := range chunks {
 			if !bytes.Equal(ch, doneData) && !json.Valid(ch) {
 				t.Fatalf("chunk %d is not JSON: %s", i, ch)
