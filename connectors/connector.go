@@ -106,7 +106,8 @@ type Call struct {
 type Stream interface {
 	// Event translates one upstream event (its "event:" name, possibly empty,
 	// and its data) and calls emit with each OpenAI chat.completion.chunk
-	// payload to relay, in order. The data slice is only valid during the call.
+	// payload to relay, in order. The data slice is only valid during the
+	// call, and so is the slice passed to emit: keep a copy to retain it.
 	// done reports the upstream's end of stream.
 	Event(event, data []byte, emit func([]byte) error) (done bool, err error)
 	// Result reports who served, once the stream has ended.

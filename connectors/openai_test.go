@@ -8,6 +8,13 @@ import (
 	"github.com/sluicegw/sluice/compiler"
 )
 
+// TestOpenAIAnswerCorpus reads back testdata/connectors/openai: answers are
+// relayed unchanged, and the reported model maps back to a slug (the decided
+// one for a dated snapshot of the model sent, "openai/<id>" otherwise).
+func TestOpenAIAnswerCorpus(t *testing.T) {
+	runAnswerCorpus(t, "openai")
+}
+
 // TestDirectServed: the decided slug for the id sent or a dated snapshot of
 // it; anything else, a longer id with the same prefix included, is a
 // substitution named "<provider>/<id>".

@@ -57,17 +57,15 @@ func applyHead(h *completionHead, res *Result) {
 }
 
 // stripMembers removes upstream-specific top-level members from a JSON
-// object; the body is returned unchanged when it has none of them.
+// object; the body is returned unchanged when it has none of them. The
+// other members keep their bytes and order (appendStripped); a body that
+// walk cannot take (an escaped key, invalid JSON) is decoded and re-encoded.
 func stripMembers(b []byte, names ...string) []byte {
-	found := false
-	for _, n := range names {
-		if bytes.Contains(b, []byte(`"`+n+`"`)) {
-			found = true
-			break
-		}
-	}
-	if !found {
+	if !mayHoldMember(b, names) {
 		return b
+	}
+	if out, ok := appendStripped(nil, b, names); ok {
+		return out
 	}
 	var m Body
 	if json.Unmarshal(b, &m) != nil {
@@ -77,6 +75,101 @@ func stripMembers(b []byte, names ...string) []byte {
 		delete(m, n)
 	}
 	return encodeBody(m)
+}
+
+// mayHoldMember is the cheap test before looking for members: false when
+// no name can be a member of b, because none appears in quotes and there is
+// no \u escape (the only way a key can spell a name of letters and
+// underscores differently).
+func mayHoldMember(b []byte, names []string) bool {
+	for _, n := range names {
+		if hasQuoted(b, n) {
+			return true
+		}
+	}
+	return len(names) > 0 && bytes.Contains(b, []byte(`\u`))
+}
+
+// hasQuoted reports whether b holds name between double quotes.
+func hasQuoted(b []byte, name string) bool {
+	for i := 0; ; {
+		j := bytes.Index(b[i:], []byte(name))
+		if j < 0 {
+			return false
+		}
+		j += i
+		if j > 0 && j+len(name) < len(b) && b[j-1] == '"' && b[j+len(name)] == '"' {
+			return true
+		}
+		i = j + 1
+	}
+}
+
+// appendStripped appends the JSON object b to dst without its top-level
+// members named in names; every other member is copied byte for byte, in
+// order (whitespace between members is dropped). ok is false, and dst is
+// returned unchanged, when b is not an object it can walk exactly: a key
+// with escapes (it might spell a name), invalid JSON, nesting deeper than
+// headMaxDepth.
+func appendStripped(dst, b []byte, names []string) (_ []byte, ok bool) {
+	s := headScanner{b: b}
+	i := s.space(0)
+	if i >= len(b) || b[i] != '{' {
+		return dst, false
+	}
+	out := append(dst, '{')
+	i = s.space(i + 1)
+	if i < len(b) && b[i] == '}' {
+		if s.space(i+1) != len(b) {
+			return dst, false
+		}
+		return append(out, '}'), true
+	}
+	kept := false
+	for {
+		keyEnd, escaped, ok := anthStringEnd(b, i)
+		if !ok || escaped {
+			return dst, false
+		}
+		colon := s.space(keyEnd)
+		if colon >= len(b) || b[colon] != ':' {
+			return dst, false
+		}
+		valueEnd, ok := s.value(s.space(colon+1), 1)
+		if !ok {
+			return dst, false
+		}
+		key := b[i+1 : keyEnd-1]
+		drop := false
+		for _, n := range names {
+			if string(key) == n {
+				drop = true
+				break
+			}
+		}
+		if !drop {
+			if kept {
+				out = append(out, ',')
+			}
+			out = append(out, b[i:valueEnd]...)
+			kept = true
+		}
+		i = s.space(valueEnd)
+		if i >= len(b) {
+			return dst, false
+		}
+		switch b[i] {
+		case ',':
+			i = s.space(i + 1)
+		case '}':
+			if s.space(i+1) != len(b) {
+				return dst, false
+			}
+			return append(out, '}'), true
+		default:
+			return dst, false
+		}
+	}
 }
 
 var doneData = []byte("[DONE]")

@@ -6,16 +6,19 @@ import (
 )
 
 // openAIStream relays an OpenAI-shaped event stream chunk by chunk and reads
-// back who served. Chunks are relayed as they are; only the chunks that carry
-// routing reports are decoded (the first, and those with usage, a finish
-// reason, an error or the upstream's metadata), so a plain text delta costs no
-// allocation.
+// back who served. Only the chunks that carry routing reports are decoded
+// (the first, and those with usage, a finish reason, an error or the
+// upstream's metadata). Every chunk that holds an upstream-specific member
+// (strip; a marketplace may put its provider on every chunk) is relayed
+// without it, rewritten into a buffer the stream reuses, so a text delta
+// costs no allocation either way.
 type openAIStream struct {
 	read   func([]byte, *Result) error
 	strip  []string
 	finish func(*Result)
 	res    Result
 	seen   bool
+	buf    []byte // the last stripped chunk; valid until the next event
 }
 
 var (
@@ -35,18 +38,24 @@ func (s *openAIStream) Event(_ []byte, data []byte, emit func([]byte) error) (bo
 		}
 		return true, emit(doneData)
 	}
-	if !s.seen || bytes.Contains(data, markUsage) || bytes.Contains(data, markFinish) ||
-		bytes.Contains(data, markError) || bytes.Contains(data, markMeta) || bytes.Contains(data, markProvMD) {
+	read := !s.seen || bytes.Contains(data, markUsage) || bytes.Contains(data, markFinish) ||
+		bytes.Contains(data, markError) || bytes.Contains(data, markMeta) || bytes.Contains(data, markProvMD)
+	if read {
 		s.seen = true
 		if err := s.read(data, &s.res); err != nil {
 			return false, err
 		}
-		if bytes.Contains(data, markError) && inBandError(data) {
-			s.res.StreamError = string(data)
-		}
-		if len(s.strip) > 0 {
+	}
+	if mayHoldMember(data, s.strip) {
+		if out, ok := appendStripped(s.buf[:0], data, s.strip); ok {
+			s.buf, data = out, out
+		} else {
 			data = stripMembers(data, s.strip...)
 		}
+	}
+	// The result records the error event as the caller received it.
+	if read && bytes.Contains(data, markError) && inBandError(data) {
+		s.res.StreamError = string(data)
 	}
 	return false, emit(data)
 }

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -114,6 +115,19 @@ func TestStreamWire(t *testing.T) {
 				require.Contains(t, text, tc.contains)
 			}
 			require.LessOrEqual(t, strings.Count(text, `"error":{`), 1, "one error event at most")
+			// No chunk keeps an upstream's routing report (the marketplace
+			// names its provider on every chunk).
+			for _, line := range strings.Split(text, "\n") {
+				data, ok := strings.CutPrefix(line, "data: ")
+				if !ok || data == "[DONE]" {
+					continue
+				}
+				var top map[string]json.RawMessage
+				require.NoError(t, json.Unmarshal([]byte(data), &top), data)
+				for _, member := range []string{"provider", "openrouter_metadata", "providerMetadata"} {
+					require.NotContains(t, top, member, data)
+				}
+			}
 			row := h.row(resp.Header.Get("X-Request-Id"))
 			require.Equal(t, tc.rowStatus, row.Status)
 			require.True(t, row.Stream)
