@@ -256,7 +256,7 @@ func setServed(h http.Header, model, provider string) {
 func (s *Server) served(t *turn, chain []string, res connectors.Result) {
 	r := &t.row
 	r.ServedModel = strings.ToLower(res.ServedModel)
-	r.ServedProvider = strings.ToLower(res.ServedProvider)
+	r.ServedProvider = catalogProvider(t.snap, r.ServedModel, res.ServedProvider)
 	r.PromptTokens, r.CompletionTokens = res.Usage.PromptTokens, res.Usage.CompletionTokens
 	if r.RoutingSwitchReason == "" {
 		r.RoutingSwitchReason = switchReason(r.DecidedModel, chain, r.ServedModel)
@@ -272,6 +272,63 @@ func (s *Server) served(t *turn, chain []string, res connectors.Result) {
 	r.CostUSD = cost(t.snap, r.ServedModel, r.ServedProvider, res.Usage, r.CacheDiscountApplied)
 	if t.metered {
 		s.ledger.Add(budget.Month(t.start), r.CostUSD, budget.KeyScope(t.key.ID), budget.TeamScope(t.key.Org, t.key.Team))
+	}
+}
+
+// catalogProvider names the provider that served the way the catalog does.
+// Upstreams report providers in their own spelling — the marketplace by
+// display name, "Amazon Bedrock" for the catalog's amazon-bedrock — so a
+// reported name that is not a slug of the served model's endpoints is
+// matched to one ignoring case and punctuation. A name no endpoint matches
+// is kept, lower-cased: the row shows what the upstream said.
+func catalogProvider(snap *snapshot.Snapshot, model, reported string) string {
+	low := strings.ToLower(reported)
+	if low == "" || snap.Catalog == nil {
+		return low
+	}
+	m, ok := snap.Catalog.Model(model)
+	if !ok {
+		return low
+	}
+	for _, e := range m.Endpoints {
+		if e.Provider == low || e.Slug() == low {
+			return low
+		}
+	}
+	for _, e := range m.Endpoints {
+		if sameLetters(e.Provider, reported) {
+			return e.Provider
+		}
+	}
+	return low
+}
+
+// sameLetters reports whether a and b spell the same letters and digits,
+// ignoring case and everything else ("Amazon Bedrock", "amazon-bedrock").
+func sameLetters(a, b string) bool {
+	next := func(s string, i int) (byte, int) {
+		for ; i < len(s); i++ {
+			c := s[i]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if ('a' <= c && c <= 'z') || ('0' <= c && c <= '9') || c >= 0x80 {
+				return c, i + 1
+			}
+		}
+		return 0, i
+	}
+	i, j := 0, 0
+	for {
+		var ca, cb byte
+		ca, i = next(a, i)
+		cb, j = next(b, j)
+		if ca != cb {
+			return false
+		}
+		if ca == 0 {
+			return true
+		}
 	}
 }
 
