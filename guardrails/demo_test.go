@@ -45,6 +45,18 @@ func TestRunTestsReportsFailure(t *testing.T) {
 	passed, err = RunTests(context.Background(), dir, regexp.MustCompile("test_ok"), true, &out)
 	require.NoError(t, err)
 	require.True(t, passed, out.String())
+
+	// A filter that selects nothing fails, and says so.
+	out.Reset()
+	passed, err = RunTests(context.Background(), dir, regexp.MustCompile("test_missing"), false, &out)
+	require.EqualError(t, err, `guardrails: no test name matches "test_missing"`)
+	require.False(t, passed)
+
+	// So does a directory without tests.
+	require.NoError(t, os.Remove(filepath.Join(gdir, "p_test.rego")))
+	passed, err = RunTests(context.Background(), dir, nil, false, &out)
+	require.ErrorContains(t, err, "guardrails: no tests in ")
+	require.False(t, passed)
 }
 
 func TestDemoDecisions(t *testing.T) {

@@ -82,5 +82,11 @@ func RunTests(ctx context.Context, dir string, run *regexp.Regexp, verbose bool,
 	if err := rep.Report(dup); err != nil {
 		return false, fmt.Errorf("guardrails: reporting tests: %w", err)
 	}
-	return passed && ran > 0, nil
+	if ran == 0 {
+		if run != nil {
+			return false, fmt.Errorf("guardrails: no test name matches %q", run.String())
+		}
+		return false, fmt.Errorf("guardrails: no tests in %s (a test is a rule named test_* in a .rego file there)", gdir)
+	}
+	return passed, nil
 }

@@ -51,6 +51,13 @@ func TestCLI(t *testing.T) {
 		{name: "keys hash", stdin: "sk-sluice-demo-chat\n", args: []string{"keys", "hash"}, code: 0, stdout: profiles.HashSecret("sk-sluice-demo-chat") + "\n"},
 		{name: "keys hash empty", stdin: "", args: []string{"keys", "hash"}, code: 1},
 		{name: "keys usage", args: []string{"keys"}, code: 2},
+		{name: "test demo", args: []string{"test", "--config", demoDir}, code: 0, contains: []string{"PASS: 7/7"}},
+		{name: "test --run selects", args: []string{"test", "--config", demoDir, "--run", "denied", "-v"}, code: 0,
+			contains: []string{"test_xai_denied_for_everyone: PASS", "PASS: 2/2"}},
+		{name: "test --run selecting nothing", args: []string{"test", "--config", demoDir, "--run", "deny"}, code: 1,
+			contains: []string{`sluice test: guardrails: no test name matches "deny"`}},
+		{name: "test bad --run", args: []string{"test", "--config", demoDir, "--run", "("}, code: 2, contains: []string{"sluice test: --run: "}},
+		{name: "test missing dir", args: []string{"test", "--config", "/nonexistent"}, code: 1, contains: []string{"no such file or directory"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
