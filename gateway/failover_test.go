@@ -241,6 +241,29 @@ func TestStreamingPointOfNoReturn(t *testing.T) {
 	row = h.row(resp.Header.Get(gateway.HeaderRequestID))
 	require.Equal(t, 1, row.Attempts)
 	require.Equal(t, 502, row.Status)
+
+	// An error as the stream's first event comes before anything reached
+	// the caller: it is an ordinary failure of its class (here the
+	// upstream's 502, a server error), failed over where the route allows.
+	h.sim.Reset()
+	budgeted := `,"stream":true`
+	resp, raw = h.post(secretChat, chatBody("budgeted", budgeted), "X-Sim-Fault", "stream_error_after=0;model=openai/gpt-4o")
+	require.Equal(t, 200, resp.StatusCode, string(raw))
+	require.True(t, strings.HasSuffix(string(raw), "data: [DONE]\n\n"), string(raw))
+	require.NotContains(t, string(raw), "simulated fault", "the failed first event never reaches the caller")
+	row = h.row(resp.Header.Get(gateway.HeaderRequestID))
+	require.Equal(t, 2, row.Attempts)
+	require.Equal(t, "openai/gpt-4o-mini", row.ServedModel)
+	require.Equal(t, 200, row.Status)
+	require.Equal(t, "server_error", row.FallbackReason)
+	// burst's second target takes over only throttling and timeouts: the
+	// caller gets the gateway's error, before any chunk.
+	h.sim.Reset()
+	resp, raw = h.post(secretChat, chatBody("burst", stream), "X-Sim-Fault", "stream_error_after=0;model=openai/gpt-4o")
+	require.Equal(t, 502, resp.StatusCode, string(raw))
+	require.Contains(t, string(raw), `"code":"upstream_unavailable"`)
+	require.Contains(t, string(raw), "failed before its first token")
+	require.Zero(t, h.sim.CallCount(simulator.CallFilter{Model: "openai/gpt-4o-mini"}))
 }
 
 // TestRouteAliasesListed: route aliases are listed in /v1/models, and an
