@@ -168,11 +168,17 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	s.serve(w, r, t, decision, cacheKey)
 }
 
-// translateError maps a connector's translation error to the caller's error.
+// translateError maps a connector's translation error to the caller's error,
+// keeping its code: a parameter the upstream cannot honour is
+// unsupported_parameter, a malformed request invalid_request (both 400).
 func translateError(err error) *apierr.Error {
 	var te *connectors.TranslateError
 	if errors.As(err, &te) {
-		return &apierr.Error{Code: apierr.CodeInvalidRequest, Message: te.Message, Param: te.Param}
+		code := apierr.CodeInvalidRequest
+		if te.Code == connectors.CodeUnsupportedParameter {
+			code = apierr.CodeUnsupportedParameter
+		}
+		return &apierr.Error{Code: code, Message: te.Message, Param: te.Param}
 	}
 	return internalError()
 }

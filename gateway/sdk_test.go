@@ -139,3 +139,37 @@ func TestStreamWire(t *testing.T) {
 		})
 	}
 }
+
+// TestTranslationRefusalsKeepTheirCode: what the Anthropic translation
+// refuses reaches the caller as a 400 with the connector's own code and a
+// JSON pointer to the parameter, is recorded as refused, and is never sent.
+func TestTranslationRefusalsKeepTheirCode(t *testing.T) {
+	// k-batch (the key before k-analyst) moves to the Anthropic upstream.
+	h := newHarness(t, [2]string{"upstream = \"openai\"\n\n[[keys]]\nid = \"k-analyst\"", "upstream = \"anthropic\"\n\n[[keys]]\nid = \"k-analyst\""})
+	tests := []struct{ name, extra, code, param string }{
+		{name: "n above one", extra: `,"n":2`, code: "unsupported_parameter", param: "/n"},
+		{name: "logprobs", extra: `,"logprobs":true`, code: "unsupported_parameter", param: "/logprobs"},
+		{name: "malformed role", extra: `,"messages":[{"role":"narrator","content":"hi"}]`, code: "invalid_request", param: "/messages/0/role"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h.sim.Reset()
+			body := `{"model":"anthropic/claude-haiku-4.5"` + tc.extra
+			if !strings.Contains(tc.extra, `"messages"`) {
+				body += `,"messages":[{"role":"user","content":"hi"}]`
+			}
+			resp, raw := h.post(secretBatch, body+"}")
+			require.Equal(t, 400, resp.StatusCode, string(raw))
+			var e errBody
+			require.NoError(t, json.Unmarshal(raw, &e), string(raw))
+			require.Equal(t, tc.code, e.Error.Code, string(raw))
+			require.NotNil(t, e.Error.Param, string(raw))
+			require.Equal(t, tc.param, *e.Error.Param, string(raw))
+			require.NotEmpty(t, e.Error.Message)
+			row := h.row(resp.Header.Get("X-Request-Id"))
+			require.Equal(t, 400, row.Status)
+			require.Equal(t, tc.code, row.RefusedCode)
+			require.Empty(t, h.sim.Calls(), "a refused translation sends nothing")
+		})
+	}
+}
