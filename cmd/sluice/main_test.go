@@ -48,6 +48,8 @@ func TestCLI(t *testing.T) {
 			contains: []string{"providers.rank_by", "latency", "project:chat", "profiles/projects/chat.toml"}},
 		{name: "explain refuses raw routing field", args: []string{"explain", "--config", demoDir, "--key", "k-chat", "--request", "testdata/raw-provider.json"},
 			code: 1},
+		{name: "explain shows a translation refusal", args: []string{"explain", "--config", demoDir, "--key", "k-batch", "--request", "testdata/anthropic-n2.json"},
+			code: 0, contains: []string{"refuse: unsupported_parameter"}},
 		{name: "keys hash", stdin: "sk-sluice-demo-chat\n", args: []string{"keys", "hash"}, code: 0, stdout: profiles.HashSecret("sk-sluice-demo-chat") + "\n"},
 		{name: "keys hash empty", stdin: "", args: []string{"keys", "hash"}, code: 1},
 		{name: "keys usage", args: []string{"keys"}, code: 2},
