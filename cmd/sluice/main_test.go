@@ -40,6 +40,8 @@ func TestCLI(t *testing.T) {
 		{name: "unknown command", args: []string{"frobnicate"}, code: 2},
 		{name: "check demo", args: []string{"check", "--config", demoDir}, code: 0, contains: []string{"ok: 5 profiles, 5 keys, 4 upstreams, 2 routes, 2 guardrail files, 14 catalog models"}},
 		{name: "check bad prints every located error", args: []string{"check", "--config", bad}, code: 1, stdout: string(wantBad)},
+		{name: "serve refuses a bad config with every located error", args: []string{"serve", "--config", bad}, code: 1,
+			contains: strings.Split(strings.TrimSpace(string(wantBad)), "\n")},
 		{name: "check missing dir", args: []string{"check", "--config", "/nonexistent"}, code: 1, contains: []string{"sluice.toml: read_error:"}},
 		{name: "check stray argument", args: []string{"check", "extra"}, code: 2},
 		{name: "explain needs key", args: []string{"explain", "--config", demoDir}, code: 2},
