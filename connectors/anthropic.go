@@ -307,6 +307,14 @@ func (c *anthropic) translate(body Body, out *compiler.Outcome, fast bool) (*Nat
 		return nil, fmt.Errorf("anthropic: encode request: %w", err)
 	}
 	if len(passThrough) > 0 {
+		for _, k := range passThrough {
+			// An upstream-native member the translation also wrote (system
+			// beside system messages, stop_sequences beside stop): sending
+			// both would give the upstream two members of one name.
+			if anthMember(b, k) != nil {
+				return nil, anthInvalid("/"+k, "%q is also written by the translation of the request's chat-completions members; send one of them", k)
+			}
+		}
 		b = b[:len(b)-1] // drop the closing brace, append the members untouched
 		for _, k := range passThrough {
 			kb, _ := json.Marshal(k)
@@ -404,23 +412,32 @@ func anthString(v json.RawMessage, fast bool) (s string, ok bool) {
 	return s, ok
 }
 
+// anthStopSequences converts stop: a string or a list of them; empty ones are
+// dropped. A sequence of whitespace alone (stop: "\n" is common) is refused:
+// the upstream rejects it, and dropping it would let the answer run past
+// where the caller asked it to stop.
 func anthStopSequences(v json.RawMessage, k string) ([]string, error) {
-	var one string
-	if json.Unmarshal(v, &one) == nil {
-		if one == "" {
-			return nil, nil
-		}
-		return []string{one}, nil
-	}
 	var many []string
-	if json.Unmarshal(v, &many) != nil {
+	var one string
+	switch {
+	case json.Unmarshal(v, &one) == nil:
+		many = []string{one}
+	case json.Unmarshal(v, &many) != nil:
 		return nil, anthInvalid("/"+k, "stop must be a string or an array of strings")
 	}
 	out := many[:0]
-	for _, s := range many {
-		if s != "" {
-			out = append(out, s)
+	for i, s := range many {
+		if s == "" {
+			continue
 		}
+		if strings.TrimSpace(s) == "" {
+			p := "/" + k
+			if string(bytes.TrimSpace(v))[0] == '[' {
+				p += "/" + strconv.Itoa(i)
+			}
+			return nil, anthUnsupported(p, "stop sequence %q is whitespace only, which the upstream does not accept", s)
+		}
+		out = append(out, s)
 	}
 	if len(out) == 0 {
 		return nil, nil
@@ -540,6 +557,11 @@ func (t *anthTurns) addRaw(r json.RawMessage, i int, fast bool) error {
 		blocks, err := anthParts(m.Content, p+"/content", anthPartText|anthPartRefusal)
 		if err != nil {
 			return err
+		}
+		if len(blocks) == 0 && m.Refusal != nil && *m.Refusal != "" {
+			// A replayed refusal is the assistant's turn: dropping it
+			// would merge the user turns around it into one.
+			blocks = anthContent{{Type: "text", Text: *m.Refusal}}
 		}
 		for j, tc := range m.ToolCalls {
 			b, err := anthToolUse(tc, fmt.Sprintf("%s/tool_calls/%d", p, j))
@@ -752,6 +774,22 @@ func anthToolUse(tc oaiToolCall, p string) (anthBlock, error) {
 // parameters: the upstream requires one.
 var anthEmptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
+// anthObjectSchema returns a function's parameters schema with "type":
+// "object", which the upstream requires of an input schema and the
+// chat-completions API assumes: `{}` (a function without parameters, as
+// clients often declare it) becomes the empty object schema, and a schema
+// without a type gets one in front.
+func anthObjectSchema(schema json.RawMessage) json.RawMessage {
+	if anthMember(schema, "type") != nil {
+		return schema
+	}
+	rest := schema[anthSkipSpace(schema, 1):]
+	if len(rest) > 0 && rest[0] == '}' {
+		return anthEmptySchema
+	}
+	return append([]byte(`{"type":"object",`), rest...)
+}
+
 // anthTools converts function tool definitions. A function's "strict" flag
 // is not sent: the schema still is, and the upstream's own strict mode is a
 // separate feature the connector does not enable.
@@ -775,6 +813,7 @@ func anthTools(v json.RawMessage) ([]anthTool, error) {
 			if schema[0] != '{' {
 				return nil, anthInvalid(p+"/function/parameters", "parameters must be a JSON Schema object")
 			}
+			schema = anthObjectSchema(schema)
 		}
 		at := anthTool{Name: t.Function.Name, Description: t.Function.Description, InputSchema: schema}
 		if !anthIsNull(t.CacheControl) && bytes.TrimSpace(t.CacheControl)[0] == '{' {
@@ -968,7 +1007,12 @@ type anthStream struct {
 	res   Result
 }
 
-type anthToolIndex struct{ block, tool int }
+// anthToolIndex ties a content block to its tool call; args records whether
+// any argument text was relayed for it.
+type anthToolIndex struct {
+	block, tool int
+	args        bool
+}
 
 var (
 	anthChoiceOpen  = []byte(`"choices":[{"index":0,"delta":`)
@@ -991,8 +1035,22 @@ func (s *anthStream) Event(event, data []byte, emit func([]byte) error) (bool, e
 		typ = event
 	}
 	switch string(typ) {
-	case "ping", "content_block_stop":
+	case "ping":
 		return false, nil
+	case "content_block_stop":
+		// A tool called without arguments streams none (or only an empty
+		// partial_json): its arguments are "{}", as in a whole answer.
+		t := s.tool(anthIndex(anthMember(data, "index")))
+		if t == nil || t.args {
+			return false, nil
+		}
+		t.args = true
+		s.buf = s.open()
+		s.buf = append(s.buf, `{"tool_calls":[{"index":`...)
+		s.buf = strconv.AppendInt(s.buf, int64(t.tool), 10)
+		s.buf = append(s.buf, `,"function":{"arguments":"{}"}}]}`...)
+		s.buf = append(s.buf, anthChoiceClose...)
+		return false, emit(s.buf)
 	case "error":
 		var e anthErrorEvent
 		if err := json.Unmarshal(data, &e); err != nil {
@@ -1066,13 +1124,14 @@ func (s *anthStream) Event(event, data []byte, emit func([]byte) error) (bool, e
 			if len(part) < 3 || part[0] != '"' {
 				return false, nil
 			}
-			tool, ok := s.toolIndex(anthIndex(anthMember(data, "index")))
-			if !ok {
+			t := s.tool(anthIndex(anthMember(data, "index")))
+			if t == nil {
 				return false, fmt.Errorf("%w: input_json_delta for a block that is not a tool call", ErrAnthropicStream)
 			}
+			t.args = true
 			s.buf = s.open()
 			s.buf = append(s.buf, `{"tool_calls":[{"index":`...)
-			s.buf = strconv.AppendInt(s.buf, int64(tool), 10)
+			s.buf = strconv.AppendInt(s.buf, int64(t.tool), 10)
 			s.buf = append(s.buf, `,"function":{"arguments":`...)
 			s.buf = append(s.buf, part...)
 			s.buf = append(s.buf, `}}]}`...)
@@ -1156,13 +1215,14 @@ func (s *anthStream) emitDelta(emit func([]byte) error, delta []byte) error {
 	return emit(s.buf)
 }
 
-func (s *anthStream) toolIndex(block int) (int, bool) {
-	for _, t := range s.tools {
-		if t.block == block {
-			return t.tool, true
+// tool returns the tool call of a content block, or nil.
+func (s *anthStream) tool(block int) *anthToolIndex {
+	for i := range s.tools {
+		if s.tools[i].block == block {
+			return &s.tools[i]
 		}
 	}
-	return 0, false
+	return nil
 }
 
 // Result implements [Stream.Result].

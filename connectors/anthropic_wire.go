@@ -180,6 +180,9 @@ type oaiMessage struct {
 	Content    json.RawMessage `json:"content"`
 	ToolCalls  []oaiToolCall   `json:"tool_calls"`
 	ToolCallID *string         `json:"tool_call_id"`
+	// Refusal is an assistant message's refusal, replayed from an answer
+	// the model declined (its content is then null).
+	Refusal *string `json:"refusal"`
 }
 
 // oaiPart is one content part of a message.
@@ -878,7 +881,7 @@ func anthIgnoredKey(key []byte) bool {
 			return false
 		}
 	}
-	for _, f := range [...]string{"role", "content", "tool_calls", "tool_call_id"} {
+	for _, f := range [...]string{"role", "content", "tool_calls", "tool_call_id", "refusal"} {
 		if strings.EqualFold(string(key), f) {
 			return false
 		}
