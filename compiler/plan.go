@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/sluicegw/sluice/guardrails"
@@ -106,6 +107,12 @@ func DecideMerged(req Request, m profiles.Merged, d *guardrails.Decision) *Plan 
 	// restricted to the allowed models when it is translated.
 	if p.Auto && d != nil {
 		p.AutoModels = d.AllowedModels()
+		if p.AutoModels != nil && len(p.AutoModels) == 0 {
+			// Model rules apply and match nothing: an empty list sent to an
+			// auto router could read as "no restriction".
+			p.Refused = &Refusal{Code: CodeModelForbidden, Message: fmt.Sprintf(
+				"auto mode has no model to choose from: the guardrail for principal %s allows none of the catalog's models", p.Principal)}
+		}
 	}
 	if !p.Auto && d != nil {
 		if err := d.CheckModel(model); err != nil {

@@ -19,3 +19,6 @@ allow_providers contains p if {
 	input.principal.team == "finance"
 	some p in {"anthropic", "amazon-bedrock", "openai", "azure"}
 }
+
+# The locked team's allow rule matches no model of the catalog.
+allow_models contains "retired/*" if input.principal.team == "locked"
