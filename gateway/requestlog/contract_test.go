@@ -3,6 +3,7 @@ package requestlog
 import (
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -226,6 +227,22 @@ func runStoreContract(t *testing.T, b backend) {
 		require.NotEqual(t, "changed", byID["req-00003"].Team, "a re-insert must not replace the stored row")
 	})
 
+	t.Run("non-finite numbers stored as zero", func(t *testing.T) {
+		s := b.open(t)
+		in := sampleRows(3)
+		in[1].CostUSD, in[1].LatencyMS, in[1].TTFTMS = math.NaN(), math.Inf(1), math.Inf(-1)
+		require.NoError(t, s.Insert(testCtx(t), in))
+		got := queryAll(t, s, Filter{})
+		require.Equal(t, ids(newestFirst(in)), ids(got), "no row lost")
+		for _, r := range got {
+			if r.RequestID == in[1].RequestID {
+				require.Zero(t, r.CostUSD)
+				require.Zero(t, r.LatencyMS)
+				require.Zero(t, r.TTFTMS)
+			}
+		}
+	})
+
 	t.Run("filters", func(t *testing.T) {
 		s := b.open(t)
 		in := sampleRows(120)
@@ -238,6 +255,10 @@ func runStoreContract(t *testing.T, b backend) {
 			{"from", Filter{From: baseTS.Add(30 * time.Second)}},
 			{"to", Filter{To: baseTS.Add(30 * time.Second)}},
 			{"from and to", Filter{From: baseTS.Add(10 * time.Second), To: baseTS.Add(20 * time.Second)}},
+			// Bounds between two milliseconds: a row at 30 s is before From
+			// and before To.
+			{"from between milliseconds", Filter{From: baseTS.Add(30*time.Second + 500*time.Microsecond)}},
+			{"to between milliseconds", Filter{To: baseTS.Add(30*time.Second + 500*time.Microsecond)}},
 			{"org", Filter{Org: "globex"}},
 			{"team", Filter{Team: "ads"}},
 			{"project", Filter{Project: "p3"}},

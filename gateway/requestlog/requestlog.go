@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -78,17 +79,31 @@ func (r Row) normalized() Row {
 		r.TS = time.Now()
 	}
 	r.TS = r.TS.UTC().Truncate(time.Millisecond)
+	// NaN and infinities have no JSON form and no value in a NOT NULL
+	// column: a row holding one could not be spooled, served by the
+	// analytics API, or stored the same way by both backends.
+	r.CostUSD, r.LatencyMS, r.TTFTMS = finite(r.CostUSD), finite(r.LatencyMS), finite(r.TTFTMS)
 	r.Chain = append(make([]string, 0, len(r.Chain)), r.Chain...)
 	r.RoutingDegraded = append(make([]string, 0, len(r.RoutingDegraded)), r.RoutingDegraded...)
 	slices.Sort(r.RoutingDegraded)
 	return r
 }
 
+// finite returns v, or 0 for NaN and the infinities.
+func finite(v float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0
+	}
+	return v
+}
+
 // Store persists rows. Implementations are safe for concurrent use.
 type Store interface {
 	// Insert stores rows. It is idempotent by request_id: a row whose
 	// request_id is already stored (or repeated within rows) is skipped.
-	// Rows with a zero TS get the current time.
+	// Rows with a zero TS get the current time, so a retry must carry the
+	// TS of the first attempt (the writer fixes it at Enqueue): ClickHouse
+	// looks for stored ids within the batch's time range only.
 	Insert(ctx context.Context, rows []Row) error
 	// Query returns one page of rows matching f, newest first
 	// (ts desc, request_id desc). A malformed f.Cursor yields ErrBadCursor.
@@ -233,15 +248,26 @@ func (w *where) sql() string {
 	return " WHERE " + strings.Join(w.conds, " AND ")
 }
 
+// ceilMilli is t in Unix milliseconds, rounded up.
+func ceilMilli(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if t.Sub(time.UnixMilli(ms)) > 0 {
+		ms++
+	}
+	return ms
+}
+
 // filterWhere builds the conditions of f. degradedCond tests that
 // routing_degraded is non-empty in the backend's dialect.
 func filterWhere(f Filter, c *cursor, degradedCond string) *where {
 	w := &where{}
+	// Rows are kept to the millisecond: ts >= From and ts < To hold for a
+	// millisecond exactly when it is at or after From's, rounded up.
 	if !f.From.IsZero() {
-		w.add("ts_ms >= ?", f.From.UnixMilli())
+		w.add("ts_ms >= ?", ceilMilli(f.From))
 	}
 	if !f.To.IsZero() {
-		w.add("ts_ms < ?", f.To.UnixMilli())
+		w.add("ts_ms < ?", ceilMilli(f.To))
 	}
 	for _, eq := range []struct{ col, val string }{
 		{"org", f.Org}, {"team", f.Team}, {"project", f.Project},

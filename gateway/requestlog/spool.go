@@ -127,10 +127,13 @@ func (s *spool) pending() bool { return s.readOff < s.size }
 func (s *spool) append(rows []Row, sync bool) (int, error) {
 	var buf bytes.Buffer
 	n := 0
+	var encErr error
 	for _, r := range rows {
 		line, err := r.jsonLine()
 		if err != nil {
-			return n, fmt.Errorf("requestlog: spool encode %q: %w", r.RequestID, err)
+			// Keep what is buffered: those rows are counted as spooled.
+			encErr = fmt.Errorf("requestlog: spool encode %q: %w", r.RequestID, err)
+			break
 		}
 		need := int64(buf.Len() + len(line))
 		if s.size+need > s.maxBytes && s.readOff > 0 && !s.inFlight {
@@ -145,7 +148,7 @@ func (s *spool) append(rows []Row, sync bool) (int, error) {
 		n++
 	}
 	if buf.Len() == 0 {
-		return 0, nil
+		return 0, encErr
 	}
 	if _, err := s.f.WriteAt(buf.Bytes(), s.size); err != nil {
 		// Forget a partial write: the next append overwrites it.
@@ -157,7 +160,7 @@ func (s *spool) append(rows []Row, sync bool) (int, error) {
 			return n, fmt.Errorf("requestlog: spool sync %q: %w", s.f.Name(), err)
 		}
 	}
-	return n, nil
+	return n, encErr
 }
 
 // compact drops the replayed prefix by copying the rest to a new file.

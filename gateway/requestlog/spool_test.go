@@ -1,6 +1,7 @@
 package requestlog
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -110,4 +111,19 @@ func TestSpoolSkipsCorruptLines(t *testing.T) {
 	require.Equal(t, []string{"a", "b"}, ids(rows))
 	require.NoError(t, s.commit(end))
 	require.False(t, s.pending())
+}
+
+// TestSpoolKeepsRowsBeforeAnUnencodableOne: append reports how many rows it
+// wrote; the rows buffered before one it cannot encode are written, not
+// lost while being counted as spooled.
+func TestSpoolKeepsRowsBeforeAnUnencodableOne(t *testing.T) {
+	s, err := openSpool(t.TempDir(), 1<<20)
+	require.NoError(t, err)
+	defer s.close()
+	rows := spoolRows("r", 3)
+	rows[2].CostUSD = math.Inf(1) // not normalized: no JSON form
+	n, err := s.append(rows, true)
+	require.ErrorContains(t, err, `spool encode "r-00002"`)
+	require.Equal(t, 2, n)
+	require.Equal(t, rowIDs("r", 2), drain(t, s))
 }

@@ -181,8 +181,10 @@ const sqliteRowsPerInsert = 32
 // sqliteInsertSQL returns an INSERT of n rows.
 func sqliteInsertSQL(n int) string {
 	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(rowColumns)), ", ") + ")"
-	return "INSERT OR IGNORE INTO requests (" + strings.Join(rowColumns, ", ") + ") VALUES " +
-		strings.TrimSuffix(strings.Repeat(one+", ", n), ", ")
+	// Only a repeated request_id is skipped: OR IGNORE would also swallow
+	// any other constraint a row broke, and lose the row without an error.
+	return "INSERT INTO requests (" + strings.Join(rowColumns, ", ") + ") VALUES " +
+		strings.TrimSuffix(strings.Repeat(one+", ", n), ", ") + " ON CONFLICT (request_id) DO NOTHING"
 }
 
 var (

@@ -1,0 +1,71 @@
+package gateway_test
+
+import (
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicegw/sluice/gateway"
+	"github.com/sluicegw/sluice/gateway/requestlog"
+)
+
+// TestParseFilter: the analytics query string becomes a filter, and every
+// bad parameter is reported by name with a stable code.
+func TestParseFilter(t *testing.T) {
+	at := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339Nano, s)
+		require.NoError(t, err)
+		return v
+	}
+	good := []struct {
+		query string
+		want  requestlog.Filter
+	}{
+		{"", requestlog.Filter{}},
+		{"from=2026-11-30T00:00:00Z&to=2026-12-01T00:00:00%2B01:00", requestlog.Filter{From: at("2026-11-30T00:00:00Z"), To: at("2026-12-01T00:00:00+01:00")}},
+		{"to=2026-11-30T09:26:53.5895Z", requestlog.Filter{To: at("2026-11-30T09:26:53.5895Z")}},
+		{"from=1970-01-01T00:00:00Z", requestlog.Filter{From: time.Unix(0, 0)}},
+		{"org=acme&team=ml&project=chat&served_provider=azure&switch_reason=chain&fallback_reason=throttled",
+			requestlog.Filter{Org: "acme", Team: "ml", Project: "chat", ServedProvider: "azure", SwitchReason: "chain", FallbackReason: "throttled"}},
+		{"degraded=true&refused=1&switched=false&limit=1000&cursor=abc",
+			requestlog.Filter{Degraded: true, Refused: true, Limit: 1000, Cursor: "abc"}},
+	}
+	for _, tc := range good {
+		t.Run(tc.query, func(t *testing.T) {
+			q, err := url.ParseQuery(tc.query)
+			require.NoError(t, err)
+			f, e := gateway.ParseFilter(q)
+			require.Nil(t, e)
+			require.True(t, tc.want.From.Equal(f.From) && tc.want.To.Equal(f.To), "from %v to %v", f.From, f.To)
+			f.From, f.To, tc.want.From, tc.want.To = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+			require.Equal(t, tc.want, f)
+		})
+	}
+	bad := []struct{ query, param, code string }{
+		{"from=yesterday", "from", "invalid_time"},
+		{"to=2026-11-30", "to", "invalid_time"},
+		{"to=0001-01-01T00:00:00Z", "to", "invalid_time"},
+		{"from=1969-12-31T23:59:59Z", "from", "invalid_time"},
+		{"degraded=maybe", "degraded", "invalid_bool"},
+		{"limit=0", "limit", "invalid_limit"},
+		{"limit=1001", "limit", "invalid_limit"},
+		{"limit=ten", "limit", "invalid_limit"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.query, func(t *testing.T) {
+			q, err := url.ParseQuery(tc.query)
+			require.NoError(t, err)
+			_, e := gateway.ParseFilter(q)
+			require.NotNil(t, e)
+			require.Equal(t, "invalid_request", e.Code)
+			require.Equal(t, tc.param, e.Param)
+			require.Len(t, e.Details, 1)
+			require.Equal(t, tc.code, e.Details[0].Code)
+		})
+	}
+	_, e := gateway.ParseFilter(url.Values{"from": {"x"}, "limit": {"0"}})
+	require.NotNil(t, e)
+	require.Len(t, e.Details, 2, "every bad parameter is listed")
+}
