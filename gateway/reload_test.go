@@ -1,7 +1,10 @@
 package gateway_test
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +14,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	sluice "github.com/sluicegw/sluice"
+	"github.com/sluicegw/sluice/gateway"
 )
 
 // TestReloadUnderLoad: while a bounded load runs, every kind of broken file
@@ -131,4 +137,76 @@ func metric(t *testing.T, h *harness, name string) float64 {
 		}
 	}
 	return 0
+}
+
+// waitReload waits (bounded) for the revision to move from before.
+func waitReload(t *testing.T, h *harness, before string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for h.srv.Snapshot().Revision == before {
+		require.True(t, time.Now().Before(deadline), "watcher did not reload within 5s")
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestWatchWithRelativeConfigDir: served from a relative --config (the CLI's
+// default is "."), the watcher still tells data_dir's writes — the request
+// log's, every flush — from configuration changes.
+func TestWatchWithRelativeConfigDir(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, sluice.DemoConfig()))
+	for env, v := range platformKeys {
+		t.Setenv(env, v)
+	}
+	t.Chdir(dir)
+	srv, err := gateway.New(gateway.Options{ConfigDir: ".", Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close(context.Background()) })
+	ctx, cancel := contextWithTimeout(10 * time.Second)
+	defer cancel()
+	go func() { _ = srv.Watch(ctx) }()
+	time.Sleep(100 * time.Millisecond)
+	loaded := srv.Snapshot().LoadedAt
+	require.NoError(t, os.WriteFile(filepath.Join("data", "scratch"), []byte("x"), 0o644))
+	// Past the debounce: a reload for that write would have happened.
+	time.Sleep(3 * gateway.WatchDebounce)
+	require.Equal(t, loaded, srv.Snapshot().LoadedAt, "a write under data_dir reloaded the configuration")
+	// A configuration change still reloads.
+	appendFile(t, dir, "profiles/projects/chat.toml", "\n# touched\n")
+	deadline := time.Now().Add(5 * time.Second)
+	for srv.Snapshot().LoadedAt.Equal(loaded) {
+		require.True(t, time.Now().Before(deadline), "watcher did not reload within 5s")
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestWatchFollowsDataSymlinkSwap: a directory whose files are symlinks into
+// "..data", updated by renaming a new "..data" symlink over the old one (a
+// Kubernetes ConfigMap volume), reloads.
+func TestWatchFollowsDataSymlinkSwap(t *testing.T) {
+	h := newHarness(t)
+	p := filepath.Join(h.dir, "sluice.toml")
+	orig, err := os.ReadFile(p)
+	require.NoError(t, err)
+	version := func(name string, b []byte) {
+		require.NoError(t, os.Mkdir(filepath.Join(h.dir, name), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(h.dir, name, "sluice.toml"), b, 0o644))
+	}
+	version("..v1", orig)
+	require.NoError(t, os.Symlink("..v1", filepath.Join(h.dir, "..data")))
+	require.NoError(t, os.Remove(p))
+	require.NoError(t, os.Symlink(filepath.Join("..data", "sluice.toml"), p))
+	require.Empty(t, h.srv.Reload())
+	require.True(t, h.srv.Snapshot().Config.Cache.Enabled)
+
+	ctx, cancel := contextWithTimeout(10 * time.Second)
+	defer cancel()
+	go func() { _ = h.srv.Watch(ctx) }()
+	time.Sleep(100 * time.Millisecond)
+	before := h.srv.Snapshot().Revision
+	version("..v2", []byte(strings.Replace(string(orig), "[cache]\nenabled = true", "[cache]\nenabled = false", 1)))
+	require.NoError(t, os.Symlink("..v2", filepath.Join(h.dir, "..data_tmp")))
+	require.NoError(t, os.Rename(filepath.Join(h.dir, "..data_tmp"), filepath.Join(h.dir, "..data")))
+	waitReload(t, h, before)
+	require.False(t, h.srv.Snapshot().Config.Cache.Enabled)
 }
