@@ -36,9 +36,10 @@ upstream = "anthropic"
 model = "anthropic/claude-sonnet-4.5"
 takes_over = ["refusal:hate"]
 
-# three ordinary targets, one retry.
+# three ordinary targets, one retry; the alias is written in mixed case and
+# still matches requests (and /v1/models) case-insensitively.
 [[routes]]
-model = "budgeted"
+model = "Budgeted"
 limits = { retries = 1 }
 [[routes.targets]]
 upstream = "market"

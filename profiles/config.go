@@ -312,10 +312,11 @@ func (c *Config) RetryBudget(r *Route) int {
 	return *c.Retry.MaxRetries
 }
 
-// Route returns the route whose alias is model, or nil.
+// Route returns the route whose alias is model (compared case-insensitively,
+// as model slugs are), or nil.
 func (c *Config) Route(model string) *Route {
 	for i := range c.Routes {
-		if c.Routes[i].Model == model {
+		if strings.EqualFold(c.Routes[i].Model, model) {
 			return &c.Routes[i]
 		}
 	}
@@ -474,8 +475,10 @@ func (c *Config) applyDefaults() {
 // ApplyDefaults fills a route's unset fields: strategy "priority", each
 // target's model (the route's), weight 1, takes_over [], the tail's guard
 // ["overflow"], and an id for every target that has none ("t1", "t2", ...,
-// skipping ids already taken). Model slugs are lower-cased.
+// skipping ids already taken). Model slugs and the alias are lower-cased:
+// requests name models case-insensitively.
 func (r *Route) ApplyDefaults() {
+	r.Model = strings.ToLower(r.Model)
 	if r.Strategy == "" {
 		r.Strategy = "priority"
 	}
@@ -610,10 +613,11 @@ func CheckRoutes(routes []Route, upstreamKnown func(string) bool) []RouteProblem
 	for i := range routes {
 		r := &routes[i]
 		ri := itoa(i)
-		if aliases[r.Model] {
+		alias := strings.ToLower(r.Model)
+		if aliases[alias] {
 			add(CodeDuplicateRoute, []string{ri, "model"}, "route %q is defined twice", r.Model)
 		}
-		aliases[r.Model] = true
+		aliases[alias] = true
 		targetIDs := map[string]bool{}
 		checkTarget := func(t *Target, tokens []string, what string) {
 			if !upstreamKnown(t.Upstream) {

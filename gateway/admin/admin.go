@@ -161,7 +161,7 @@ func (a *api) listRoutes(w http.ResponseWriter, r *http.Request) {
 }
 
 func find(routes []profiles.Route, id string) int {
-	return slices.IndexFunc(routes, func(r profiles.Route) bool { return r.Model == id })
+	return slices.IndexFunc(routes, func(r profiles.Route) bool { return strings.EqualFold(r.Model, id) })
 }
 
 func notFound(what string) *apierr.Error { return apierr.New(apierr.CodeNotFound, what+" not found") }
