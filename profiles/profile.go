@@ -245,14 +245,21 @@ func loadProfiles(dir string, diags *Diagnostics, h io.Writer) *ProfileSet {
 		"projects": {"project:", set.projects},
 		"keys":     {"key:", set.keys},
 	}
-	_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		rel, _ := filepath.Rel(dir, path)
-		rel = filepath.ToSlash(rel)
+	// A symlinked profiles/ (how a Kubernetes ConfigMap volume lays out
+	// nested items) is walked where it points; paths stay reported, and
+	// hashed, as profiles/...
+	walkRoot := root
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		walkRoot = r
+	}
+	_ = filepath.WalkDir(walkRoot, func(path string, d fs.DirEntry, err error) error {
+		rel, _ := filepath.Rel(walkRoot, path)
+		rel = filepath.ToSlash(filepath.Join("profiles", rel))
 		if err != nil {
 			*diags = append(*diags, Diagnostic{File: rel, Code: CodeReadError, Message: err.Error()})
 			return nil
 		}
-		if path == root {
+		if path == walkRoot {
 			return nil
 		}
 		parts := strings.Split(rel, "/")[1:]

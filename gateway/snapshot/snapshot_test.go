@@ -87,3 +87,27 @@ func TestRevisionIndependentOfLocation(t *testing.T) {
 	require.Empty(t, diags)
 	require.NotEqual(t, a.Revision, c.Revision, "a content change changes the revision")
 }
+
+// TestSymlinkedDirectoriesLoadTheSame: a configuration whose profiles/ and
+// guardrails/ are symlinks (a Kubernetes ConfigMap volume lays nested items
+// out so) loads the same profiles and policy, with the same revision, as
+// the same files in place.
+func TestSymlinkedDirectoriesLoadTheSame(t *testing.T) {
+	src := demoWith(t, "sluice.toml")
+	want, diags := Load(src)
+	require.Empty(t, diags)
+	dir := t.TempDir()
+	for _, f := range []string{"sluice.toml", "catalog.json"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
+	}
+	for _, d := range []string{"profiles", "guardrails"} {
+		require.NoError(t, os.Symlink(filepath.Join(src, d), filepath.Join(dir, d)))
+	}
+	got, diags := Load(dir)
+	require.Empty(t, diags)
+	require.Equal(t, want.Config.Profiles.Count(), got.Config.Profiles.Count())
+	require.Positive(t, got.Config.Profiles.Count())
+	require.Equal(t, want.Revision, got.Revision)
+}
