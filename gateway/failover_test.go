@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -288,4 +289,29 @@ func TestRouteAliasesListed(t *testing.T) {
 	require.Equal(t, map[string]bool{"assistant": true, "free-pool": true, "burst": true, "hate-only": true, "budgeted": true, "skips-forbidden": true}, aliases)
 	resp, _ := h.post(secretChat, chatBody("no-such-route", ""))
 	require.Equal(t, http.StatusForbidden, resp.StatusCode, "an unknown name is an uncatalogued model, forbidden by the team's allow list")
+}
+
+// TestClientErrorsLeaveHealthAlone: a client error is the request's doing,
+// so it neither clears a target's run of health failures nor counts in it:
+// two 503s, a 400, one more 503, and the target is cold — the next request
+// skips it.
+func TestClientErrorsLeaveHealthAlone(t *testing.T) {
+	h := routeHarness(t)
+	gpt := simulator.CallFilter{Model: "openai/gpt-4o"}
+	send := func(i int, fault string, status int) {
+		t.Helper()
+		var hdr []string
+		if fault != "" {
+			hdr = []string{"X-Sim-Fault", fault + ";model=openai/gpt-4o"}
+		}
+		resp, raw := h.post(secretChat, chatBody("budgeted", fmt.Sprintf(`,"user":"h%d"`, i)+noChain), hdr...)
+		require.Equal(t, status, resp.StatusCode, string(raw))
+	}
+	send(1, "status=503", 200)                   // failed over to gpt-4o-mini
+	send(2, "status=503", 200)                   // two health failures in a row
+	send(3, "error=openai/invalid_request", 400) // final, and no verdict on health
+	send(4, "status=503", 200)                   // the third health failure: cold
+	h.sim.Reset()
+	send(5, "", 200)
+	require.Zero(t, h.sim.CallCount(gpt), "a cold target is skipped while a warm one remains")
 }

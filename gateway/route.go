@@ -153,7 +153,16 @@ func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, t *turn, rc 
 			return
 		}
 		if !clientGone(r.Context()) {
-			s.planner.Observe(rt.Model, tgt, time.Since(start), res.committed || !healthFailure(res.failure))
+			// Only an answer feeds the target's latency and clears its
+			// failures, and only a health failure counts towards making it
+			// cold; a refusal or a client error is the request's doing and
+			// says nothing of either (a quick 400 is no sign of speed).
+			switch {
+			case res.committed:
+				s.planner.Observe(rt.Model, tgt, time.Since(start), true)
+			case healthFailure(res.failure):
+				s.planner.Observe(rt.Model, tgt, time.Since(start), false)
+			}
 		}
 		if res.committed {
 			if t.row.FallbackReason != "" {

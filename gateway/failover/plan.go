@@ -55,8 +55,9 @@ const (
 const (
 	// RemovedContextWindow: the target's model window is smaller than the prompt.
 	RemovedContextWindow = "context_window"
-	// RemovedCold: the target failed ColdAfter times in a row within ColdFor,
-	// and a warm alternative of the same section (members or tail) remains.
+	// RemovedCold: the target's last ColdAfter attempts failed and its last
+	// failure is less than ColdFor ago, and a warm alternative of the same
+	// section (members or tail) remains.
 	RemovedCold = "cold"
 	// RemovedForbiddenClass: the route's forbid_classes names the target's class.
 	RemovedForbiddenClass = "forbidden_class"
@@ -158,8 +159,9 @@ func NewPlanner(opts PlannerOptions) *Planner {
 // failures and feeds its latency average; a failure counts towards making
 // it cold and leaves the average alone (a quick 429 says nothing about
 // speed). Report ok=false only for failures that speak about the target's
-// health (throttled, timeout, server_error, connection); a refusal or a
-// client error is the request's doing.
+// health (throttled, timeout, server_error, connection), and do not report
+// a refusal or a client error at all: it is the request's doing, and
+// neither an answer nor a sign of ill health.
 func (p *Planner) Observe(route string, t Target, latency time.Duration, ok bool) {
 	k := healthKey{route, t.Upstream, t.Model}
 	p.mu.Lock()
