@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -206,4 +207,57 @@ func TestTeamBudget(t *testing.T) {
 	require.Equal(t, 402, resp.StatusCode, "another key of the same team is bound too")
 	resp, _ = h.post(secretResearch, chatBody("openai/gpt-4o", ""))
 	require.Equal(t, 200, resp.StatusCode, "another team is not")
+}
+
+// TestBudgetHoldsAttemptsInFlight: attempts in flight together hold their
+// worst-case cost, so their caps together fit the budget: four unbounded
+// requests at once on a 0.0004 USD budget are not each capped to all of it.
+func TestBudgetHoldsAttemptsInFlight(t *testing.T) {
+	h := newHarness(t, batchKey("monthly_budget_usd = 0.0004\n"), [2]string{"[cache]\nenabled = true", "[cache]\nenabled = false"})
+	var wg sync.WaitGroup
+	statuses := make([]int, 4)
+	for i := range statuses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, _ := h.post(secretBatch, chatBody("openai/gpt-4o-mini", fmt.Sprintf(`,"user":"inflight-%d"`, i)), "X-Sim-Fault", "delay=300ms")
+			statuses[i] = resp.StatusCode
+		}()
+	}
+	wg.Wait()
+	require.Contains(t, statuses, 200)
+	worst := 0.0
+	for _, s := range h.sent.take() {
+		var b struct {
+			MaxTokens int `json:"max_tokens"`
+		}
+		require.NoError(t, json.Unmarshal(s.Body, &b))
+		require.Positive(t, b.MaxTokens, "every metered attempt is capped")
+		worst += float64(b.MaxTokens) * 0.6 / 1e6 // gpt-4o-mini's highest output price
+	}
+	require.LessOrEqual(t, worst, 0.0004, "the caps of the attempts in flight overran the budget: %v", statuses)
+	for _, s := range statuses {
+		require.Contains(t, []int{200, 402}, s)
+	}
+}
+
+// TestBudgetCapCoversTheChain: a marketplace may serve any model of the
+// chain it is sent, so the cap is priced at the dearest of them: k-chat's
+// gpt-4o (10 USD per million output tokens) travels with a chain holding
+// claude-sonnet-4.5 (15), and 0.003 USD pays for under 200 tokens of it.
+func TestBudgetCapCoversTheChain(t *testing.T) {
+	h := newHarness(t, [2]string{"project = \"chat\"\n", "project = \"chat\"\nmonthly_budget_usd = 0.003\n"},
+		[2]string{"[cache]\nenabled = true", "[cache]\nenabled = false"})
+	resp, b := h.post(secretChat, chatBody("openai/gpt-4o", ""))
+	require.Equal(t, 200, resp.StatusCode, string(b))
+	sent := h.sent.take()
+	require.Len(t, sent, 1)
+	var body struct {
+		MaxTokens int      `json:"max_tokens"`
+		Models    []string `json:"models"`
+	}
+	require.NoError(t, json.Unmarshal(sent[0].Body, &body))
+	require.Contains(t, body.Models, "anthropic/claude-sonnet-4.5")
+	require.Greater(t, body.MaxTokens, 150)
+	require.LessOrEqual(t, body.MaxTokens, 200, "priced at gpt-4o alone the cap would be ~300")
 }

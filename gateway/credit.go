@@ -43,18 +43,20 @@ func (s *Server) tryTarget(w http.ResponseWriter, r *http.Request, t *turn, rc *
 		if !s.safetyNetEligible(t, c.Upstream.APIKey) {
 			return res, true, nil // the caller's own error is preserved
 		}
-		body, capped, e := s.budgetBody(t, model, t.req.Body)
+		body, capped, release, e := s.budgetBody(t, c, model, t.req.Body)
 		if e != nil {
 			return res, true, nil // past the cap: the caller's own error is preserved
 		}
+		defer release() // after the attempt has recorded its cost
 		t.row.RoutingSwitchReason = SwitchSafetyNet
 		t.row.FallbackReason = res.failure.String()
 		return s.meteredAttempt(w, r, t, rc, c, upstream, model, body, capped, true, cacheKey)
 	}
-	body, capped, e := s.budgetBody(t, model, t.req.Body)
+	body, capped, release, e := s.budgetBody(t, c, model, t.req.Body)
 	if e != nil {
 		return res, false, e
 	}
+	defer release() // after the attempt has recorded its cost
 	return s.meteredAttempt(w, r, t, rc, c, upstream, model, body, capped, fallback, cacheKey)
 }
 
@@ -96,54 +98,46 @@ func (s *Server) safetyNetEligible(t *turn, platformKey string) bool {
 	if platformKey == "" || (k.Plan != "pro" && k.CreditUSD <= 0) {
 		return false
 	}
-	remaining, capped := s.remainingBudget(t)
-	return !capped || remaining > 0
+	limits := s.budgetLimits(t)
+	return len(limits) == 0 || s.ledger.Available(budget.Month(time.Now()), limits...) > 0
 }
 
-// remainingBudget returns the smaller of the key's and the team's remaining
-// monthly platform-key budget; capped is false when neither has a budget.
-func (s *Server) remainingBudget(t *turn) (float64, bool) {
-	month := budget.Month(time.Now())
-	remaining, capped := math.Inf(1), false
+// budgetLimits returns the key's and the team's monthly platform-key
+// budgets, those that are set.
+func (s *Server) budgetLimits(t *turn) []budget.Limit {
+	var limits []budget.Limit
 	if b := t.key.MonthlyBudgetUSD; b > 0 {
-		remaining, capped = b-s.ledger.Spent(budget.KeyScope(t.key.ID), month), true
+		limits = append(limits, budget.Limit{Scope: budget.KeyScope(t.key.ID), USD: b})
 	}
 	if team := t.snap.Config.Team(t.key.Team); team != nil && team.MonthlyBudgetUSD > 0 {
-		remaining = math.Min(remaining, team.MonthlyBudgetUSD-s.ledger.Spent(budget.TeamScope(t.key.Org, t.key.Team), month))
-		capped = true
+		limits = append(limits, budget.Limit{Scope: budget.TeamScope(t.key.Org, t.key.Team), USD: team.MonthlyBudgetUSD})
 	}
-	return remaining, capped
+	return limits
 }
 
-// budgetBody refuses a metered attempt whose budget is exhausted (402), and
-// lowers the completion cap when the remaining budget could not pay for the
-// requested (or an unbounded) completion at the model's highest price.
-func (s *Server) budgetBody(t *turn, model string, body connectors.Body) (connectors.Body, bool, *apierr.Error) {
-	remaining, capped := s.remainingBudget(t)
-	if !capped {
-		return body, false, nil
+// budgetBody prepares a metered attempt under the key's and team's budgets.
+// It refuses the attempt when the budget is exhausted (402); otherwise it
+// reserves the attempt's worst-case cost — the prompt and the requested (or,
+// when unbounded, the largest affordable) completion, at the highest prices
+// of any model the upstream may serve for it (the model and the chain it is
+// sent) — and lowers the completion cap to what that reservation pays for.
+// Attempts in flight together therefore cannot overrun a budget. The caller
+// must call release once the attempt has recorded its cost.
+func (s *Server) budgetBody(t *turn, c *snapshot.Compiled, model string, body connectors.Body) (_ connectors.Body, capped bool, release func(), _ *apierr.Error) {
+	noop := func() {}
+	limits := s.budgetLimits(t)
+	if len(limits) == 0 {
+		return body, false, noop, nil
 	}
+	month := budget.Month(time.Now())
 	exhausted := apierr.New(apierr.CodeBudgetExhausted, fmt.Sprintf("the monthly platform-key budget of key %q or its team is exhausted", t.key.ID))
-	if remaining <= 0 {
-		return nil, false, exhausted
-	}
-	if t.snap.Catalog == nil {
-		return body, false, nil
-	}
-	m, ok := t.snap.Catalog.Model(model)
-	if !ok || len(m.Endpoints) == 0 {
-		return body, false, nil
-	}
-	var in, out float64
-	for _, e := range m.Endpoints {
-		in, out = math.Max(in, e.PriceIn), math.Max(out, e.PriceOut)
-	}
-	if out <= 0 {
-		return body, false, nil
-	}
-	maxTokens := int64((remaining - float64(t.req.PromptTokens)*in/1e6) / out * 1e6)
-	if maxTokens < 1 {
-		return nil, false, exhausted
+	in, out, priced := s.highestPrices(t, c, model)
+	if !priced {
+		// Nothing to cap with: refuse only an exhausted budget.
+		if s.ledger.Available(month, limits...) <= 0 {
+			return nil, false, noop, exhausted
+		}
+		return body, false, noop, nil
 	}
 	field := "max_tokens"
 	if _, ok := body["max_completion_tokens"]; ok {
@@ -153,13 +147,48 @@ func (s *Server) budgetBody(t *turn, model string, body connectors.Body) (connec
 	if raw, ok := body[field]; ok {
 		_ = json.Unmarshal(raw, &asked)
 	}
+	promptCost := float64(t.req.PromptTokens) * in / 1e6
+	want := math.Inf(1)
+	if asked > 0 {
+		want = promptCost + float64(asked)*out/1e6
+	}
+	grant, release := s.ledger.Reserve(month, want, limits...)
+	maxTokens := int64((grant - promptCost) / out * 1e6)
+	if grant <= 0 || maxTokens < 1 {
+		release()
+		return nil, false, noop, exhausted
+	}
 	if asked > 0 && asked <= maxTokens {
-		return body, false, nil
+		return body, false, release, nil
 	}
-	capped2 := make(connectors.Body, len(body))
+	cappedBody := make(connectors.Body, len(body))
 	for k, v := range body {
-		capped2[k] = v
+		cappedBody[k] = v
 	}
-	capped2[field] = json.RawMessage(strconv.FormatInt(maxTokens, 10))
-	return capped2, true, nil
+	cappedBody[field] = json.RawMessage(strconv.FormatInt(maxTokens, 10))
+	return cappedBody, true, release, nil
+}
+
+// highestPrices returns the highest input and output prices (USD per
+// million tokens) over the endpoints of the model and of every model of the
+// chain the upstream is sent (it may serve any of them); priced is false
+// when the catalog has no output price for any of them.
+func (s *Server) highestPrices(t *turn, c *snapshot.Compiled, model string) (in, out float64, priced bool) {
+	if t.snap.Catalog == nil {
+		return 0, 0, false
+	}
+	models := []string{model}
+	if c != nil {
+		models = append(models, c.Outcome.Chain...)
+	}
+	for _, slug := range models {
+		m, ok := t.snap.Catalog.Model(slug)
+		if !ok {
+			continue
+		}
+		for _, e := range m.Endpoints {
+			in, out = math.Max(in, e.PriceIn), math.Max(out, e.PriceOut)
+		}
+	}
+	return in, out, out > 0
 }

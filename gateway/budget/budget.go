@@ -8,6 +8,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -37,8 +38,11 @@ type Ledger struct {
 	mu    sync.Mutex
 	spend map[entry]float64
 	dirty map[entry]bool
-	stop  chan struct{}
-	done  chan struct{}
+	// held is what attempts in flight have reserved (in memory only: an
+	// attempt does not outlive the process).
+	held map[entry]float64
+	stop chan struct{}
+	done chan struct{}
 
 	closeOnce sync.Once
 	closeErr  error
@@ -59,7 +63,8 @@ func Open(path string) (*Ledger, error) {
 		db.Close()
 		return nil, fmt.Errorf("budget: state file %s: %w", path, err)
 	}
-	l := &Ledger{db: db, spend: map[entry]float64{}, dirty: map[entry]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
+	l := &Ledger{db: db, spend: map[entry]float64{}, dirty: map[entry]bool{}, held: map[entry]float64{},
+		stop: make(chan struct{}), done: make(chan struct{})}
 	rows, err := db.Query(`SELECT scope, month, usd FROM spend`)
 	if err != nil {
 		db.Close()
@@ -85,6 +90,62 @@ func (l *Ledger) Spent(s Scope, month string) float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.spend[entry{s, month}]
+}
+
+// Limit is a scope's monthly budget in USD.
+type Limit struct {
+	Scope Scope
+	USD   float64
+}
+
+// Available returns the least of the limits' remaining budgets for the
+// month: each limit minus its scope's spend and what attempts in flight
+// hold. With no limits it is +Inf.
+func (l *Ledger) Available(month string, limits ...Limit) float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.available(month, limits)
+}
+
+func (l *Ledger) available(month string, limits []Limit) float64 {
+	avail := math.Inf(1)
+	for _, lim := range limits {
+		e := entry{lim.Scope, month}
+		avail = math.Min(avail, lim.USD-l.spend[e]-l.held[e])
+	}
+	return avail
+}
+
+// Reserve holds budget for one attempt before it is sent, so that attempts
+// in flight together cannot spend more than the budgets allow: atomically,
+// it grants the smaller of want (+Inf for "as much as there is") and
+// [Ledger.Available], holds the grant on every limit's scope, and returns it
+// with a release func. Record the attempt's actual cost with [Ledger.Add]
+// first, then release; release is safe to call more than once. A grant of 0
+// or less holds nothing.
+func (l *Ledger) Reserve(month string, want float64, limits ...Limit) (float64, func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	grant := math.Min(want, l.available(month, limits))
+	if grant <= 0 || math.IsInf(grant, 0) || math.IsNaN(grant) {
+		return grant, func() {}
+	}
+	for _, lim := range limits {
+		l.held[entry{lim.Scope, month}] += grant
+	}
+	var once sync.Once
+	return grant, func() {
+		once.Do(func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			for _, lim := range limits {
+				e := entry{lim.Scope, month}
+				if l.held[e] -= grant; l.held[e] <= 1e-12 {
+					delete(l.held, e)
+				}
+			}
+		})
+	}
 }
 
 // Add adds spend to every scope for the month.
