@@ -61,6 +61,16 @@ func TestResponseCache(t *testing.T) {
 	// Another principal never sees k-chat's cached answer.
 	other, _ := h.post(secretResearch, body)
 	require.Empty(t, other.Header.Get(gateway.HeaderCache))
+
+	// [cache] reloads live: a shorter ttl applies to the answers already
+	// cached (k-chat's, cached well over a millisecond ago, expires).
+	editConfig(t, h.dir, [2]string{"ttl = \"5m\"", "ttl = \"1ms\""}, [2]string{"project = \"chat\"\nupstream = \"edge\"\n", "project = \"chat\"\n"})
+	require.Empty(t, h.srv.Reload())
+	require.Equal(t, time.Millisecond, h.srv.Snapshot().Config.Cache.TTL.Duration)
+	time.Sleep(5 * time.Millisecond)
+	expired, _ := h.post(secretChat, body)
+	require.Equal(t, 200, expired.StatusCode)
+	require.Empty(t, expired.Header.Get(gateway.HeaderCache), "served from the cache past the reloaded ttl")
 }
 
 // TestSessionsAndRepresentationBreaks: a session is pinned to the provider

@@ -255,6 +255,10 @@ func (s *Server) Reload() profiles.Diagnostics {
 		return diags
 	}
 	old := s.snap.Swap(snap)
+	// The cache and the pins keep their entries under the new bounds and
+	// time to live.
+	s.cache.Configure(snap.Config.Cache.MaxEntries, snap.Config.Cache.TTL.Duration)
+	s.sessions.Configure(snap.Config.Sessions.MaxEntries, snap.Config.Sessions.TTL.Duration)
 	s.lastErr.Store(nil)
 	s.metrics.Reloads.WithLabelValues("ok").Inc()
 	s.metrics.ConfigHealthy.Set(1)

@@ -20,9 +20,11 @@ type Cache[K comparable, V any] struct {
 }
 
 type entry[K comparable, V any] struct {
-	key     K
-	value   V
-	expires time.Time
+	key   K
+	value V
+	// stored is when the value was put; it expires TTL later, with the TTL
+	// in force when it is read.
+	stored time.Time
 }
 
 // New returns a cache of at most max entries (at least 1) kept for ttl.
@@ -31,6 +33,27 @@ func New[K comparable, V any](max int, ttl time.Duration) *Cache[K, V] {
 		max = 1
 	}
 	return &Cache[K, V]{ll: list.New(), items: map[K]*list.Element{}, max: max, ttl: ttl, now: time.Now}
+}
+
+// Configure changes the bound and the time to live, keeping the entries:
+// the new TTL applies to them too (it counts from when each was stored), and
+// the least recently used beyond the new bound are evicted at once.
+func (c *Cache[K, V]) Configure(max int, ttl time.Duration) {
+	if max < 1 {
+		max = 1
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.max, c.ttl = max, ttl
+	c.evict()
+}
+
+func (c *Cache[K, V]) evict() {
+	for c.ll.Len() > c.max {
+		last := c.ll.Back()
+		c.ll.Remove(last)
+		delete(c.items, last.Value.(*entry[K, V]).key)
+	}
 }
 
 // SetClock replaces the clock (tests).
@@ -46,7 +69,7 @@ func (c *Cache[K, V]) Get(k K) (V, bool) {
 		return zero, false
 	}
 	e := el.Value.(*entry[K, V])
-	if !c.now().Before(e.expires) {
+	if !c.now().Before(e.stored.Add(c.ttl)) {
 		c.ll.Remove(el)
 		delete(c.items, k)
 		return zero, false
@@ -60,19 +83,15 @@ func (c *Cache[K, V]) Get(k K) (V, bool) {
 func (c *Cache[K, V]) Put(k K, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	exp := c.now().Add(c.ttl)
+	now := c.now()
 	if el, ok := c.items[k]; ok {
 		e := el.Value.(*entry[K, V])
-		e.value, e.expires = v, exp
+		e.value, e.stored = v, now
 		c.ll.MoveToFront(el)
 		return
 	}
-	c.items[k] = c.ll.PushFront(&entry[K, V]{key: k, value: v, expires: exp})
-	for c.ll.Len() > c.max {
-		last := c.ll.Back()
-		c.ll.Remove(last)
-		delete(c.items, last.Value.(*entry[K, V]).key)
-	}
+	c.items[k] = c.ll.PushFront(&entry[K, V]{key: k, value: v, stored: now})
+	c.evict()
 }
 
 // Len returns the number of entries, expired ones not yet touched included.
