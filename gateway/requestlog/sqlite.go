@@ -181,10 +181,13 @@ const sqliteRowsPerInsert = 32
 // sqliteInsertSQL returns an INSERT of n rows.
 func sqliteInsertSQL(n int) string {
 	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(rowColumns)), ", ") + ")"
-	// Only a repeated request_id is skipped: OR IGNORE would also swallow
-	// any other constraint a row broke, and lose the row without an error.
-	return "INSERT INTO requests (" + strings.Join(rowColumns, ", ") + ") VALUES " +
-		strings.TrimSuffix(strings.Repeat(one+", ", n), ", ") + " ON CONFLICT (request_id) DO NOTHING"
+	// OR IGNORE skips a row that breaks any constraint, not only a repeated
+	// request_id; the only other ones are NOT NULL, and every value is bound
+	// from a Go value that cannot be NULL once normalized (non-finite floats,
+	// which SQLite stores as NULL, become 0). ON CONFLICT (request_id) DO
+	// NOTHING would say so in SQL, but measured a third slower.
+	return "INSERT OR IGNORE INTO requests (" + strings.Join(rowColumns, ", ") + ") VALUES " +
+		strings.TrimSuffix(strings.Repeat(one+", ", n), ", ")
 }
 
 var (
