@@ -205,6 +205,26 @@ func TestAdminRoutes(t *testing.T) {
 	resp, _ = h.post(secretChat, chatBody("summaries", noChain+`,"user":"after-delete"`))
 	require.Equal(t, 403, resp.StatusCode, "no longer a route: an uncatalogued model the team may not use")
 
+	// Route ids in the path are unescaped and compare case-insensitively, as
+	// aliases do: an alias with a slash (valid in sluice.toml) is reachable
+	// as %2F, and the audit trail holds the route before and after.
+	status, b = req("PUT", "/api/v1/routes/Acme%2FChat", `{"model":"acme/chat","targets":[{"upstream":"market","model":"openai/gpt-4o-mini"}]}`)
+	require.Equal(t, 201, status, string(b))
+	require.Contains(t, string(b), `"model":"acme/chat"`)
+	status, b = req("GET", "/api/v1/routes/ACME%2fchat", "")
+	require.Equal(t, 200, status, string(b))
+	resp, _ = h.post(secretChat, chatBody("Acme/Chat", noChain))
+	require.Equal(t, 200, resp.StatusCode)
+	status, _ = req("DELETE", "/api/v1/routes/Acme%2FChat", "")
+	require.Equal(t, 204, status)
+	status, b = req("GET", "/api/v1/audit?limit=2", "")
+	require.Equal(t, 200, status)
+	require.NoError(t, json.Unmarshal(b, &audit))
+	require.Equal(t, "route.delete", audit.Data[0].Action)
+	require.Contains(t, string(audit.Data[0].Before), `"acme/chat"`, "the deleted route is in the trail")
+	require.Equal(t, "null", string(audit.Data[0].After))
+	require.Contains(t, string(audit.Data[1].After), `"acme/chat"`)
+
 	// A restart keeps the API's changes.
 	status, _ = req("PUT", "/api/v1/routes/kept", `{"targets":[{"upstream":"market","model":"openai/gpt-4o"}]}`)
 	require.Equal(t, 201, status)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/sluicegw/sluice/compiler"
 	"github.com/sluicegw/sluice/gateway/admin"
@@ -67,7 +68,7 @@ func cloneRoutes(rs []profiles.Route) []profiles.Route {
 
 func routeJSON(rs []profiles.Route, id string) json.RawMessage {
 	for _, r := range rs {
-		if r.Model == id {
+		if strings.EqualFold(r.Model, id) {
 			b, _ := json.Marshal(r)
 			return b
 		}

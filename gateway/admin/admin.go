@@ -16,6 +16,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -160,6 +161,20 @@ func (a *api) listRoutes(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, RouteList{Data: a.opts.Backend.Routes()})
 }
 
+// routeID is the route alias in the request's path: unescaped (an alias may
+// hold a slash, sent as %2F) and lower-cased, as aliases are stored.
+func routeID(r *http.Request) string { return strings.ToLower(pathParam(r, "id")) }
+
+// pathParam is a path parameter, unescaped; a malformed escape is kept as
+// sent (it names nothing, so the lookup answers 404).
+func pathParam(r *http.Request, name string) string {
+	v := chi.URLParam(r, name)
+	if u, err := url.PathUnescape(v); err == nil {
+		return u
+	}
+	return v
+}
+
 func find(routes []profiles.Route, id string) int {
 	return slices.IndexFunc(routes, func(r profiles.Route) bool { return strings.EqualFold(r.Model, id) })
 }
@@ -168,9 +183,9 @@ func notFound(what string) *apierr.Error { return apierr.New(apierr.CodeNotFound
 
 func (a *api) getRoute(w http.ResponseWriter, r *http.Request) {
 	routes := a.opts.Backend.Routes()
-	i := find(routes, chi.URLParam(r, "id"))
+	i := find(routes, routeID(r))
 	if i < 0 {
-		a.fail(w, notFound(fmt.Sprintf("route %q", chi.URLParam(r, "id"))))
+		a.fail(w, notFound(fmt.Sprintf("route %q", routeID(r))))
 		return
 	}
 	writeJSON(w, http.StatusOK, routes[i])
@@ -271,7 +286,7 @@ func (a *api) change(w http.ResponseWriter, r *http.Request, entry state.AuditEn
 }
 
 func (a *api) putRoute(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id := routeID(r)
 	var rt profiles.Route
 	if e := decode(r, "route", func(m map[string]any) {
 		if _, ok := m["model"]; !ok {
@@ -281,6 +296,7 @@ func (a *api) putRoute(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, e)
 		return
 	}
+	rt.Model = strings.ToLower(rt.Model)
 	if rt.Model != id {
 		a.fail(w, &apierr.Error{Code: apierr.CodeValidation, Param: "/model", Message: fmt.Sprintf("model %q must equal the route id in the path, %q", rt.Model, id),
 			Details: []apierr.Detail{{Pointer: "/model", Code: "route_id_mismatch", Message: "must equal the route id in the path"}}})
@@ -308,7 +324,7 @@ func (a *api) putRoute(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) deleteRoute(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id := routeID(r)
 	_, _, ok := a.change(w, r, state.AuditEntry{Action: "route.delete", RouteID: id}, func(int) func([]string) string { return func([]string) string { return "/" } },
 		func(cur []profiles.Route) ([]profiles.Route, int, error) {
 			i := find(cur, id)
@@ -323,7 +339,7 @@ func (a *api) deleteRoute(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) addTarget(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id := routeID(r)
 	var tg profiles.Target
 	if e := decode(r, "target", nil, &tg); e != nil {
 		a.fail(w, e)
@@ -355,7 +371,7 @@ func (a *api) addTarget(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) deleteTarget(w http.ResponseWriter, r *http.Request) {
-	id, tid := chi.URLParam(r, "id"), chi.URLParam(r, "target")
+	id, tid := routeID(r), pathParam(r, "target")
 	routes, i, ok := a.change(w, r, state.AuditEntry{Action: "target.delete", RouteID: id}, func(int) func([]string) string { return func([]string) string { return "/" } },
 		func(cur []profiles.Route) ([]profiles.Route, int, error) {
 			i := find(cur, id)
