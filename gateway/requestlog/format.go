@@ -101,6 +101,19 @@ var csvHeader = []string{
 	"latency_ms", "ttft_ms",
 }
 
+// csvText guards a text cell against formula injection: a spreadsheet
+// opening the export runs a cell that starts with = + - or @ (or a tab or
+// carriage return before one) as a formula, and callers choose some of these
+// values (the session id, the model they ask for). Such a cell gets a
+// leading apostrophe, which spreadsheets show as text; every other cell is
+// exact. The JSON format is always exact.
+func csvText(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
+
 func writeCSV(w io.Writer, rows []Row) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write(csvHeader)
@@ -109,10 +122,11 @@ func writeCSV(w io.Writer, rows []Row) error {
 		r = r.normalized()
 		chain, _ := json.Marshal(r.Chain)
 		degraded, _ := json.Marshal(r.RoutingDegraded)
+		c := csvText
 		_ = cw.Write([]string{
-			r.TS.Format(time.RFC3339Nano), r.RequestID, r.Org, r.Team, r.Project, r.KeyID, r.SessionID, r.Route,
-			r.Upstream, r.DecidedModel, string(chain), r.ServedModel, r.ServedProvider,
-			r.RoutingSwitchReason, string(degraded), r.RefusedCode, r.FallbackReason,
+			r.TS.Format(time.RFC3339Nano), c(r.RequestID), c(r.Org), c(r.Team), c(r.Project), c(r.KeyID), c(r.SessionID), c(r.Route),
+			c(r.Upstream), c(r.DecidedModel), string(chain), c(r.ServedModel), c(r.ServedProvider),
+			c(r.RoutingSwitchReason), string(degraded), c(r.RefusedCode), c(r.FallbackReason),
 			strconv.Itoa(r.Attempts), strconv.Itoa(r.Status), strconv.FormatBool(r.Stream),
 			strconv.FormatBool(r.CacheHit), strconv.FormatBool(r.RepresentationBreak),
 			strconv.FormatBool(r.CacheDiscountApplied), strconv.FormatInt(r.PromptTokens, 10),

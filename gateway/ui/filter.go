@@ -38,16 +38,17 @@ func parseFilter(q url.Values) (requestlog.Filter, filterForm, string) {
 		if v == "" {
 			return time.Time{}
 		}
-		if t, err := time.Parse(time.RFC3339, v); err == nil {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			if t, err = time.Parse(time.DateOnly, v); err == nil && endOfDay {
+				t = t.AddDate(0, 0, 1)
+			}
+		}
+		// Before 1970 no row exists, and year 1 would read as no bound.
+		if err == nil && t.Year() >= 1970 {
 			return t
 		}
-		if d, err := time.Parse(time.DateOnly, v); err == nil {
-			if endOfDay {
-				d = d.AddDate(0, 0, 1)
-			}
-			return d
-		}
-		fail(name + " must be a date (2026-11-30) or an RFC 3339 time (2026-11-30T00:00:00Z)")
+		fail(name + " must be a date (2026-11-30) or an RFC 3339 time (2026-11-30T00:00:00Z), from 1970 on")
 		return time.Time{}
 	}
 	f.From = parseTime("from", ff.From, false)

@@ -65,7 +65,7 @@ func TestParseFilter(t *testing.T) {
 	f, _, bad = parseFilter(url.Values{"to": {"2026-11-02T10:00:00Z"}})
 	require.Empty(t, bad)
 	require.Equal(t, time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC), f.To)
-	for _, q := range []url.Values{{"from": {"yesterday"}}, {"refused": {"maybe"}}, {"limit": {"0"}}, {"limit": {"1001"}}} {
+	for _, q := range []url.Values{{"from": {"yesterday"}}, {"to": {"0001-01-01T00:00:00Z"}}, {"from": {"1969-12-31"}}, {"refused": {"maybe"}}, {"limit": {"0"}}, {"limit": {"1001"}}} {
 		_, _, bad = parseFilter(q)
 		require.NotEmpty(t, bad, q)
 	}
