@@ -55,7 +55,9 @@ func Parse(raw []byte) (*Request, *apierr.Error) {
 	}
 	r.Model = strings.ToLower(strings.TrimSpace(model))
 	msgs := bytes.TrimSpace(body["messages"])
-	if len(msgs) < 2 || msgs[0] != '[' || bytes.Equal(msgs, []byte("[]")) {
+	// An array with at least one element: after '[', something other than
+	// whitespace before ']' ("[ ]" is as empty as "[]").
+	if len(msgs) < 2 || msgs[0] != '[' || len(bytes.TrimSpace(msgs[1:len(msgs)-1])) == 0 {
 		return nil, &apierr.Error{Code: apierr.CodeInvalidRequest, Param: "/messages", Message: "\"messages\" must be a non-empty array"}
 	}
 	r.PromptTokens = EstimateTokens(msgs)
