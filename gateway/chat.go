@@ -91,14 +91,14 @@ func newRequestID(now time.Time) string {
 	return hex.EncodeToString(b[:])
 }
 
-// validSessionID accepts 1-128 printable ASCII characters, so that a session
-// id can never inject a header or a log line.
+// validSessionID accepts 1-128 printable ASCII characters (space included),
+// so that a session id can never inject a header or a log line.
 func validSessionID(s string) bool {
 	if s == "" || len(s) > 128 {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		if s[i] < 0x21 || s[i] > 0x7e {
+		if s[i] < 0x20 || s[i] > 0x7e {
 			return false
 		}
 	}

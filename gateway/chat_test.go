@@ -164,6 +164,18 @@ func TestUnknownFieldsPassThrough(t *testing.T) {
 
 func TestSessionIDValidated(t *testing.T) {
 	h := newHarness(t)
-	resp, _ := h.post(secretChat, chatBody("openai/gpt-4o", ""), "X-Session-Id", strings.Repeat("s", 200))
-	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	for _, tc := range []struct {
+		id     string
+		status int
+	}{
+		{strings.Repeat("s", 200), http.StatusBadRequest},
+		{"tab	here", http.StatusBadRequest},
+		{"caf\u00e9", http.StatusBadRequest},
+		{strings.Repeat("s", 128), http.StatusOK},
+		{"user 42", http.StatusOK}, // printable ASCII includes the space
+		{"~!@#$%^&*()_+", http.StatusOK},
+	} {
+		resp, _ := h.post(secretChat, chatBody("openai/gpt-4o", `,"user":"`+tc.id[:3]+`"`), "X-Session-Id", tc.id)
+		require.Equal(t, tc.status, resp.StatusCode, "%q", tc.id)
+	}
 }
