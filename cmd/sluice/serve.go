@@ -130,13 +130,21 @@ func shutdown(srv *gateway.Server, hs *http.Server, sigs <-chan os.Signal, logge
 		}
 		done <- code
 	}()
-	select {
-	case code := <-done:
-		logger.Info("stopped", "code", code)
-		return code
-	case <-sigs:
-		logger.Warn("second signal: exiting without draining")
-		return 1
+	for {
+		select {
+		case code := <-done:
+			logger.Info("stopped", "code", code)
+			return code
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				// A reload request (config management) is not a second
+				// stop: the drain goes on.
+				logger.Info("SIGHUP while draining: ignored")
+				continue
+			}
+			logger.Warn("second signal: exiting without draining")
+			return 1
+		}
 	}
 }
 

@@ -157,6 +157,8 @@ func TestSIGTERMDrainsStreams(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "still accepting connections after SIGTERM")
 		time.Sleep(20 * time.Millisecond)
 	}
+	// A SIGHUP (a reload request) while draining is not a second stop.
+	require.NoError(t, sv.cmd.Process.Signal(syscall.SIGHUP))
 	select {
 	case b := <-body:
 		require.True(t, strings.HasSuffix(b, "data: [DONE]\n\n"), "the in-flight stream completes: %q", b)
