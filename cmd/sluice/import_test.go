@@ -56,3 +56,22 @@ func TestImport(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Contains(t, errOut, "warning: the routes in")
 }
+
+// TestCheckAfterImportWithoutRoutes: a configuration with no routes,
+// imported, agrees with its (empty) store: check warns of nothing.
+func TestCheckAfterImportWithoutRoutes(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, sluice.DemoConfig()))
+	toml := filepath.Join(dir, "sluice.toml")
+	b, err := os.ReadFile(toml)
+	require.NoError(t, err)
+	i := strings.Index(string(b), "[[routes]]")
+	require.Positive(t, i)
+	require.NoError(t, os.WriteFile(toml, b[:i], 0o644))
+	code, out, errOut := runCLI(t, "", "import", "--config", dir)
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "imported 0 routes")
+	code, out, errOut = runCLI(t, "", "check", "--config", dir)
+	require.Equal(t, 0, code, out+errOut)
+	require.NotContains(t, out+errOut, "warning")
+}

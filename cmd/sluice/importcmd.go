@@ -73,6 +73,9 @@ func storeDiffers(cfg *profiles.Config) string {
 	if err != nil {
 		return fmt.Sprintf("warning: %s: %v", path, err)
 	}
+	if len(cfg.Routes) == 0 && len(stored) == 0 {
+		return "" // nil and empty marshal differently, but agree
+	}
 	a, _ := json.Marshal(cfg.Routes)
 	b, _ := json.Marshal(stored)
 	if string(a) == string(b) {
