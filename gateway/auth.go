@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/sluicegw/sluice/gateway/apierr"
 	"github.com/sluicegw/sluice/gateway/snapshot"
@@ -23,6 +24,10 @@ const authCtx ctxKey = iota
 type authenticated struct {
 	key  *profiles.Key
 	snap *snapshot.Snapshot
+	// id is the request id, made before authentication so that a refused
+	// request carries one too.
+	id    string
+	start time.Time
 }
 
 // KeyFrom returns the authenticated key of a request, or nil.
@@ -36,6 +41,13 @@ func KeyFrom(ctx context.Context) *profiles.Key {
 func snapshotFrom(ctx context.Context) *snapshot.Snapshot {
 	a, _ := ctx.Value(authCtx).(authenticated)
 	return a.snap
+}
+
+// requestIDFrom returns the request's id and when it arrived; the id is ""
+// for a request that did not pass authenticate.
+func requestIDFrom(ctx context.Context) (string, time.Time) {
+	a, _ := ctx.Value(authCtx).(authenticated)
+	return a.id, a.start
 }
 
 // bearerToken returns the token of an "Authorization: Bearer" header.
@@ -67,6 +79,10 @@ func lookupKey(cfg *profiles.Config, secret string) *profiles.Key {
 // not recorded in the request log.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Every answer of the API carries its request id, a refusal too.
+		start := time.Now()
+		id := newRequestID(start)
+		w.Header().Set(HeaderRequestID, id)
 		snap := s.snap.Load()
 		k := lookupKey(snap.Config, bearerToken(r))
 		if k == nil {
@@ -74,7 +90,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			writeError(w, apierr.New(apierr.CodeUnauthorized, "missing or unknown API key; send Authorization: Bearer <key>"))
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), authCtx, authenticated{key: k, snap: snap})))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), authCtx, authenticated{key: k, snap: snap, id: id, start: start})))
 	})
 }
 

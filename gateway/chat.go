@@ -108,11 +108,11 @@ func validSessionID(s string) bool {
 // chatCompletions is the request path:
 // auth (middleware) → parse → cache → decide → check → translate → send → record.
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	t := &turn{start: time.Now(), snap: snapshotFrom(r.Context()), key: KeyFrom(r.Context())}
+	id, start := requestIDFrom(r.Context())
+	t := &turn{start: start, snap: snapshotFrom(r.Context()), key: KeyFrom(r.Context())}
 	p := t.key.Principal()
-	t.row = requestlog.Row{TS: t.start, RequestID: newRequestID(t.start), Org: p.Org, Team: p.Team, Project: p.Project,
+	t.row = requestlog.Row{TS: t.start, RequestID: id, Org: p.Org, Team: p.Team, Project: p.Project,
 		KeyID: p.Key, Chain: []string{}, RoutingDegraded: []string{}}
-	w.Header().Set(HeaderRequestID, t.row.RequestID)
 	defer s.record(t)
 
 	// parse

@@ -120,6 +120,7 @@ func TestModelsList(t *testing.T) {
 	ids := func(secret string) []string {
 		resp, b := h.get("/v1/models", secret)
 		require.Equal(t, 200, resp.StatusCode)
+		require.Regexp(t, `^[0-9a-f]{32}$`, resp.Header.Get(gateway.HeaderRequestID))
 		var l struct {
 			Data []struct{ ID string } `json:"data"`
 		}
@@ -138,6 +139,11 @@ func TestModelsList(t *testing.T) {
 	require.Contains(t, ids(secretResearch), "google/gemini-2.5-pro")
 	resp, _ := h.get("/v1/models", "")
 	require.Equal(t, 401, resp.StatusCode)
+	// A refused request carries its id too ("on every answer").
+	require.Regexp(t, `^[0-9a-f]{32}$`, resp.Header.Get(gateway.HeaderRequestID))
+	resp, _ = h.post("sk-not-a-key", chatBody("openai/gpt-4o", ""))
+	require.Equal(t, 401, resp.StatusCode)
+	require.Regexp(t, `^[0-9a-f]{32}$`, resp.Header.Get(gateway.HeaderRequestID))
 }
 
 // TestAnalyticsAccess: the admin token reads every row, an analyst key only
