@@ -43,28 +43,21 @@ type headScanner struct{ b []byte }
 
 func (s headScanner) space(i int) int { return anthSkipSpace(s.b, i) }
 
-// object walks the object at b[i] == '{', calling member with each key
-// (undecoded, without escapes) and the index of its value; member returns
-// the index after the value.
-func (s headScanner) object(i, depth int, member func(key []byte, i int) (int, bool)) (int, bool) {
+// list walks the members of an object or the elements of an array: b[i] is
+// the opening '{' or '[', close the matching closing byte. item is called
+// at the start of each one and returns the index after it; list checks the
+// commas and returns the index after close.
+func (s headScanner) list(i, depth int, close byte, item func(i int) (int, bool)) (int, bool) {
 	if depth > headMaxDepth {
 		return 0, false
 	}
 	i = s.space(i + 1)
-	if i < len(s.b) && s.b[i] == '}' {
+	if i < len(s.b) && s.b[i] == close {
 		return i + 1, true
 	}
 	for {
-		end, escaped, ok := anthStringEnd(s.b, i)
-		if !ok || escaped {
-			return 0, false
-		}
-		key := s.b[i+1 : end-1]
-		i = s.space(end)
-		if i >= len(s.b) || s.b[i] != ':' {
-			return 0, false
-		}
-		if i, ok = member(key, s.space(i+1)); !ok {
+		var ok bool
+		if i, ok = item(i); !ok {
 			return 0, false
 		}
 		i = s.space(i)
@@ -74,12 +67,27 @@ func (s headScanner) object(i, depth int, member func(key []byte, i int) (int, b
 		switch s.b[i] {
 		case ',':
 			i = s.space(i + 1)
-		case '}':
+		case close:
 			return i + 1, true
 		default:
 			return 0, false
 		}
 	}
+}
+
+// key reads the `"key":` of the object member at b[i] (for list's item on
+// an object): the key (undecoded; a key with escapes is refused) and the
+// index of the member's value.
+func (s headScanner) key(i int) (key []byte, value int, ok bool) {
+	end, escaped, ok := anthStringEnd(s.b, i)
+	if !ok || escaped {
+		return nil, 0, false
+	}
+	c := s.space(end)
+	if c >= len(s.b) || s.b[c] != ':' {
+		return nil, 0, false
+	}
+	return s.b[i+1 : end-1], s.space(c + 1), true
 }
 
 // fields walks the object at b[i] == '{' like encoding/json decoding into a
@@ -90,7 +98,11 @@ func (s headScanner) object(i, depth int, member func(key []byte, i int) (int, b
 // merge it).
 func (s headScanner) fields(i, depth int, names []string, decode func(field, i int) (int, bool)) (int, bool) {
 	var seen uint8 // names has at most 8 entries
-	return s.object(i, depth, func(key []byte, i int) (int, bool) {
+	return s.list(i, depth, '}', func(i int) (int, bool) {
+		key, i, ok := s.key(i)
+		if !ok {
+			return 0, false
+		}
 		field := -1
 		for n, name := range names {
 			if string(key) == name {
@@ -115,31 +127,7 @@ func (s headScanner) fields(i, depth int, names []string, decode func(field, i i
 // array walks the array at b[i] == '[', calling elem with the index of each
 // element; elem returns the index after it.
 func (s headScanner) array(i, depth int, elem func(i int) (int, bool)) (int, bool) {
-	if depth > headMaxDepth {
-		return 0, false
-	}
-	i = s.space(i + 1)
-	if i < len(s.b) && s.b[i] == ']' {
-		return i + 1, true
-	}
-	for {
-		var ok bool
-		if i, ok = elem(i); !ok {
-			return 0, false
-		}
-		i = s.space(i)
-		if i >= len(s.b) {
-			return 0, false
-		}
-		switch s.b[i] {
-		case ',':
-			i = s.space(i + 1)
-		case ']':
-			return i + 1, true
-		default:
-			return 0, false
-		}
-	}
+	return s.list(i, depth, ']', elem)
 }
 
 // value checks the JSON value at b[i] and returns the index after it.
@@ -152,7 +140,13 @@ func (s headScanner) value(i, depth int) (int, bool) {
 		end, _, ok := anthStringEnd(s.b, i)
 		return end, ok
 	case c == '{':
-		return s.object(i, depth+1, func(_ []byte, i int) (int, bool) { return s.value(i, depth+1) })
+		return s.list(i, depth+1, '}', func(i int) (int, bool) {
+			_, v, ok := s.key(i)
+			if !ok {
+				return 0, false
+			}
+			return s.value(v, depth+1)
+		})
 	case c == '[':
 		return s.array(i, depth+1, func(i int) (int, bool) { return s.value(i, depth+1) })
 	case c == 't':

@@ -57,24 +57,32 @@ func applyHead(h *completionHead, res *Result) {
 }
 
 // stripMembers removes upstream-specific top-level members from a JSON
-// object; the body is returned unchanged when it has none of them. The
-// other members keep their bytes and order (appendStripped); a body that
-// walk cannot take (an escaped key, invalid JSON) is decoded and re-encoded.
+// object; the body is returned unchanged when it has none of them.
 func stripMembers(b []byte, names ...string) []byte {
+	out, _ := stripInto(nil, b, names)
+	return out
+}
+
+// stripInto is stripMembers appending the stripped body to dst (a stream
+// reuses one buffer); stripped is false, and b returned as it is, when b
+// holds none of the names. The other members keep their bytes and order
+// (appendStripped); a body that walk cannot take (an escaped key, invalid
+// JSON) is decoded and re-encoded.
+func stripInto(dst, b []byte, names []string) (_ []byte, stripped bool) {
 	if !mayHoldMember(b, names) {
-		return b
+		return b, false
 	}
-	if out, ok := appendStripped(nil, b, names); ok {
-		return out
+	if out, ok := appendStripped(dst, b, names); ok {
+		return out, true
 	}
 	var m Body
 	if json.Unmarshal(b, &m) != nil {
-		return b
+		return b, false
 	}
 	for _, n := range names {
 		delete(m, n)
 	}
-	return encodeBody(m)
+	return encodeBody(m), true
 }
 
 // mayHoldMember is the cheap test before looking for members: false when
@@ -118,58 +126,31 @@ func appendStripped(dst, b []byte, names []string) (_ []byte, ok bool) {
 		return dst, false
 	}
 	out := append(dst, '{')
-	i = s.space(i + 1)
-	if i < len(b) && b[i] == '}' {
-		if s.space(i+1) != len(b) {
-			return dst, false
-		}
-		return append(out, '}'), true
-	}
 	kept := false
-	for {
-		keyEnd, escaped, ok := anthStringEnd(b, i)
-		if !ok || escaped {
-			return dst, false
-		}
-		colon := s.space(keyEnd)
-		if colon >= len(b) || b[colon] != ':' {
-			return dst, false
-		}
-		valueEnd, ok := s.value(s.space(colon+1), 1)
+	end, ok := s.list(i, 0, '}', func(m int) (int, bool) {
+		key, v, ok := s.key(m)
 		if !ok {
-			return dst, false
+			return 0, false
 		}
-		key := b[i+1 : keyEnd-1]
-		drop := false
+		end, ok := s.value(v, 1)
+		if !ok {
+			return 0, false
+		}
 		for _, n := range names {
 			if string(key) == n {
-				drop = true
-				break
+				return end, true // dropped
 			}
 		}
-		if !drop {
-			if kept {
-				out = append(out, ',')
-			}
-			out = append(out, b[i:valueEnd]...)
-			kept = true
+		if kept {
+			out = append(out, ',')
 		}
-		i = s.space(valueEnd)
-		if i >= len(b) {
-			return dst, false
-		}
-		switch b[i] {
-		case ',':
-			i = s.space(i + 1)
-		case '}':
-			if s.space(i+1) != len(b) {
-				return dst, false
-			}
-			return append(out, '}'), true
-		default:
-			return dst, false
-		}
+		out, kept = append(out, b[m:end]...), true
+		return end, true
+	})
+	if !ok || s.space(end) != len(b) {
+		return dst, false
 	}
+	return append(out, '}'), true
 }
 
 var doneData = []byte("[DONE]")

@@ -46,12 +46,8 @@ func (s *openAIStream) Event(_ []byte, data []byte, emit func([]byte) error) (bo
 			return false, err
 		}
 	}
-	if mayHoldMember(data, s.strip) {
-		if out, ok := appendStripped(s.buf[:0], data, s.strip); ok {
-			s.buf, data = out, out
-		} else {
-			data = stripMembers(data, s.strip...)
-		}
+	if out, stripped := stripInto(s.buf[:0], data, s.strip); stripped {
+		s.buf, data = out, out
 	}
 	// The result records the error event as the caller received it.
 	if read && bytes.Contains(data, markError) && inBandError(data) {
