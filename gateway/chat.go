@@ -262,7 +262,8 @@ func setServed(h http.Header, model, provider string) {
 func (s *Server) served(t *turn, chain []string, res connectors.Result) {
 	r := &t.row
 	r.ServedModel = strings.ToLower(res.ServedModel)
-	r.ServedProvider = catalogProvider(t.snap, r.ServedModel, res.ServedProvider)
+	var ep *guardrails.Endpoint
+	r.ServedProvider, ep = servedEndpoint(t.snap, r.ServedModel, res.ServedProvider)
 	r.PromptTokens, r.CompletionTokens = res.Usage.PromptTokens, res.Usage.CompletionTokens
 	if r.RoutingSwitchReason == "" {
 		r.RoutingSwitchReason = switchReason(r.DecidedModel, chain, r.ServedModel)
@@ -275,38 +276,42 @@ func (s *Server) served(t *turn, chain []string, res connectors.Result) {
 	if t.pinKey != "" && r.ServedModel != "" {
 		s.sessions.Put(t.pinKey, now)
 	}
-	r.CostUSD = cost(t.snap, r.ServedModel, r.ServedProvider, res.Usage, r.CacheDiscountApplied)
+	r.CostUSD = cost(ep, res.Usage, r.CacheDiscountApplied)
 	if t.metered {
 		s.ledger.Add(budget.Month(t.start), r.CostUSD, budget.KeyScope(t.key.ID), budget.TeamScope(t.key.Org, t.key.Team))
 	}
 }
 
-// catalogProvider names the provider that served the way the catalog does.
-// Upstreams report providers in their own spelling — the marketplace by
-// display name, "Amazon Bedrock" for the catalog's amazon-bedrock — so a
-// reported name that is not a slug of the served model's endpoints is
-// matched to one ignoring case and punctuation. A name no endpoint matches
-// is kept, lower-cased: the row shows what the upstream said.
-func catalogProvider(snap *snapshot.Snapshot, model, reported string) string {
+// servedEndpoint names the provider that served the way the catalog does,
+// and returns the catalog endpoint whose prices the answer costs (nil when
+// the catalog does not have the model). Upstreams report providers in their
+// own spelling — the marketplace by display name, "Amazon Bedrock" for the
+// catalog's amazon-bedrock — so a reported name that is not a slug of the
+// served model's endpoints is matched to one ignoring case and punctuation.
+// A name no endpoint matches is kept, lower-cased (the row shows what the
+// upstream said), and priced at the model's first endpoint.
+func servedEndpoint(snap *snapshot.Snapshot, model, reported string) (string, *guardrails.Endpoint) {
 	low := strings.ToLower(reported)
-	if low == "" || snap.Catalog == nil {
-		return low
+	if snap.Catalog == nil {
+		return low, nil
 	}
 	m, ok := snap.Catalog.Model(model)
-	if !ok {
-		return low
+	if !ok || len(m.Endpoints) == 0 {
+		return low, nil
 	}
-	for _, e := range m.Endpoints {
-		if e.Provider == low || e.Slug() == low {
-			return low
+	if low != "" {
+		for i, e := range m.Endpoints {
+			if e.Provider == low || e.Slug() == low {
+				return low, &m.Endpoints[i]
+			}
+		}
+		for i, e := range m.Endpoints {
+			if sameLetters(e.Provider, reported) {
+				return e.Provider, &m.Endpoints[i]
+			}
 		}
 	}
-	for _, e := range m.Endpoints {
-		if sameLetters(e.Provider, reported) {
-			return e.Provider
-		}
-	}
-	return low
+	return low, &m.Endpoints[0]
 }
 
 // sameLetters reports whether a and b spell the same letters and digits,
@@ -338,23 +343,12 @@ func sameLetters(a, b string) bool {
 	}
 }
 
-// cost estimates the spend of an answer from the catalog's prices (USD per
-// million tokens). With the cross-turn discount, cached prompt tokens are
-// priced at a tenth.
-func cost(snap *snapshot.Snapshot, model, provider string, u connectors.Usage, discount bool) float64 {
-	if snap.Catalog == nil {
+// cost estimates the spend of an answer from the endpoint's prices (USD per
+// million tokens; 0 without an endpoint). With the cross-turn discount,
+// cached prompt tokens are priced at a tenth.
+func cost(ep *guardrails.Endpoint, u connectors.Usage, discount bool) float64 {
+	if ep == nil {
 		return 0
-	}
-	m, ok := snap.Catalog.Model(model)
-	if !ok || len(m.Endpoints) == 0 {
-		return 0
-	}
-	ep := m.Endpoints[0]
-	for _, e := range m.Endpoints {
-		if e.Slug() == provider || e.Provider == provider {
-			ep = e
-			break
-		}
 	}
 	prompt := float64(u.PromptTokens)
 	if discount && u.CachedTokens > 0 && u.CachedTokens <= u.PromptTokens {

@@ -70,10 +70,10 @@ func TestReadBody(t *testing.T) {
 	require.LessOrEqual(t, allocs, 2.0, "a body of declared length is read into one buffer (plus the reader)")
 }
 
-// TestCatalogProvider: a provider reported in the upstream's own spelling is
+// TestServedEndpoint: a provider reported in the upstream's own spelling is
 // recorded as the catalog's slug for the served model; an unknown one is
 // kept, lower-cased.
-func TestCatalogProvider(t *testing.T) {
+func TestServedEndpoint(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "catalog.json"), []byte(`{"models": [
 	  {"slug": "anthropic/claude-sonnet-4.5", "context_window": 200000,
@@ -103,8 +103,11 @@ func TestCatalogProvider(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.model+"/"+tc.reported, func(t *testing.T) {
-			require.Equal(t, tc.want, catalogProvider(snap, tc.model, tc.reported))
+			provider, _ := servedEndpoint(snap, tc.model, tc.reported)
+			require.Equal(t, tc.want, provider)
 		})
 	}
-	require.Equal(t, "azure", catalogProvider(&snapshot.Snapshot{}, "openai/gpt-4o", "Azure"), "no catalog: lower-cased")
+	provider, ep := servedEndpoint(&snapshot.Snapshot{}, "openai/gpt-4o", "Azure")
+	require.Equal(t, "azure", provider, "no catalog: lower-cased")
+	require.Nil(t, ep)
 }
