@@ -55,8 +55,7 @@ func ParseFilter(q map[string][]string) (requestlog.Filter, *apierr.Error) {
 	}{{"from", &f.From}, {"to", &f.To}} {
 		if v := get(tf.name); v != "" {
 			t, err := time.Parse(time.RFC3339, v)
-			if err != nil || t.Year() < 1970 {
-				// Before 1970 no row exists, and year 1 would read as no bound.
+			if err != nil || !requestlog.ValidBound(t) {
 				bad = append(bad, apierr.Detail{Pointer: tf.name, Code: "invalid_time", Message: "must be an RFC 3339 time from 1970 on, such as 2026-11-30T00:00:00Z"})
 			}
 			*tf.dst = t

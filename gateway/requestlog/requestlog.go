@@ -248,6 +248,11 @@ func (w *where) sql() string {
 	return " WHERE " + strings.Join(w.conds, " AND ")
 }
 
+// ValidBound reports whether t may be a Filter's From or To. The zero time
+// means "no bound", so a parsed year-1 time would silently drop the bound;
+// rows are never older than 1970, so earlier times are refused as a whole.
+func ValidBound(t time.Time) bool { return t.Year() >= 1970 }
+
 // ceilMilli is t in Unix milliseconds, rounded up.
 func ceilMilli(t time.Time) int64 {
 	ms := t.UnixMilli()

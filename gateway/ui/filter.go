@@ -44,8 +44,7 @@ func parseFilter(q url.Values) (requestlog.Filter, filterForm, string) {
 				t = t.AddDate(0, 0, 1)
 			}
 		}
-		// Before 1970 no row exists, and year 1 would read as no bound.
-		if err == nil && t.Year() >= 1970 {
+		if err == nil && requestlog.ValidBound(t) {
 			return t
 		}
 		fail(name + " must be a date (2026-11-30) or an RFC 3339 time (2026-11-30T00:00:00Z), from 1970 on")
