@@ -175,8 +175,10 @@ func pathParam(r *http.Request, name string) string {
 	return v
 }
 
+// find returns the index of the route with alias id (both lower-cased:
+// stored aliases by Route.ApplyDefaults, ids by routeID), or -1.
 func find(routes []profiles.Route, id string) int {
-	return slices.IndexFunc(routes, func(r profiles.Route) bool { return strings.EqualFold(r.Model, id) })
+	return slices.IndexFunc(routes, func(r profiles.Route) bool { return r.Model == id })
 }
 
 func notFound(what string) *apierr.Error { return apierr.New(apierr.CodeNotFound, what+" not found") }
