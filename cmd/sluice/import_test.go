@@ -60,14 +60,11 @@ func TestImport(t *testing.T) {
 // TestCheckAfterImportWithoutRoutes: a configuration with no routes,
 // imported, agrees with its (empty) store: check warns of nothing.
 func TestCheckAfterImportWithoutRoutes(t *testing.T) {
-	dir := t.TempDir()
-	require.NoError(t, os.CopyFS(dir, sluice.DemoConfig()))
-	toml := filepath.Join(dir, "sluice.toml")
-	b, err := os.ReadFile(toml)
-	require.NoError(t, err)
-	i := strings.Index(string(b), "[[routes]]")
-	require.Positive(t, i)
-	require.NoError(t, os.WriteFile(toml, b[:i], 0o644))
+	dir := demoWith(t, func(toml string) string {
+		i := strings.Index(toml, "[[routes]]")
+		require.Positive(t, i)
+		return toml[:i]
+	})
 	code, out, errOut := runCLI(t, "", "import", "--config", dir)
 	require.Equal(t, 0, code, out+errOut)
 	require.Contains(t, out, "imported 0 routes")

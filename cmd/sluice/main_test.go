@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	sluice "github.com/sluicegw/sluice"
 	"github.com/sluicegw/sluice/profiles"
 )
 
@@ -21,6 +22,19 @@ func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
 	code := run(&cliEnv{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb}, args)
 	return code, out.String(), errb.String()
+}
+
+// demoWith copies the demo configuration to a temporary directory, passes
+// its sluice.toml through edit, and returns the directory.
+func demoWith(t *testing.T, edit func(toml string) string) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, sluice.DemoConfig()))
+	p := filepath.Join(dir, "sluice.toml")
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(p, []byte(edit(string(b))), 0o644))
+	return dir
 }
 
 func TestCLI(t *testing.T) {

@@ -19,7 +19,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	sluice "github.com/sluicegw/sluice"
 	"github.com/sluicegw/sluice/gateway/requestlog"
 	"github.com/sluicegw/sluice/gateway/simulator"
 	"github.com/sluicegw/sluice/guardrails"
@@ -62,21 +61,17 @@ func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); retur
 // upstreams are the simulator; serverTOML lines are added to its [server] table.
 func serveSubprocess(t *testing.T, sim *simulator.Server, serverTOML ...string) *served {
 	t.Helper()
-	dir := t.TempDir()
-	require.NoError(t, os.CopyFS(dir, sluice.DemoConfig()))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
-	p := filepath.Join(dir, "sluice.toml")
-	b, err := os.ReadFile(p)
-	require.NoError(t, err)
-	s := strings.Replace(string(b), `listen = "127.0.0.1:8080"`, fmt.Sprintf("listen = %q\nshutdown_timeout = \"10s\"\n%s", addr, strings.Join(serverTOML, "\n")), 1)
-	for name, kind := range map[string]string{"market": "openrouter", "edge": "vercel", "openai": "openai", "anthropic": "anthropic"} {
-		s = strings.Replace(s, fmt.Sprintf("name = %q\nconnector = %q\n", name, kind), fmt.Sprintf("name = %q\nconnector = %q\nbase_url = %q\n", name, kind, sim.URL(kind)), 1)
-	}
-	s = strings.Replace(s, "[store]\n", "[store]\nflush_interval = \"5s\"\n", 1) // the flush must come from shutdown
-	require.NoError(t, os.WriteFile(p, []byte(s), 0o644))
+	dir := demoWith(t, func(s string) string {
+		s = strings.Replace(s, `listen = "127.0.0.1:8080"`, fmt.Sprintf("listen = %q\nshutdown_timeout = \"10s\"\n%s", addr, strings.Join(serverTOML, "\n")), 1)
+		for name, kind := range map[string]string{"market": "openrouter", "edge": "vercel", "openai": "openai", "anthropic": "anthropic"} {
+			s = strings.Replace(s, fmt.Sprintf("name = %q\nconnector = %q\n", name, kind), fmt.Sprintf("name = %q\nconnector = %q\nbase_url = %q\n", name, kind, sim.URL(kind)), 1)
+		}
+		return strings.Replace(s, "[store]\n", "[store]\nflush_interval = \"5s\"\n", 1) // the flush must come from shutdown
+	})
 
 	cmd := exec.Command(os.Args[0], "serve", "--config", dir)
 	cmd.Env = append(os.Environ(), "SLUICE_TEST_RUN_MAIN=1", "SLUICE_ADMIN_TOKEN=")
