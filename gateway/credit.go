@@ -177,17 +177,17 @@ func (s *Server) highestPrices(t *turn, c *snapshot.Compiled, model string) (in,
 	if t.snap.Catalog == nil {
 		return 0, 0, false
 	}
-	models := []string{model}
-	if c != nil {
-		models = append(models, c.Outcome.Chain...)
-	}
-	for _, slug := range models {
-		m, ok := t.snap.Catalog.Model(slug)
-		if !ok {
-			continue
+	price := func(slug string) {
+		if m, ok := t.snap.Catalog.Model(slug); ok {
+			for _, e := range m.Endpoints {
+				in, out = math.Max(in, e.PriceIn), math.Max(out, e.PriceOut)
+			}
 		}
-		for _, e := range m.Endpoints {
-			in, out = math.Max(in, e.PriceIn), math.Max(out, e.PriceOut)
+	}
+	price(model)
+	if c != nil {
+		for _, slug := range c.Outcome.Chain {
+			price(slug)
 		}
 	}
 	return in, out, out > 0
