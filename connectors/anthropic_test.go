@@ -736,7 +736,7 @@ func BenchmarkAnthropicTranslate(b *testing.B) {
 }
 
 // BenchmarkAnthropicTranslatePlain measures the request of the compile
-// benchmark (gateway/snapshot): a system and a user message, a temperature and
+// benchmark (snapshot): a system and a user message, a temperature and
 // max_tokens; JSONPath is the same request on the encoding/json path.
 func BenchmarkAnthropicTranslatePlain(b *testing.B) {
 	body, err := ParseBody([]byte(`{"model":"anthropic/claude-sonnet-4.5","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Summarise the incident report in three bullet points."}],"temperature":0.2,"max_tokens":256}`))

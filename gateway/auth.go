@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/sluicegw/sluice/gateway/apierr"
-	"github.com/sluicegw/sluice/gateway/snapshot"
 	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/snapshot"
 )
 
 type ctxKey int

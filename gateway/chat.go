@@ -17,9 +17,9 @@ import (
 	"github.com/sluicegw/sluice/gateway/budget"
 	"github.com/sluicegw/sluice/gateway/request"
 	"github.com/sluicegw/sluice/gateway/requestlog"
-	"github.com/sluicegw/sluice/gateway/snapshot"
 	"github.com/sluicegw/sluice/guardrails"
 	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/snapshot"
 )
 
 // Response headers sluice adds. Streams carry only the request id (their

@@ -13,8 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicegw/sluice/gateway/snapshot"
 	"github.com/sluicegw/sluice/guardrails"
+	"github.com/sluicegw/sluice/snapshot"
 )
 
 // TestRequestIDsSortByTime: ids are 32 hex digits led by the millisecond, so

@@ -8,11 +8,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sluicegw/sluice/compiler/failover"
 	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/gateway/apierr"
 	"github.com/sluicegw/sluice/gateway/budget"
-	"github.com/sluicegw/sluice/gateway/failover"
-	"github.com/sluicegw/sluice/gateway/snapshot"
+	"github.com/sluicegw/sluice/snapshot"
 )
 
 // SwitchSafetyNet is the routing_switch_reason of an answer the platform key

@@ -6,12 +6,12 @@ import (
 	"time"
 
 	"github.com/sluicegw/sluice/compiler"
+	"github.com/sluicegw/sluice/compiler/failover"
 	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/gateway/apierr"
-	"github.com/sluicegw/sluice/gateway/failover"
-	"github.com/sluicegw/sluice/gateway/snapshot"
 	"github.com/sluicegw/sluice/guardrails"
 	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/snapshot"
 )
 
 // SwitchTargetFallback is the routing_switch_reason of an answer from a route

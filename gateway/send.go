@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicegw/sluice/compiler/failover"
 	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/gateway/apierr"
-	"github.com/sluicegw/sluice/gateway/failover"
-	"github.com/sluicegw/sluice/gateway/snapshot"
+	"github.com/sluicegw/sluice/snapshot"
 )
 
 // Fixed header values shared by every upstream request. net/http only reads

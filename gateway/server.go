@@ -25,15 +25,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sluicegw/sluice/compiler/failover"
 	"github.com/sluicegw/sluice/gateway/admin"
 	"github.com/sluicegw/sluice/gateway/budget"
-	"github.com/sluicegw/sluice/gateway/failover"
 	"github.com/sluicegw/sluice/gateway/lru"
 	"github.com/sluicegw/sluice/gateway/metrics"
 	"github.com/sluicegw/sluice/gateway/requestlog"
-	"github.com/sluicegw/sluice/gateway/snapshot"
 	"github.com/sluicegw/sluice/gateway/state"
 	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/snapshot"
 )
 
 // Options configure a [Server].

@@ -3,8 +3,8 @@ package gateway
 import (
 	"net/http"
 
-	"github.com/sluicegw/sluice/gateway/snapshot"
 	"github.com/sluicegw/sluice/gateway/ui"
+	"github.com/sluicegw/sluice/snapshot"
 )
 
 // uiHandler serves the compliance pages under /ui/ (package ui): the admin

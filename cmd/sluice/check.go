@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/sluicegw/sluice/gateway/snapshot"
+	"github.com/sluicegw/sluice/snapshot"
 )
 
 func runCheck(env *cliEnv, args []string) int {

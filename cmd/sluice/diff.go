@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/sluicegw/sluice/gateway/diff"
-	"github.com/sluicegw/sluice/gateway/snapshot"
+	"github.com/sluicegw/sluice/diff"
+	"github.com/sluicegw/sluice/snapshot"
 )
 
 // runDiff compiles every (key, model, upstream) under two configuration

@@ -12,7 +12,7 @@ import (
 	"github.com/sluicegw/sluice/compiler"
 	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/gateway/request"
-	"github.com/sluicegw/sluice/gateway/snapshot"
+	"github.com/sluicegw/sluice/snapshot"
 )
 
 func runExplain(env *cliEnv, args []string) int {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sluicegw/sluice/compiler/failover"
 	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/gateway/apierr"
 	"github.com/sluicegw/sluice/profiles"
@@ -30,11 +31,6 @@ type Request struct {
 	// used to plan around context windows before anything is sent.
 	PromptTokens int
 }
-
-// EstimateTokens is the rough prompt-size estimate (4 bytes a token) that
-// planning compares with context windows; messages is the raw "messages"
-// array.
-func EstimateTokens(messages []byte) int { return (len(messages) + 3) / 4 }
 
 // Parse parses and validates a request body.
 func Parse(raw []byte) (*Request, *apierr.Error) {
@@ -60,7 +56,7 @@ func Parse(raw []byte) (*Request, *apierr.Error) {
 	if len(msgs) < 2 || msgs[0] != '[' || len(bytes.TrimSpace(msgs[1:len(msgs)-1])) == 0 {
 		return nil, &apierr.Error{Code: apierr.CodeInvalidRequest, Param: "/messages", Message: "\"messages\" must be a non-empty array"}
 	}
-	r.PromptTokens = EstimateTokens(msgs)
+	r.PromptTokens = failover.EstimateTokens(msgs)
 	if s, ok := body["stream"]; ok {
 		if err := json.Unmarshal(s, &r.Stream); err != nil {
 			return nil, &apierr.Error{Code: apierr.CodeInvalidRequest, Param: "/stream", Message: "\"stream\" must be a boolean"}

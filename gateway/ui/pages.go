@@ -16,8 +16,8 @@ import (
 	"github.com/sluicegw/sluice/compiler"
 	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/gateway/requestlog"
-	"github.com/sluicegw/sluice/gateway/snapshot"
 	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/snapshot"
 )
 
 // defaultPageSize is the rows page's size when the filter sets no limit.

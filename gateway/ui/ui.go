@@ -25,8 +25,8 @@ import (
 	"time"
 
 	"github.com/sluicegw/sluice/gateway/requestlog"
-	"github.com/sluicegw/sluice/gateway/snapshot"
 	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/snapshot"
 )
 
 //go:embed templates/*.html static/*

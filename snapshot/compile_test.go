@@ -17,7 +17,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/compile")
 
-const compileDir = "../../testdata/compile"
+const compileDir = "../testdata/compile"
 
 type compileCase struct {
 	Key      string          `json:"key"`
@@ -47,7 +47,7 @@ func TestCompileCorpus(t *testing.T) {
 				return
 			}
 			want, err := os.ReadFile(golden)
-			require.NoError(t, err, "run go test ./gateway/snapshot -update and review the diff")
+			require.NoError(t, err, "run go test ./snapshot -update and review the diff")
 			require.Equal(t, string(want), string(got))
 		})
 	}

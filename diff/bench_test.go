@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicegw/sluice/gateway/snapshot"
 	"github.com/sluicegw/sluice/guardrails"
 	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/snapshot"
 )
 
 // writeFile writes a file under dir, creating its folder.

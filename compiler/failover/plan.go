@@ -10,6 +10,11 @@ import (
 	"github.com/sluicegw/sluice/profiles"
 )
 
+// EstimateTokens is the rough prompt-size estimate (4 bytes a token) that
+// planning compares with context windows; messages is the raw "messages"
+// array of a request.
+func EstimateTokens(messages []byte) int { return (len(messages) + 3) / 4 }
+
 // Strategy names, as written in a route's strategy.
 const (
 	// StrategyPriority tries ordinary targets in written order (the default).

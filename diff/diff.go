@@ -12,9 +12,9 @@ import (
 
 	"github.com/sluicegw/sluice/compiler"
 	"github.com/sluicegw/sluice/connectors"
-	"github.com/sluicegw/sluice/gateway/snapshot"
 	"github.com/sluicegw/sluice/guardrails"
 	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/snapshot"
 )
 
 // FormatVersion is the version of the JSON form of a [Report]. It changes

@@ -7,9 +7,8 @@ import (
 	"fmt"
 
 	"github.com/sluicegw/sluice/compiler"
+	"github.com/sluicegw/sluice/compiler/failover"
 	"github.com/sluicegw/sluice/connectors"
-	"github.com/sluicegw/sluice/gateway/failover"
-	"github.com/sluicegw/sluice/gateway/request"
 	"github.com/sluicegw/sluice/guardrails"
 	"github.com/sluicegw/sluice/profiles"
 )
@@ -284,7 +283,7 @@ func (s *Snapshot) explainRoute(ctx context.Context, e *Explanation, key *profil
 		v, _ := compile(t)
 		return v.Refused != nil
 	})
-	fp := failover.NewPlanner(failover.PlannerOptions{}).Plan(usable, s.Config.RetryBudget(rt), request.EstimateTokens(body["messages"]), s.ContextWindow)
+	fp := failover.NewPlanner(failover.PlannerOptions{}).Plan(usable, s.Config.RetryBudget(rt), failover.EstimateTokens(body["messages"]), s.ContextWindow)
 	rv.Explanation = fp.Explain()
 	e.Route = rv
 	if first, ok := fp.First(); ok {
