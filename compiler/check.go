@@ -39,6 +39,9 @@ const (
 type Refusal struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Param is a JSON pointer to the member of the request body at fault,
+	// when one is (a request a connector cannot translate); "" otherwise.
+	Param string `json:"param,omitempty"`
 }
 
 // Error implements error.

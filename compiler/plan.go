@@ -23,6 +23,8 @@ const (
 
 // Request is what the compiler needs from a parsed request.
 type Request struct {
+	// Principal is who the request is issued for; a plan carries it.
+	Principal profiles.Principal
 	// Model is the requested model slug, or [AutoModel].
 	Model string
 	// Routing is the request rung (the body's "routing" object), or nil.
@@ -96,9 +98,8 @@ func Decide(req Request, layers []profiles.Layer, d *guardrails.Decision) *Plan 
 // rung included), so that a caller can cache the ladder merge.
 func DecideMerged(req Request, m profiles.Merged, d *guardrails.Decision) *Plan {
 	model := strings.ToLower(req.Model)
-	p := &Plan{DecidedModel: model, Auto: model == AutoModel, Merged: m}
+	p := &Plan{Principal: req.Principal, DecidedModel: model, Auto: model == AutoModel, Merged: m}
 	if d != nil {
-		p.Principal = d.Principal()
 		p.ContentFilter = d.ContentFilter()
 	}
 

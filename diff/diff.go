@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/sluicegw/sluice/compiler"
-	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/guardrails"
 	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/snapshot"
@@ -213,9 +211,6 @@ type CompiledChange struct {
 	Native []FieldChange `json:"native,omitempty"`
 }
 
-// minimalMessages is the conversation of the request compiled for each model.
-var minimalMessages = json.RawMessage(`[{"role":"user","content":"Hello."}]`)
-
 // Compare compiles every selected (key, model, upstream) combination under
 // both revisions and reports what changed. Work that does not depend on the
 // model is done once per key (ladder merge, guardrail decision), and keys
@@ -408,57 +403,36 @@ type entry struct {
 }
 
 func (s *side) compile(g *group, model string, common []string) (*compiled, error) {
-	body := connectors.Body{"model": mustJSON(model), "messages": minimalMessages}
-	plan := func(m string) *compiler.Plan {
-		p := compiler.DecideMerged(compiler.Request{Model: m}, g.merged, g.decision)
-		p.Principal = g.principal
-		return p
-	}
-	one := func(p *compiler.Plan, upstream, m string) entry {
-		e := entry{upstream: upstream, model: m}
-		cp, err := s.snap.Compile(p, upstream, body)
-		switch {
-		case err != nil && cp == nil:
-			e.refused = "translation_failed"
-		case err != nil:
-			var te *connectors.TranslateError
-			e.refused = "translation_failed"
-			if errors.As(err, &te) {
-				e.refused = te.Code
-			}
-		case cp.Outcome.Refused != nil:
-			e.refused = cp.Outcome.Refused.Code
-			e.degraded = cp.Outcome.Degraded
-		default:
-			e.degraded = cp.Outcome.Degraded
+	memo := s.snap.MemoMerged(g.principal, g.merged, g.decision, snapshot.Pin{}, snapshot.ModelBody(model))
+	one := func(upstream, m string) (entry, error) {
+		cp, err := memo.Compile(upstream, m)
+		if err != nil {
+			return entry{}, err
+		}
+		e := entry{upstream: upstream, degraded: cp.Degraded()}
+		if r := cp.Refused(); r != nil {
+			e.refused = r.Code
+		} else {
 			e.path, e.native = cp.Native.Path, cp.Native.Body
 		}
-		if e.degraded == nil {
-			e.degraded = []string{}
-		}
-		return e
+		return e, nil
 	}
 	out := &compiled{}
 	if rt := s.snap.Config.Route(model); rt != nil {
 		out.route = true
-		plans := map[string]*compiler.Plan{}
 		seen := map[[2]string]bool{}
-		targets := append([]profiles.Target(nil), rt.Targets...)
-		if rt.Then != nil {
-			targets = append(targets, rt.Then.Targets...)
-		}
-		for _, t := range targets {
+		for _, t := range rt.AllTargets() {
 			tm := strings.ToLower(t.Model)
 			if seen[[2]string{t.Upstream, tm}] {
 				continue
 			}
 			seen[[2]string{t.Upstream, tm}] = true
-			p := plans[tm]
-			if p == nil {
-				p = plan(tm)
-				plans[tm] = p
+			e, err := one(t.Upstream, tm)
+			if err != nil {
+				return nil, err
 			}
-			out.entries = append(out.entries, one(p, t.Upstream, tm))
+			e.model = tm
+			out.entries = append(out.entries, e)
 		}
 		sort.Slice(out.entries, func(i, j int) bool {
 			a, b := out.entries[i], out.entries[j]
@@ -466,9 +440,13 @@ func (s *side) compile(g *group, model string, common []string) (*compiled, erro
 		})
 		return out, nil
 	}
-	out.plan = plan(model)
+	out.plan = memo.Plan(strings.ToLower(model))
 	for _, u := range common {
-		out.entries = append(out.entries, one(out.plan, u, ""))
+		e, err := one(u, out.plan.DecidedModel)
+		if err != nil {
+			return nil, err
+		}
+		out.entries = append(out.entries, e)
 	}
 	return out, nil
 }

@@ -47,8 +47,8 @@ func (rc *requestCompiler) plan(model string) *compiler.Plan {
 	if t.hasPin && t.pin.model == model {
 		creq.PinnedProvider = t.pin.provider
 	}
+	creq.Principal = t.key.Principal()
 	p := compiler.Decide(creq, t.snap.Layers(t.key.ID), rc.d)
-	p.Principal = t.key.Principal()
 	rc.plans[model] = p
 	return p
 }
@@ -73,7 +73,7 @@ func (rc *requestCompiler) compileBody(upstream, model string, body connectors.B
 	case terr != nil:
 		e = translateError(terr)
 	case c.Refused() != nil:
-		e = &apierr.Error{Code: c.Refused().Code, Message: c.Refused().Message}
+		e = &apierr.Error{Code: c.Refused().Code, Message: c.Refused().Message, Param: c.Refused().Param}
 	}
 	return c, e
 }

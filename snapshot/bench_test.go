@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/sluicegw/sluice/compiler"
 	"github.com/sluicegw/sluice/gateway/request"
 )
 
@@ -27,19 +26,19 @@ func BenchmarkCompile(b *testing.B) {
 		if perr != nil {
 			b.Fatal(perr)
 		}
-		if _, _, err := snap.Plan(ctx, key, compiler.Request{Model: req.Model}); err != nil {
+		if _, err := snap.Decision(ctx, key.Principal()); err != nil {
 			b.Fatal(err) // warms the decision cache
 		}
 		b.Run(up, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				plan, _, err := snap.Plan(ctx, key, compiler.Request{Model: req.Model, Routing: req.Routing})
+				d, err := snap.Decision(ctx, key.Principal())
 				if err != nil {
 					b.Fatal(err)
 				}
-				c, err := snap.Compile(plan, up, req.Body)
+				c, err := snap.Memo(key, d, req.Routing, Pin{}, req.Body).Compile(up, req.Model)
 				if err != nil || c.Native == nil {
-					b.Fatalf("%v %+v", err, c.Outcome.Refused)
+					b.Fatalf("%v %+v", err, c.Refused())
 				}
 			}
 		})

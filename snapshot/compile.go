@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/sluicegw/sluice/compiler"
 	"github.com/sluicegw/sluice/compiler/failover"
@@ -22,18 +23,6 @@ func (s *Snapshot) Decision(ctx context.Context, p profiles.Principal) (*guardra
 	return s.Issuer.Decide(ctx, p)
 }
 
-// Plan decides a request for a key: ladder merge (with the request rung),
-// guardrail decision, chain filtering and the provider preferences.
-func (s *Snapshot) Plan(ctx context.Context, key *profiles.Key, req compiler.Request) (*compiler.Plan, *guardrails.Decision, error) {
-	d, err := s.Decision(ctx, key.Principal())
-	if err != nil {
-		return nil, nil, err
-	}
-	p := compiler.Decide(req, s.layers[key.ID], d)
-	p.Principal = key.Principal()
-	return p, d, nil
-}
-
 // Compiled is a plan checked and translated for one upstream.
 type Compiled struct {
 	Upstream *Upstream
@@ -42,14 +31,36 @@ type Compiled struct {
 	Native *connectors.Native
 	// Call is handed back to the connector to read the answer.
 	Call *connectors.Call
+	// untranslatable is the translation's refusal: a request the connector
+	// cannot write for this upstream (the client's to fix).
+	untranslatable *compiler.Refusal
 }
 
-// Refused returns the refusal of the check or the translation, or nil.
-func (c *Compiled) Refused() *compiler.Refusal { return c.Outcome.Refused }
+// Refused returns why the upstream must not serve the request: the check's
+// refusal, or a translation error (code unsupported_parameter or
+// invalid_request, with the JSON pointer of the member at fault); nil when
+// it may.
+func (c *Compiled) Refused() *compiler.Refusal {
+	if c.untranslatable != nil {
+		return c.untranslatable
+	}
+	return c.Outcome.Refused
+}
+
+// Degraded returns what the upstream could not express and proceeds without:
+// the check's sorted set, or none when the translation refused the request.
+func (c *Compiled) Degraded() []string {
+	if c.untranslatable != nil {
+		return noneDegraded
+	}
+	return c.Outcome.Degraded
+}
+
+var noneDegraded = []string{}
 
 // Compile runs the expressibility check for the upstream, then translates.
-// A translation error (a request field the upstream cannot honour) comes
-// back as the error; refusals are in the outcome.
+// Refusals of either step are in [Compiled.Refused]; the error is only for an
+// upstream the snapshot does not have.
 func (s *Snapshot) Compile(plan *compiler.Plan, upstream string, body connectors.Body) (*Compiled, error) {
 	u := s.Upstreams[upstream]
 	if u == nil {
@@ -61,11 +72,22 @@ func (s *Snapshot) Compile(plan *compiler.Plan, upstream string, body connectors
 	}
 	native, err := u.Connector.Translate(body, plan, &c.Outcome)
 	if err != nil {
-		return c, err
+		c.untranslatable = untranslatable(err)
+		return c, nil
 	}
 	c.Native = native
 	c.Call = &connectors.Call{Plan: plan, Outcome: &c.Outcome}
 	return c, nil
+}
+
+// untranslatable turns a connector's translation error into a refusal that
+// keeps its code and the pointer to the member at fault.
+func untranslatable(err error) *compiler.Refusal {
+	var te *connectors.TranslateError
+	if errors.As(err, &te) {
+		return &compiler.Refusal{Code: te.Code, Message: te.Message, Param: te.Param}
+	}
+	return &compiler.Refusal{Code: connectors.CodeInvalidRequest, Message: err.Error()}
 }
 
 // UpstreamNames returns the configured upstreams in file order.
@@ -173,20 +195,12 @@ func (s *Snapshot) Explain(ctx context.Context, key *profiles.Key, req *compiler
 	if req == nil {
 		return e, nil
 	}
+	memo := s.Memo(key, d, routing, Pin{}, body)
 	if rt := s.Config.Route(req.Model); rt != nil {
-		return s.explainRoute(ctx, e, key, req, body, rt)
+		return e, s.explainRoute(e, memo, rt)
 	}
-	plan, _, err := s.Plan(ctx, key, *req)
-	if err != nil {
-		return nil, err
-	}
-	e.DecidedModel = plan.DecidedModel
-	e.Chain = plan.Chain
-	if plan.Dropped != nil {
-		e.Dropped = plan.Dropped
-	}
-	e.Providers = &plan.Providers
-	e.Provenance = plan.Provenance()
+	plan := memo.Plan(strings.ToLower(req.Model))
+	e.setPlan(plan)
 	if e.Guardrail != nil {
 		allowed := plan.Auto || d.ModelAllowed(plan.DecidedModel)
 		e.Guardrail.ModelAllowed = &allowed
@@ -197,32 +211,39 @@ func (s *Snapshot) Explain(ctx context.Context, key *profiles.Key, req *compiler
 		names = []string{upstream}
 	}
 	for _, name := range names {
-		v, err := s.compiledView(plan, name, body)
+		c, err := memo.Compile(name, plan.DecidedModel)
 		if err != nil {
 			return nil, err
 		}
-		e.Compiled = append(e.Compiled, v)
+		e.Compiled = append(e.Compiled, view(c, ""))
 	}
 	return e, nil
 }
 
-// compiledView checks and translates a plan for one upstream and renders the
-// outcome: the refusal (a translation error counts as one, with its code) or
-// what was degraded and the exact native body.
-func (s *Snapshot) compiledView(plan *compiler.Plan, upstream string, body connectors.Body) (CompiledView, error) {
-	c, err := s.Compile(plan, upstream, body)
-	if c == nil {
-		return CompiledView{}, err
+// ExplainModel explains a key's routing of a request that names a model (or
+// route alias) and carries nothing else ([ModelBody]).
+func (s *Snapshot) ExplainModel(ctx context.Context, key *profiles.Key, model string) (*Explanation, error) {
+	model = strings.ToLower(strings.TrimSpace(model))
+	return s.Explain(ctx, key, &compiler.Request{Model: model}, ModelBody(model), "")
+}
+
+// setPlan shows the plan's decision: the decided model, its chain and what
+// was dropped from it, the effective provider lists and their provenance.
+func (e *Explanation) setPlan(p *compiler.Plan) {
+	e.DecidedModel, e.Chain, e.Providers, e.Provenance = p.DecidedModel, p.Chain, &p.Providers, p.Provenance()
+	if p.Dropped != nil {
+		e.Dropped = p.Dropped
 	}
-	v := CompiledView{Upstream: upstream, Connector: c.Upstream.Config.Connector, Refused: c.Outcome.Refused, Degraded: c.Outcome.Degraded}
-	switch {
-	case err != nil:
-		v.Refused = &compiler.Refusal{Code: errCode(err), Message: err.Error()}
-		v.Degraded = []string{}
-	case c.Native != nil:
+}
+
+// view renders one compile result: the refusal, or what was degraded and
+// the exact native body. model is set for route targets only.
+func view(c *Compiled, model string) CompiledView {
+	v := CompiledView{Upstream: c.Upstream.Config.Name, Model: model, Connector: c.Upstream.Config.Connector, Refused: c.Refused(), Degraded: c.Degraded()}
+	if c.Native != nil {
 		v.Path, v.Native = c.Native.Path, c.Native.Body
 	}
-	return v, nil
+	return v
 }
 
 // ContextWindow returns a model's context window from the catalog, or 0 when
@@ -238,69 +259,35 @@ func (s *Snapshot) ContextWindow(model string) int {
 
 // explainRoute explains a route alias: every target compiled for its own
 // model, and the attempts planned from the targets the request may use.
-func (s *Snapshot) explainRoute(ctx context.Context, e *Explanation, key *profiles.Key, req *compiler.Request, body connectors.Body, rt *profiles.Route) (*Explanation, error) {
-	views := map[[2]string]CompiledView{}
-	plans := map[string]*compiler.Plan{}
-	compile := func(t profiles.Target) (CompiledView, error) {
-		k := [2]string{t.Upstream, t.Model}
-		if v, ok := views[k]; ok {
-			return v, nil
-		}
-		p, ok := plans[t.Model]
-		if !ok {
-			r := *req
-			r.Model = t.Model
-			var err error
-			if p, _, err = s.Plan(ctx, key, r); err != nil {
-				return CompiledView{}, err
-			}
-			plans[t.Model] = p
-		}
-		v, err := s.compiledView(p, t.Upstream, body)
-		if err != nil {
-			return CompiledView{}, err
-		}
-		v.Model = t.Model
-		views[k] = v
-		return v, nil
-	}
-	all := append([]profiles.Target(nil), rt.Targets...)
-	if rt.Then != nil {
-		all = append(all, rt.Then.Targets...)
-	}
+func (s *Snapshot) explainRoute(e *Explanation, memo *Memo, rt *profiles.Route) error {
 	rv := &RouteView{Skipped: []SkippedTarget{}}
-	for _, t := range all {
-		v, err := compile(t)
+	for _, t := range rt.AllTargets() {
+		c, err := memo.Compile(t.Upstream, t.Model)
 		if err != nil {
-			return nil, err
+			return err
 		}
+		v := view(c, t.Model)
 		e.Compiled = append(e.Compiled, v)
 		if v.Refused != nil {
 			rv.Skipped = append(rv.Skipped, SkippedTarget{Upstream: t.Upstream, Model: t.Model, Refused: v.Refused})
 		}
 	}
-	usable, _ := failover.Without(rt, func(t profiles.Target) bool {
-		v, _ := compile(t)
-		return v.Refused != nil
-	})
-	fp := failover.NewPlanner(failover.PlannerOptions{}).Plan(usable, s.Config.RetryBudget(rt), failover.EstimateTokens(body["messages"]), s.ContextWindow)
+	usable, _, err := memo.Usable(rt)
+	if err != nil {
+		return err
+	}
+	fp := s.PlanRoute(failover.NewPlanner(failover.PlannerOptions{}), usable, memo.Body())
 	rv.Explanation = fp.Explain()
 	e.Route = rv
 	if first, ok := fp.First(); ok {
-		p := plans[first.Model]
-		e.DecidedModel, e.Chain, e.Providers, e.Provenance = p.DecidedModel, p.Chain, &p.Providers, p.Provenance()
-		if p.Dropped != nil {
-			e.Dropped = p.Dropped
-		}
+		e.setPlan(memo.Plan(first.Model))
 	}
-	return e, nil
+	return nil
 }
 
-// errCode extracts the stable code of a translation error.
-func errCode(err error) string {
-	var te *connectors.TranslateError
-	if errors.As(err, &te) {
-		return te.Code
-	}
-	return "translation_failed"
+// PlanRoute orders the attempts of a request on a route (one whose targets
+// the request may all be sent to: [Memo.Usable]) with the route's retry
+// budget, the prompt's estimated size and the catalog's context windows.
+func (s *Snapshot) PlanRoute(p *failover.Planner, usable *profiles.Route, body connectors.Body) *failover.Plan {
+	return p.Plan(usable, s.Config.RetryBudget(usable), failover.EstimateTokens(body["messages"]), s.ContextWindow)
 }

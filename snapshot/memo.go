@@ -1,0 +1,145 @@
+package snapshot
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/sluicegw/sluice/compiler"
+	"github.com/sluicegw/sluice/compiler/failover"
+	"github.com/sluicegw/sluice/connectors"
+	"github.com/sluicegw/sluice/guardrails"
+	"github.com/sluicegw/sluice/profiles"
+)
+
+// Pin is a session's routing pin: the model and provider that served its
+// last turn. A plan for the pinned model puts the provider first.
+type Pin struct {
+	Model, Provider string
+}
+
+// Memo compiles one request for one principal: the plan once per model, and
+// the check and translation once per (upstream, model), since a route's
+// targets often share both. The gateway, explain, diff and the compliance
+// pages all compile through a Memo, so a request is planned and compiled the
+// same way wherever it is looked at. A Memo is not safe for concurrent use.
+type Memo struct {
+	snap      *Snapshot
+	principal profiles.Principal
+	merged    profiles.Merged
+	decision  *guardrails.Decision
+	pin       Pin
+	body      connectors.Body
+
+	plans map[string]*compiler.Plan
+	comps map[[2]string]*Compiled
+}
+
+// Memo returns the compile memo of one request of a key: its ladder merged
+// with the request rung (routing, nil when the request has none), the key's
+// guardrail decision (nil when no guardrail applies), the session's pin (the
+// zero Pin without one) and the body to translate.
+func (s *Snapshot) Memo(key *profiles.Key, d *guardrails.Decision, routing *profiles.Profile, pin Pin, body connectors.Body) *Memo {
+	layers := s.layers[key.ID]
+	if routing != nil {
+		layers = append(layers[:len(layers):len(layers)], profiles.Layer{Rung: "request", File: profiles.RequestFile, Profile: routing})
+	}
+	return s.MemoMerged(key.Principal(), profiles.Merge(layers...), d, pin, body)
+}
+
+// MemoMerged is [Snapshot.Memo] for a profile already merged (the request
+// rung included): diff compiles once for every key whose merged profile and
+// decision are equal.
+func (s *Snapshot) MemoMerged(p profiles.Principal, merged profiles.Merged, d *guardrails.Decision, pin Pin, body connectors.Body) *Memo {
+	return &Memo{snap: s, principal: p, merged: merged, decision: d, pin: pin, body: body,
+		plans: make(map[string]*compiler.Plan, 2), comps: make(map[[2]string]*Compiled, 2)}
+}
+
+// Snapshot returns the configuration the memo compiles against.
+func (m *Memo) Snapshot() *Snapshot { return m.snap }
+
+// Body returns the request body the memo translates.
+func (m *Memo) Body() connectors.Body { return m.body }
+
+// Plan decides the request for one model: the merged profile and the
+// guardrail decision apply to every model alike.
+func (m *Memo) Plan(model string) *compiler.Plan {
+	if p, ok := m.plans[model]; ok {
+		return p
+	}
+	req := compiler.Request{Principal: m.principal, Model: model}
+	if m.pin.Model == model {
+		req.PinnedProvider = m.pin.Provider
+	}
+	p := compiler.DecideMerged(req, m.merged, m.decision)
+	m.plans[model] = p
+	return p
+}
+
+// Compile checks and translates the request for one (upstream, model).
+// Compiled.Refused says when that upstream must not serve it.
+func (m *Memo) Compile(upstream, model string) (*Compiled, error) {
+	k := [2]string{upstream, model}
+	if c, ok := m.comps[k]; ok {
+		return c, nil
+	}
+	c, err := m.snap.Compile(m.Plan(model), upstream, m.body)
+	if err != nil {
+		return nil, err
+	}
+	m.comps[k] = c
+	return c, nil
+}
+
+// CompileBody compiles a variant of the request's body (one whose completion
+// cap a budget lowered) for one (upstream, model); it is not memoised.
+func (m *Memo) CompileBody(upstream, model string, body connectors.Body) (*Compiled, error) {
+	return m.snap.Compile(m.Plan(model), upstream, body)
+}
+
+// Usable returns the route without the targets the request may not be sent
+// to at all (a refusal or a translation error on that target): those are
+// skipped, never failed over to. When no ordinary target is left, refused is
+// the first target's refusal (in written order), or an upstream_unavailable
+// refusal when there was none.
+func (m *Memo) Usable(rt *profiles.Route) (usable *profiles.Route, refused *compiler.Refusal, err error) {
+	u, ok := failover.Without(rt, func(t profiles.Target) bool {
+		if err != nil {
+			return true
+		}
+		c, cerr := m.Compile(t.Upstream, t.Model)
+		if cerr != nil {
+			err = cerr
+			return true
+		}
+		if r := c.Refused(); r != nil {
+			if refused == nil {
+				refused = r
+			}
+			return true
+		}
+		return false
+	})
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case ok:
+		return u, nil, nil
+	case refused == nil:
+		refused = &compiler.Refusal{Code: CodeUpstreamUnavailable, Message: fmt.Sprintf("route %q has no ordinary target", rt.Model)}
+	}
+	return u, refused, nil
+}
+
+// CodeUpstreamUnavailable is the refusal code of a route left with no target
+// the request may be sent to.
+const CodeUpstreamUnavailable = "upstream_unavailable"
+
+// ModelBody is the request compiled when only a model is known (the admin
+// API's explain, a request-log row re-run for review, diff): the model and
+// one user message.
+func ModelBody(model string) connectors.Body {
+	m, _ := json.Marshal(model)
+	return connectors.Body{"model": m, "messages": modelBodyMessages}
+}
+
+var modelBodyMessages = json.RawMessage(`[{"role":"user","content":"Hello."}]`)
