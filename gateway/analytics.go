@@ -6,12 +6,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sluicegw/sluice/gateway/access"
 	"github.com/sluicegw/sluice/gateway/apierr"
 	"github.com/sluicegw/sluice/gateway/requestlog"
 )
-
-// RoleAnalyst lets a key read its own team's request-log rows.
-const RoleAnalyst = "analyst"
 
 // Invocations is the body of GET /api/v1/analytics/invocations.
 type Invocations struct {
@@ -23,15 +21,15 @@ type Invocations struct {
 // sees every row; a key with the analyst role sees its own team's rows only.
 // It returns the team to restrict to ("" for all).
 func (s *Server) analyticsCaller(r *http.Request) (team string, e *apierr.Error) {
-	if s.adminAuthorized(r) {
+	if access.Admin(r, s.opts.AdminToken) {
 		return "", nil
 	}
-	k := lookupKey(s.snap.Load().Config, bearerToken(r))
+	k := access.Key(s.snap.Load().Config, access.BearerToken(r))
 	if k == nil {
 		s.metrics.AuthFailures.Inc()
 		return "", apierr.New(apierr.CodeUnauthorized, "send the admin token or an analyst key as Authorization: Bearer <token>")
 	}
-	if !k.HasRole(RoleAnalyst) {
+	if !k.HasRole(access.RoleAnalyst) {
 		return "", apierr.New(apierr.CodePermissionDenied, "this key has no analyst role")
 	}
 	return k.Team, nil

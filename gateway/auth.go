@@ -2,13 +2,10 @@ package gateway
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"net/http"
-	"strings"
 	"time"
 
+	"github.com/sluicegw/sluice/gateway/access"
 	"github.com/sluicegw/sluice/gateway/apierr"
 	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/snapshot"
@@ -50,30 +47,6 @@ func requestIDFrom(ctx context.Context) (string, time.Time) {
 	return a.id, a.start
 }
 
-// bearerToken returns the token of an "Authorization: Bearer" header.
-func bearerToken(r *http.Request) string {
-	h := r.Header.Get("Authorization")
-	if len(h) < 7 || !strings.EqualFold(h[:7], "bearer ") {
-		return ""
-	}
-	return strings.TrimSpace(h[7:])
-}
-
-// lookupKey hashes a secret and finds its key; the stored hash is compared
-// in constant time.
-func lookupKey(cfg *profiles.Config, secret string) *profiles.Key {
-	if secret == "" {
-		return nil
-	}
-	sum := sha256.Sum256([]byte(secret))
-	digest := hex.EncodeToString(sum[:])
-	k := cfg.KeyByHash(digest)
-	if k == nil || subtle.ConstantTimeCompare([]byte(k.SHA256), []byte(digest)) != 1 {
-		return nil
-	}
-	return k
-}
-
 // authenticate resolves the API key to its principal. A missing or unknown
 // key gets 401; such requests have no principal and are counted in metrics,
 // not recorded in the request log.
@@ -84,7 +57,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		id := newRequestID(start)
 		w.Header().Set(HeaderRequestID, id)
 		snap := s.snap.Load()
-		k := lookupKey(snap.Config, bearerToken(r))
+		k := access.Key(snap.Config, access.BearerToken(r))
 		if k == nil {
 			s.metrics.AuthFailures.Inc()
 			writeError(w, apierr.New(apierr.CodeUnauthorized, "missing or unknown API key; send Authorization: Bearer <key>"))
@@ -92,12 +65,6 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), authCtx, authenticated{key: k, snap: snap, id: id, start: start})))
 	})
-}
-
-// adminAuthorized reports whether the request carries the admin token.
-func (s *Server) adminAuthorized(r *http.Request) bool {
-	tok := bearerToken(r)
-	return s.opts.AdminToken != "" && tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.opts.AdminToken)) == 1
 }
 
 func writeError(w http.ResponseWriter, e *apierr.Error) { apierr.Write(w, e) }

@@ -6,10 +6,7 @@ package admin
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	_ "embed"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +20,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/sluicegw/sluice/gateway/access"
 	"github.com/sluicegw/sluice/gateway/apierr"
 	"github.com/sluicegw/sluice/gateway/state"
 	"github.com/sluicegw/sluice/profiles"
@@ -119,18 +117,12 @@ func (a *api) authorize(next http.Handler) http.Handler {
 			apierr.Write(w, apierr.New(apierr.CodeNotFound, "the admin API is disabled: set SLUICE_ADMIN_TOKEN to enable it"))
 			return
 		}
-		h := r.Header.Get("Authorization")
-		tok := ""
-		if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-			tok = strings.TrimSpace(h[7:])
-		}
-		if tok == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(a.opts.Token)) != 1 {
+		tok := access.BearerToken(r)
+		if !access.SameSecret(tok, a.opts.Token) {
 			apierr.Write(w, apierr.New(apierr.CodeUnauthorized, "the admin API needs the admin token: Authorization: Bearer <SLUICE_ADMIN_TOKEN>"))
 			return
 		}
-		sum := sha256.Sum256([]byte(tok))
-		actor := "token:" + hex.EncodeToString(sum[:])[:12]
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, actor)))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, access.Actor(tok))))
 	})
 }
 
@@ -433,7 +425,7 @@ func (a *api) audit(w http.ResponseWriter, r *http.Request) {
 func (a *api) explain(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	key, model := q.Get("key"), q.Get("model")
-	if key == "" || model == "" {
+	if key == "" || strings.TrimSpace(model) == "" {
 		a.fail(w, &apierr.Error{Code: apierr.CodeInvalidRequest, Param: "key", Message: "explain needs ?key=KEY_ID&model=MODEL"})
 		return
 	}

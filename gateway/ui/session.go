@@ -2,7 +2,6 @@ package ui
 
 import (
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/base64"
 	"sync"
 	"time"
@@ -116,9 +115,4 @@ func (s *sessions) len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.m)
-}
-
-// equalTokens compares two secrets in constant time; empty never matches.
-func equalTokens(a, b string) bool {
-	return a != "" && b != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }

@@ -14,9 +14,7 @@ package ui
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -24,17 +22,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicegw/sluice/gateway/access"
 	"github.com/sluicegw/sluice/gateway/requestlog"
-	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/snapshot"
 )
 
 //go:embed templates/*.html static/*
 var assets embed.FS
-
-// RoleAnalyst is the key role that may log in and read its own team's rows;
-// the same role the analytics API accepts.
-const RoleAnalyst = "analyst"
 
 // Cookie names. The session cookie holds an opaque random id only.
 const (
@@ -189,7 +183,7 @@ func (h *handler) resolve(r *http.Request) *viewer {
 		return v
 	}
 	k := h.opts.Snapshot().Config.KeyByID(s.keyID)
-	if k == nil || !k.HasRole(RoleAnalyst) {
+	if k == nil || !k.HasRole(access.RoleAnalyst) {
 		h.sess.delete(s.id)
 		return nil
 	}
@@ -244,21 +238,6 @@ func (h *handler) errorPage(w http.ResponseWriter, _ *http.Request, v *viewer, s
 	h.render(w, status, "error", errorData{base: base{Title: http.StatusText(status), Viewer: v}, Status: status, Message: msg})
 }
 
-// lookupKey finds the key whose secret this is; the stored hash is compared
-// in constant time (as the gateway's own key check does).
-func lookupKey(cfg *profiles.Config, secret string) *profiles.Key {
-	if secret == "" {
-		return nil
-	}
-	sum := sha256.Sum256([]byte(secret))
-	digest := hex.EncodeToString(sum[:])
-	k := cfg.KeyByHash(digest)
-	if k == nil || !equalTokens(k.SHA256, digest) {
-		return nil
-	}
-	return k
-}
-
 // setCookie writes a cookie scoped to the pages: HttpOnly, SameSite=Strict,
 // Secure when the request came over TLS. maxAge < 0 deletes it.
 func setCookie(w http.ResponseWriter, r *http.Request, name, value, path string, maxAge int) {
@@ -301,24 +280,24 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, err := r.Cookie(loginCookie)
-	if err != nil || !equalTokens(c.Value, r.PostForm.Get("csrf")) {
+	if err != nil || !access.SameSecret(c.Value, r.PostForm.Get("csrf")) {
 		h.showLogin(w, r, http.StatusForbidden, "The login form expired; enter the token again.")
 		return
 	}
 	token := strings.TrimSpace(r.PostForm.Get("token"))
 	var s *session
 	switch {
-	case equalTokens(token, h.opts.AdminToken):
+	case access.SameSecret(token, h.opts.AdminToken):
 		s = h.sess.create(true, "")
 		h.log.Info("ui: login", "principal", "admin")
 	default:
-		k := lookupKey(h.opts.Snapshot().Config, token)
+		k := access.Key(h.opts.Snapshot().Config, token)
 		if k == nil {
 			h.log.Info("ui: login refused: unknown token")
 			h.showLogin(w, r, http.StatusUnauthorized, "Unknown token: enter the admin token or an analyst key.")
 			return
 		}
-		if !k.HasRole(RoleAnalyst) {
+		if !k.HasRole(access.RoleAnalyst) {
 			h.log.Info("ui: login refused: key has no analyst role", "key_id", k.ID)
 			h.showLogin(w, r, http.StatusForbidden, "This key has no analyst role.")
 			return
@@ -339,7 +318,7 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 // logout ends the session; the form must carry the session's CSRF token.
 func (h *handler) logout(w http.ResponseWriter, r *http.Request, v *viewer) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-	if err := r.ParseForm(); err != nil || !equalTokens(r.PostForm.Get("csrf"), v.CSRF) {
+	if err := r.ParseForm(); err != nil || !access.SameSecret(r.PostForm.Get("csrf"), v.CSRF) {
 		h.errorPage(w, r, v, http.StatusForbidden, "Missing or wrong form token; use the page's own Log out button.")
 		return
 	}

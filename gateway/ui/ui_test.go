@@ -15,14 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicegw/sluice/gateway"
 	"github.com/sluicegw/sluice/gateway/requestlog"
-	"github.com/sluicegw/sluice/gateway/ui"
 )
-
-func TestRoleMatchesGateway(t *testing.T) {
-	require.Equal(t, gateway.RoleAnalyst, ui.RoleAnalyst)
-}
 
 func TestNoSessionRedirectsToLogin(t *testing.T) {
 	e := newEnv(t)

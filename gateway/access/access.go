@@ -1,0 +1,62 @@
+// Package access holds the gateway's security checks, one definition each:
+// reading a bearer token, finding the key a secret belongs to, comparing the
+// admin token, and the roles a key may hold. The API, the admin API and the
+// compliance pages all authenticate through it.
+package access
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"net/http"
+	"strings"
+
+	"github.com/sluicegw/sluice/profiles"
+)
+
+// RoleAnalyst lets a key read its own team's request-log rows: through the
+// analytics API, and by logging in to the compliance pages.
+const RoleAnalyst = "analyst"
+
+// BearerToken returns the token of an "Authorization: Bearer <token>" header
+// (the scheme matched case-insensitively, the token trimmed), or "".
+func BearerToken(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) < 7 || !strings.EqualFold(h[:7], "bearer ") {
+		return ""
+	}
+	return strings.TrimSpace(h[7:])
+}
+
+// Key returns the key whose secret this is, or nil. The secret is hashed as
+// sluice.toml stores it ([profiles.HashSecret]) and the stored hash is
+// compared in constant time.
+func Key(cfg *profiles.Config, secret string) *profiles.Key {
+	if strings.TrimSpace(secret) == "" {
+		return nil
+	}
+	digest := profiles.HashSecret(secret)
+	k := cfg.KeyByHash(digest)
+	if k == nil || !SameSecret(k.SHA256, digest) {
+		return nil
+	}
+	return k
+}
+
+// SameSecret compares two secrets in constant time; an empty one never
+// matches (an unset admin token admits nobody).
+func SameSecret(a, b string) bool {
+	return a != "" && b != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// Admin reports whether the request carries the admin token.
+func Admin(r *http.Request, adminToken string) bool {
+	return SameSecret(BearerToken(r), adminToken)
+}
+
+// Actor names a token in the audit trail without revealing it: "token:" and
+// the first 12 hex digits of its SHA-256.
+func Actor(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return "token:" + hex.EncodeToString(sum[:])[:12]
+}

@@ -1,0 +1,69 @@
+package access_test
+
+import (
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicegw/sluice/gateway/access"
+	"github.com/sluicegw/sluice/profiles"
+)
+
+func TestBearerToken(t *testing.T) {
+	for _, tc := range []struct{ header, want string }{
+		{"Bearer abc", "abc"},
+		{"bearer abc", "abc"},
+		{"BEARER  abc  ", "abc"},
+		{"Basic abc", ""},
+		{"Bearer", ""},
+		{"", ""},
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		if tc.header != "" {
+			r.Header.Set("Authorization", tc.header)
+		}
+		require.Equal(t, tc.want, access.BearerToken(r), tc.header)
+	}
+}
+
+func TestSameSecret(t *testing.T) {
+	require.False(t, access.SameSecret("", ""), "an unset secret admits nobody")
+	require.False(t, access.SameSecret("abc", ""))
+	require.False(t, access.SameSecret("abc", "abd"))
+	require.True(t, access.SameSecret("abc", "abc"))
+}
+
+func TestAdmin(t *testing.T) {
+	r := httptest.NewRequest("GET", "/", nil)
+	r.Header.Set("Authorization", "Bearer tok")
+	require.True(t, access.Admin(r, "tok"))
+	require.False(t, access.Admin(r, "other"))
+	require.False(t, access.Admin(r, ""))
+}
+
+func TestKeyBySecret(t *testing.T) {
+	dir := t.TempDir()
+	toml := "[[upstreams]]\nname = \"u\"\nconnector = \"openai\"\n\n[[keys]]\nid = \"k1\"\nsha256 = \"" + profiles.HashSecret("s3cret") +
+		"\"\norg = \"o\"\nteam = \"t\"\nproject = \"p\"\nroles = [\"analyst\"]\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sluice.toml"), []byte(toml), 0o644))
+	cfg, diags := profiles.Load(dir)
+	require.Empty(t, diags)
+	k := access.Key(cfg, "s3cret")
+	require.NotNil(t, k)
+	require.Equal(t, "k1", k.ID)
+	require.True(t, k.HasRole(access.RoleAnalyst))
+	require.Equal(t, k, access.Key(cfg, " s3cret\n"), "hashed as sluice keys hash does: surrounding space trimmed")
+	require.Nil(t, access.Key(cfg, "wrong"))
+	require.Nil(t, access.Key(cfg, ""))
+	require.Nil(t, access.Key(cfg, "   "))
+}
+
+func TestActor(t *testing.T) {
+	a := access.Actor("admin-token")
+	require.Regexp(t, `^token:[0-9a-f]{12}$`, a)
+	require.NotContains(t, a, "admin-token")
+	require.NotEqual(t, a, access.Actor("other-token"))
+}
