@@ -3,8 +3,6 @@ package gateway
 import (
 	"errors"
 	"net/http"
-	"strconv"
-	"time"
 
 	"github.com/sluicegw/sluice/gateway/access"
 	"github.com/sluicegw/sluice/gateway/apierr"
@@ -35,56 +33,15 @@ func (s *Server) analyticsCaller(r *http.Request) (team string, e *apierr.Error)
 	return k.Team, nil
 }
 
-// ParseFilter reads the analytics filters from a query string: from, to
-// (RFC 3339), org, team, project, served_provider, switch_reason,
-// fallback_reason, degraded, refused, switched (true/false), limit, cursor.
-func ParseFilter(q map[string][]string) (requestlog.Filter, *apierr.Error) {
-	get := func(k string) string {
-		if v := q[k]; len(v) > 0 {
-			return v[0]
-		}
-		return ""
+// filterError is the analytics API's answer to invalid filters: every bad
+// parameter in details, the first named in the message.
+func filterError(problems []requestlog.FilterProblem) *apierr.Error {
+	details := make([]apierr.Detail, len(problems))
+	for i, p := range problems {
+		details[i] = apierr.Detail{Pointer: p.Param, Code: p.Code, Message: p.Message}
 	}
-	var f requestlog.Filter
-	var bad []apierr.Detail
-	for _, tf := range []struct {
-		name string
-		dst  *time.Time
-	}{{"from", &f.From}, {"to", &f.To}} {
-		if v := get(tf.name); v != "" {
-			t, err := time.Parse(time.RFC3339, v)
-			if err != nil || !requestlog.ValidBound(t) {
-				bad = append(bad, apierr.Detail{Pointer: tf.name, Code: "invalid_time", Message: "must be an RFC 3339 time from 1970 on, such as 2026-11-30T00:00:00Z"})
-			}
-			*tf.dst = t
-		}
-	}
-	f.Org, f.Team, f.Project = get("org"), get("team"), get("project")
-	f.ServedProvider, f.SwitchReason, f.FallbackReason = get("served_provider"), get("switch_reason"), get("fallback_reason")
-	for _, bf := range []struct {
-		name string
-		dst  *bool
-	}{{"degraded", &f.Degraded}, {"refused", &f.Refused}, {"switched", &f.Switched}} {
-		if v := get(bf.name); v != "" {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				bad = append(bad, apierr.Detail{Pointer: bf.name, Code: "invalid_bool", Message: "must be true or false"})
-			}
-			*bf.dst = b
-		}
-	}
-	if v := get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > requestlog.MaxLimit {
-			bad = append(bad, apierr.Detail{Pointer: "limit", Code: "invalid_limit", Message: "must be an integer from 1 to 1000"})
-		}
-		f.Limit = n
-	}
-	f.Cursor = get("cursor")
-	if len(bad) > 0 {
-		return f, &apierr.Error{Code: apierr.CodeInvalidRequest, Message: "invalid query: " + bad[0].Pointer + " " + bad[0].Message, Param: bad[0].Pointer, Details: bad}
-	}
-	return f, nil
+	return &apierr.Error{Code: apierr.CodeInvalidRequest, Message: "invalid query: " + problems[0].Param + " " + problems[0].Message,
+		Param: problems[0].Param, Details: details}
 }
 
 // invocations serves the request-log rows for compliance review.
@@ -94,9 +51,9 @@ func (s *Server) invocations(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	f, ferr := ParseFilter(r.URL.Query())
-	if ferr != nil {
-		writeError(w, ferr)
+	f, problems := requestlog.ParseFilter(r.URL.Query(), requestlog.ParseOptions{})
+	if len(problems) > 0 {
+		writeError(w, filterError(problems))
 		return
 	}
 	if team != "" {

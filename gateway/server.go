@@ -122,7 +122,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.store = opts.Store
 	if s.store == nil {
-		store, err := OpenStore(st)
+		store, err := requestlog.Open(st)
 		if err != nil {
 			return nil, err
 		}
@@ -153,28 +153,6 @@ func New(opts Options) (*Server, error) {
 	})
 	s.router = s.routes()
 	return s, nil
-}
-
-// OpenStore opens the request-log backend [store] configures: the SQLite file
-// in data_dir, ClickHouse (opened on first use, so that a gateway can start
-// while it is down: rows then spool until it answers), or the store of
-// kind "off". The gateway and `sluice rows` both open it here.
-func OpenStore(st *profiles.Store) (requestlog.Store, error) {
-	switch st.Kind {
-	case "off":
-		return requestlog.Off(), nil
-	case "clickhouse":
-		return newLazyStore(func(ctx context.Context) (requestlog.Store, error) {
-			return requestlog.OpenClickHouse(ctx, requestlog.Options{Addr: st.ClickHouseAddr, Database: st.ClickHouseDatabase})
-		}), nil
-	default:
-		path := filepath.Join(st.DataDir, "requests.db")
-		store, err := requestlog.OpenSQLite(path)
-		if err != nil {
-			return nil, fmt.Errorf("store: %w", err)
-		}
-		return store, nil
-	}
 }
 
 // NewTransport returns the upstream transport: keep-alive connections reused

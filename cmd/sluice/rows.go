@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/sluicegw/sluice/gateway"
 	"github.com/sluicegw/sluice/gateway/requestlog"
 	"github.com/sluicegw/sluice/profiles"
 )
@@ -17,15 +16,15 @@ func runRows(env *cliEnv, args []string) int {
 	format := fs.String("format", "table", "output format: table, csv or json")
 	all := fs.Bool("all", false, "follow next_cursor through every page (default: one page)")
 	q := url.Values{}
-	for _, name := range []string{"from", "to", "org", "team", "project", "served_provider", "switch_reason", "fallback_reason", "degraded", "refused", "switched", "limit", "cursor"} {
+	for _, name := range requestlog.FilterParams {
 		fs.Func(name, "filter: "+name+" (as in GET /api/v1/analytics/invocations)", func(v string) error { q.Set(name, v); return nil })
 	}
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
-	filter, ferr := gateway.ParseFilter(q)
-	if ferr != nil {
-		fmt.Fprintf(env.stderr, "sluice rows: %s\n", ferr.Message)
+	filter, problems := requestlog.ParseFilter(q, requestlog.ParseOptions{})
+	if len(problems) > 0 {
+		fmt.Fprintf(env.stderr, "sluice rows: invalid query: %s %s\n", problems[0].Param, problems[0].Message)
 		return 2
 	}
 	cfg, diags := profiles.Load(*dir)
@@ -35,7 +34,7 @@ func runRows(env *cliEnv, args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	store, err := gateway.OpenStore(&cfg.Store)
+	store, err := requestlog.Open(&cfg.Store)
 	if err != nil {
 		fmt.Fprintf(env.stderr, "sluice rows: %v\n", err)
 		return 1

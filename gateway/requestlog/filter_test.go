@@ -1,4 +1,4 @@
-package gateway_test
+package requestlog_test
 
 import (
 	"net/url"
@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicegw/sluice/gateway"
 	"github.com/sluicegw/sluice/gateway/requestlog"
 )
 
@@ -36,8 +35,8 @@ func TestParseFilter(t *testing.T) {
 		t.Run(tc.query, func(t *testing.T) {
 			q, err := url.ParseQuery(tc.query)
 			require.NoError(t, err)
-			f, e := gateway.ParseFilter(q)
-			require.Nil(t, e)
+			f, problems := requestlog.ParseFilter(q, requestlog.ParseOptions{})
+			require.Empty(t, problems)
 			require.True(t, tc.want.From.Equal(f.From) && tc.want.To.Equal(f.To), "from %v to %v", f.From, f.To)
 			f.From, f.To, tc.want.From, tc.want.To = time.Time{}, time.Time{}, time.Time{}, time.Time{}
 			require.Equal(t, tc.want, f)
@@ -57,15 +56,24 @@ func TestParseFilter(t *testing.T) {
 		t.Run(tc.query, func(t *testing.T) {
 			q, err := url.ParseQuery(tc.query)
 			require.NoError(t, err)
-			_, e := gateway.ParseFilter(q)
-			require.NotNil(t, e)
-			require.Equal(t, "invalid_request", e.Code)
-			require.Equal(t, tc.param, e.Param)
-			require.Len(t, e.Details, 1)
-			require.Equal(t, tc.code, e.Details[0].Code)
+			_, problems := requestlog.ParseFilter(q, requestlog.ParseOptions{})
+			require.Len(t, problems, 1)
+			require.Equal(t, tc.param, problems[0].Param)
+			require.Equal(t, tc.code, problems[0].Code)
 		})
 	}
-	_, e := gateway.ParseFilter(url.Values{"from": {"x"}, "limit": {"0"}})
-	require.NotNil(t, e)
-	require.Len(t, e.Details, 2, "every bad parameter is listed")
+	_, problems := requestlog.ParseFilter(url.Values{"from": {"x"}, "limit": {"0"}}, requestlog.ParseOptions{})
+	require.Len(t, problems, 2, "every bad parameter is listed")
+}
+
+// TestParseFilterDates: with Dates, a bare date is a bound too, and a date
+// "to" includes that whole day; years before 1970 stay refused.
+func TestParseFilterDates(t *testing.T) {
+	f, problems := requestlog.ParseFilter(url.Values{"from": {"2026-11-01"}, "to": {"2026-11-02"}}, requestlog.ParseOptions{Dates: true})
+	require.Empty(t, problems)
+	require.Equal(t, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), f.From)
+	require.Equal(t, time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC), f.To)
+	_, problems = requestlog.ParseFilter(url.Values{"from": {"1969-12-31"}}, requestlog.ParseOptions{Dates: true})
+	require.Len(t, problems, 1)
+	require.Equal(t, "invalid_time", problems[0].Code)
 }
