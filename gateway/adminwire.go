@@ -7,10 +7,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/sluicegw/sluice/compiler"
 	"github.com/sluicegw/sluice/gateway/admin"
 	"github.com/sluicegw/sluice/gateway/apierr"
-	"github.com/sluicegw/sluice/gateway/request"
 	"github.com/sluicegw/sluice/gateway/state"
 	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/schemas"
@@ -116,12 +114,7 @@ func (b adminBackend) Explain(ctx context.Context, keyID, model string) (any, er
 	if err != nil {
 		return nil, err
 	}
-	body, _ := json.Marshal(map[string]any{"model": model, "messages": []any{map[string]string{"role": "user", "content": "explain"}}})
-	req, perr := request.Parse(body)
-	if perr != nil {
-		return nil, perr
-	}
-	return snap.Explain(ctx, k, &compiler.Request{Model: req.Model}, req.Body, "")
+	return snap.ExplainModel(ctx, k, model)
 }
 
 // EffectiveProfile implements [admin.Backend.EffectiveProfile].

@@ -90,8 +90,8 @@ type modelEntry struct {
 // listModels lists what the caller may ask for: the catalog models their
 // guardrail decision allows, and the route aliases.
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
-	snap := snapshotFrom(r.Context())
-	key := KeyFrom(r.Context())
+	a := authFrom(r.Context())
+	snap, key := a.snap, a.key
 	d, err := snap.Decision(r.Context(), key.Principal())
 	if err != nil {
 		s.log.Error("guardrail decision failed", "key", key.ID, "err", err)

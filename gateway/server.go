@@ -76,7 +76,7 @@ type Server struct {
 	lastErr  atomic.Pointer[reloadError]
 
 	cache    *lru.Cache[string, *cachedAnswer]
-	sessions *lru.Cache[string, pin]
+	sessions *lru.Cache[string, snapshot.Pin]
 	planner  *failover.Planner
 	ledger   *budget.Ledger
 	state    *state.Store
@@ -107,7 +107,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, log: opts.Logger, reg: opts.Registry, metrics: metrics.New(opts.Registry)}
 	cfg := snap.Config
 	s.cache = lru.New[string, *cachedAnswer](cfg.Cache.MaxEntries, cfg.Cache.TTL.Duration)
-	s.sessions = lru.New[string, pin](cfg.Sessions.MaxEntries, cfg.Sessions.TTL.Duration)
+	s.sessions = lru.New[string, snapshot.Pin](cfg.Sessions.MaxEntries, cfg.Sessions.TTL.Duration)
 	s.planner = failover.NewPlanner(failover.PlannerOptions{})
 
 	transport := opts.Transport

@@ -487,6 +487,12 @@ func (p *Planner) skipCold(route string, ts []Target, removed *[]Removal) ([]Tar
 	return warm, false
 }
 
+// Single is the plan of a request that names one target rather than a
+// route: that target, and no successor whatever the failure.
+func Single(t Target) *Plan {
+	return &Plan{strategy: StrategyPriority, order: []Target{t}, orderFits: []bool{true}, members: 1}
+}
+
 // First returns the request's first target; false when nothing may be
 // dialled (every ordinary target forbidden, or a route without one, which
 // configuration loading rejects).

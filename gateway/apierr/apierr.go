@@ -8,6 +8,8 @@
 package apierr
 
 import (
+	"github.com/sluicegw/sluice/compiler"
+
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -153,6 +155,23 @@ func (e *Error) Body() []byte {
 	}
 	b, _ := json.Marshal(body{Error: be})
 	return b
+}
+
+// FromRefusal is the caller's error for a compiler's refusal (the check's,
+// or a connector's translation error): its code, message and pointer.
+func FromRefusal(r *compiler.Refusal) *Error {
+	return &Error{Code: r.Code, Message: r.Message, Param: r.Param}
+}
+
+// Refusal reports whether the error is the gateway's refusal to serve the
+// request (recorded as refused_code), rather than an upstream's failure or
+// the gateway's own.
+func (e *Error) Refusal() bool {
+	switch e.Code {
+	case CodeUpstreamUnavailable, CodeUpstreamTimeout, CodeUpstreamBadResponse, CodeInternal, CodeServiceUnavailable:
+		return false
+	}
+	return true
 }
 
 // From returns the user-facing form of err: itself when it is an *Error,

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,8 +12,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sluicegw/sluice/compiler"
-	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/gateway/requestlog"
 	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/snapshot"
@@ -302,15 +299,10 @@ func (h *handler) detail(w http.ResponseWriter, r *http.Request, v *viewer) {
 }
 
 // explainRow re-runs the compile of a recorded request on the current
-// configuration: the row's key and decided model, no routing object, and a
-// one-message body (the recorded request's body is not kept).
+// configuration: the row's key and decided model, no routing object (the
+// recorded request's body is not kept).
 func explainRow(ctx context.Context, snap *snapshot.Snapshot, key *profiles.Key, model string) (*snapshot.Explanation, error) {
-	m, _ := json.Marshal(model)
-	body := connectors.Body{
-		"model":    m,
-		"messages": json.RawMessage(`[{"role":"user","content":"(re-run for review)"}]`),
-	}
-	e, err := snap.Explain(ctx, key, &compiler.Request{Model: model}, body, "")
+	e, err := snap.ExplainModel(ctx, key, model)
 	if err != nil {
 		return nil, fmt.Errorf("explain %s for key %s: %w", model, key.ID, err)
 	}

@@ -1,0 +1,194 @@
+package gateway
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sluicegw/sluice/gateway/apierr"
+)
+
+// Response headers sluice adds. Streams carry only the request id (their
+// headers leave before the upstream has said who serves): correlate a stream
+// with its request-log row by X-Request-Id.
+const (
+	HeaderRequestID      = "X-Request-Id"
+	HeaderServedModel    = "X-Sluice-Served-Model"
+	HeaderServedProvider = "X-Sluice-Served-Provider"
+	HeaderUpstream       = "X-Sluice-Upstream"
+	HeaderDegraded       = "X-Sluice-Degraded"
+	HeaderCache          = "X-Sluice-Cache"
+	HeaderSessionID      = "X-Session-Id"
+	// HeaderFallback is "true" on a non-streaming success that came from an
+	// attempt after the first (absent otherwise). Streams do not carry it:
+	// correlate them with their row by X-Request-Id.
+	HeaderFallback = "X-Sluice-Fallback"
+)
+
+// This file holds every write of the request path to the caller.
+
+// answer writes what the request ended on: the answer of the attempt that
+// answered, or the failure of the last attempt (the upstream's own error
+// answer unchanged, status and body, or the gateway's error). A stream has
+// already been relayed by its exchange; there is nothing left to write.
+func (s *Server) answer(w http.ResponseWriter, t *turn) {
+	a := t.final
+	switch {
+	case a.out.streamed:
+		t.status = a.out.status
+	case a.out.gone:
+		// Nobody to answer; recorded as 499.
+	case a.out.answered:
+		t.status = http.StatusOK
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		if a.fallback(t) {
+			h.Set(HeaderFallback, "true")
+		}
+		h.Set(HeaderUpstream, a.target.Upstream)
+		setServed(h, t.served.model, t.served.provider)
+		setDegraded(h, a.compiled.Degraded())
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(a.out.body)
+	case a.out.relay != nil:
+		t.status = a.out.relay.status
+		h := w.Header()
+		if ct := a.out.relay.header.Get("Content-Type"); ct != "" {
+			h.Set("Content-Type", ct)
+		}
+		if ra := a.out.relay.header.Get("Retry-After"); ra != "" {
+			h.Set("Retry-After", ra)
+		}
+		w.WriteHeader(a.out.relay.status)
+		_, _ = w.Write(a.out.relay.body)
+	default:
+		s.answerError(w, t, a.out.apiErr)
+	}
+}
+
+// fallback reports whether the answer came from an attempt after the first
+// dial: a failover, the safety net, or a pool's tail reached by planning.
+func (a *attempt) fallback(t *turn) bool { return len(t.attempts) > 1 || a.reason != "" }
+
+// answerError answers with a gateway error. A refusal (the gateway declining
+// to serve, rather than an upstream failing) is recorded and counted.
+func (s *Server) answerError(w http.ResponseWriter, t *turn, e *apierr.Error) {
+	if e == errClientGone {
+		return // nobody to answer; recorded as 499
+	}
+	t.status = e.Status()
+	if e.Refusal() {
+		t.refusal = e
+		s.metrics.Refused.WithLabelValues(e.Code).Inc()
+	}
+	writeError(w, e)
+}
+
+// answerCached replays a cached answer.
+func (s *Server) answerCached(w http.ResponseWriter, t *turn) {
+	hit := t.cached
+	t.status = http.StatusOK
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set(HeaderCache, "hit")
+	setServed(h, hit.servedModel, hit.servedProvider)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(hit.body)
+}
+
+func setServed(h http.Header, model, provider string) {
+	if model != "" {
+		h.Set(HeaderServedModel, model)
+	}
+	if provider != "" {
+		h.Set(HeaderServedProvider, provider)
+	}
+}
+
+func setDegraded(h http.Header, degraded []string) {
+	if len(degraded) > 0 {
+		h.Set(HeaderDegraded, strings.Join(degraded, ","))
+	}
+}
+
+// Stream relay ------------------------------------------------------------
+
+var (
+	sseData   = []byte("data: ")
+	sseEnd    = []byte("\n\n")
+	streamCut = []byte(`{"error":{"message":"the upstream stream ended before it completed; the answer is incomplete","type":"api_error","code":"upstream_stream_cut"}}`)
+)
+
+// streamAnswer writes a relayed stream to the caller: its headers once the
+// upstream's first event is known good, each chunk as one SSE data event,
+// flushed when the relay is about to wait on the upstream.
+type streamAnswer struct {
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	start time.Time
+	frame []byte
+	// ttft is the time to the first chunk written (0 before it).
+	ttft time.Duration
+	// pending reports chunks written since the last flush.
+	pending bool
+	// err is the write error that ends the relay: the caller went away.
+	err error
+}
+
+// beginStream commits the stream's headers: from here on the request cannot
+// switch targets.
+func (s *Server) beginStream(w http.ResponseWriter, t *turn, a *attempt) *streamAnswer {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	h.Set(HeaderUpstream, a.target.Upstream)
+	setDegraded(h, a.compiled.Degraded())
+	w.WriteHeader(http.StatusOK)
+	return &streamAnswer{w: w, rc: http.NewResponseController(w), start: t.start}
+}
+
+// emit writes one chunk: "data: " + chunk + blank line, in one write.
+func (sa *streamAnswer) emit(p []byte) error {
+	if sa.ttft == 0 {
+		sa.ttft = max(time.Since(sa.start), time.Nanosecond)
+	}
+	sa.frame = append(append(append(sa.frame[:0], sseData...), p...), sseEnd...)
+	if _, err := sa.w.Write(sa.frame); err != nil {
+		sa.err = err
+		return err
+	}
+	sa.pending = true
+	return nil
+}
+
+// flush sends the chunks written since the last flush, if any; it returns
+// the write error that ends the relay.
+func (sa *streamAnswer) flush() error {
+	if !sa.pending {
+		return sa.err
+	}
+	sa.pending = false
+	if err := sa.rc.Flush(); err != nil && sa.err == nil {
+		sa.err = err
+	}
+	return sa.err
+}
+
+// cut tells the caller in-band that the stream ended before it completed;
+// the stream then ends without [DONE].
+func (sa *streamAnswer) cut() {
+	if sa.emit(streamCut) == nil {
+		_ = sa.flush()
+	}
+}
+
+func writeError(w http.ResponseWriter, e *apierr.Error) { apierr.Write(w, e) }
+
+func notFound(r *http.Request) *apierr.Error {
+	return apierr.New(apierr.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
+}
+
+func internalError() *apierr.Error {
+	return apierr.New(apierr.CodeInternal, "internal error; the gateway log has the details under the request id")
+}

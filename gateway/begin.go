@@ -1,0 +1,128 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/sluicegw/sluice/gateway/access"
+	"github.com/sluicegw/sluice/gateway/apierr"
+	"github.com/sluicegw/sluice/gateway/request"
+	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/snapshot"
+)
+
+type ctxKey int
+
+const authCtx ctxKey = iota
+
+// authenticated is what authentication attaches to a request: the key and
+// the configuration it was found in, so that the whole request is served by
+// one configuration revision even if a reload lands meanwhile.
+type authenticated struct {
+	key  *profiles.Key
+	snap *snapshot.Snapshot
+	// id is the request id, made before authentication so that a refused
+	// request carries one too.
+	id    string
+	start time.Time
+}
+
+// KeyFrom returns the authenticated key of a request, or nil.
+func KeyFrom(ctx context.Context) *profiles.Key { return authFrom(ctx).key }
+
+// authFrom returns what authenticate attached to the request.
+func authFrom(ctx context.Context) authenticated {
+	a, _ := ctx.Value(authCtx).(authenticated)
+	return a
+}
+
+// authenticate resolves the API key to its principal. A missing or unknown
+// key gets 401; such requests have no principal and are counted in metrics,
+// not recorded in the request log.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Every answer of the API carries its request id, a refusal too.
+		start := time.Now()
+		id := newRequestID(start)
+		w.Header().Set(HeaderRequestID, id)
+		snap := s.snap.Load()
+		k := access.Key(snap.Config, access.BearerToken(r))
+		if k == nil {
+			s.metrics.AuthFailures.Inc()
+			writeError(w, apierr.New(apierr.CodeUnauthorized, "missing or unknown API key; send Authorization: Bearer <key>"))
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), authCtx, authenticated{key: k, snap: snap, id: id, start: start})))
+	})
+}
+
+// newRequestID returns 32 hex digits: the time in Unix milliseconds (6
+// bytes, big-endian) then 10 random bytes. Ids sort by time, so the request
+// log's unique index on them grows at its end instead of at random pages
+// (inserts into the embedded store run about twice as fast), and 80 random
+// bits keep ids of the same millisecond apart.
+func newRequestID(now time.Time) string {
+	var b [16]byte
+	ms := uint64(now.UnixMilli())
+	for i := 5; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
+	}
+	_, _ = rand.Read(b[6:])
+	return hex.EncodeToString(b[:])
+}
+
+// begin starts the turn of an authenticated request.
+func (s *Server) begin(r *http.Request) *turn {
+	a := authFrom(r.Context())
+	return &turn{id: a.id, start: a.start, snap: a.snap, key: a.key}
+}
+
+// errClientGone ends a request whose caller left: there is nobody to
+// answer, and the row records 499.
+var errClientGone = &apierr.Error{Code: "client_gone"}
+
+// parse reads and validates the request: the session id, the body within
+// max_body_bytes, and the body itself.
+func (s *Server) parse(w http.ResponseWriter, r *http.Request, t *turn) *apierr.Error {
+	if sid := r.Header.Get(HeaderSessionID); sid != "" {
+		if !validSessionID(sid) {
+			return apierr.New(apierr.CodeInvalidRequest, "X-Session-Id must be 1 to 128 printable ASCII characters")
+		}
+		t.session = sid
+		t.pinKey = t.key.ID + "\x00" + sid
+	}
+	limit := t.snap.Config.Server.MaxBodyBytes
+	body, err := readBody(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return apierr.New(apierr.CodeBodyTooLarge, "request body exceeds the gateway's limit ([server] max_body_bytes)")
+		}
+		return errClientGone // the client went away while sending
+	}
+	req, perr := request.Parse(body)
+	if perr != nil {
+		return perr
+	}
+	t.req, t.body = req, body
+	return nil
+}
+
+// validSessionID accepts 1-128 printable ASCII characters (space included),
+// so that a session id can never inject a header or a log line.
+func validSessionID(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,79 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+
+	"github.com/sluicegw/sluice/connectors"
+)
+
+// cachedAnswer is a response-cache entry: the answer and who served it.
+type cachedAnswer struct {
+	body           []byte
+	servedModel    string
+	servedProvider string
+	upstream       string
+	usage          connectors.Usage
+}
+
+// replay answers from the response cache when it holds the answer, and
+// reports whether it did. It runs before the expressibility check: a hit
+// contacts no provider, so a restriction an upstream cannot express does not
+// stop it. Streams are never cached: a replayed stream would not be the
+// stream it claims to be.
+func (s *Server) replay(w http.ResponseWriter, r *http.Request, t *turn) bool {
+	if !t.snap.Config.Cache.Enabled || t.req.Stream {
+		return false
+	}
+	if s.decide(r, t) != nil {
+		return false // plan reports the failure
+	}
+	t.cacheKey = cacheKey(t)
+	hit, ok := s.cache.Get(t.cacheKey)
+	if !ok {
+		s.metrics.Cache.WithLabelValues("miss").Inc()
+		return false
+	}
+	s.metrics.Cache.WithLabelValues("hit").Inc()
+	t.cached = hit
+	s.answerCached(w, t)
+	return true
+}
+
+// cacheKey is an exact match on the normalised request (the routing object
+// included) and the principal's decision revision. It names neither the
+// upstream nor the profile revision: an answer is a property of the request
+// and of what governance allows, and a hit contacts no provider at all.
+func cacheKey(t *turn) string {
+	h := sha256.New()
+	h.Write([]byte(t.key.Principal().String()))
+	h.Write([]byte{0})
+	if t.decision != nil {
+		h.Write([]byte(t.decision.Revision()))
+	}
+	h.Write([]byte{0})
+	h.Write(canonicalBody(t.body))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// canonicalBody is the request with its members in sorted order, so that the
+// same request written in another member order hits the same entry.
+func canonicalBody(raw []byte) []byte {
+	b, err := connectors.CanonicalJSON(raw)
+	if err != nil {
+		return raw
+	}
+	return b
+}
+
+// keep stores the answer for replay: a non-streaming answer to the request
+// as sent (not one a budget capped), when the cache is on.
+func (s *Server) keep(t *turn) {
+	a := t.final
+	if t.cacheKey == "" || a == nil || !a.out.answered || a.out.streamed || a.capped {
+		return
+	}
+	s.cache.Put(t.cacheKey, &cachedAnswer{body: a.out.body, servedModel: t.served.model, servedProvider: t.served.provider,
+		upstream: a.target.Upstream, usage: a.out.result.Usage})
+}

@@ -1,0 +1,443 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sluicegw/sluice/compiler/failover"
+	"github.com/sluicegw/sluice/connectors"
+	"github.com/sluicegw/sluice/gateway/apierr"
+	"github.com/sluicegw/sluice/snapshot"
+)
+
+// Fixed header values shared by every upstream request. net/http only reads
+// a request's header values, and the connectors' own headers are shared the
+// same way, so no request allocates them.
+var (
+	headerJSON        = []string{"application/json"}
+	headerEventStream = []string{"text/event-stream"}
+	headerUserAgent   = []string{"sluice"}
+)
+
+// Bounds on what sluice reads from an upstream.
+const (
+	// maxErrorBody is the largest upstream error body relayed to the caller;
+	// a larger one is replaced by a sluice error (its size alone is a fault).
+	maxErrorBody = 1 << 20
+	// maxAnswerBody is the largest non-streaming answer accepted.
+	maxAnswerBody = 64 << 20
+)
+
+// relayedError is an upstream error answer kept for forwarding.
+type relayedError struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// exchange sends one attempt's compiled request and reads what comes back
+// into a.out: a non-streaming answer translated (not yet written), a stream
+// relayed to the caller chunk by chunk, or a classified failure with the
+// answer to forward should the request end on it. It writes no row and
+// charges no budget.
+func (s *Server) exchange(w http.ResponseWriter, r *http.Request, t *turn, a *attempt) {
+	c := a.compiled
+	call, err := s.call(r.Context(), c, t.req.Stream, r.Header, t.snap.Config.Server.ForwardHeaders, a.apiKey)
+	if err != nil {
+		if clientGone(r) {
+			a.out.gone = true // nobody to answer; recorded as 499
+			return
+		}
+		a.out.failure, a.out.apiErr = failover.ClassifyTransport(err), transportError(err)
+		s.log.Warn("upstream exchange failed", "request_id", t.id, "upstream", a.target.Upstream, "class", a.out.failure.Class, "err", err.Error())
+		return
+	}
+	defer call.finish()
+	resp := call.resp
+	switch {
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		a.out = readFailure(call)
+	case t.req.Stream:
+		s.relayStream(w, r, t, a, call)
+	default:
+		s.readAnswer(t, a, call)
+	}
+}
+
+// readFailure reads an upstream's error answer and classifies it.
+func readFailure(call *upstreamCall) exchange {
+	resp := call.resp
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody+1))
+	switch {
+	case err != nil:
+		err = call.readErr(err)
+		return exchange{failure: failover.ClassifyTransport(err), apiErr: transportError(err)}
+	case len(body) > maxErrorBody:
+		return exchange{failure: failover.Classify(resp.StatusCode, resp.Header, nil),
+			apiErr: apierr.New(apierr.CodeUpstreamBadResponse, "the upstream's error answer exceeded 1 MiB and was not relayed")}
+	}
+	return exchange{failure: failover.Classify(resp.StatusCode, resp.Header, body),
+		relay: &relayedError{status: resp.StatusCode, header: resp.Header, body: body}}
+}
+
+// badAnswer is the failure of an answer that came with a success status but
+// cannot be relayed.
+var badAnswer = failover.Failure{Class: failover.ClassServerError, Status: http.StatusBadGateway}
+
+// readAnswer reads a non-streaming answer, converts it to the OpenAI shape
+// and reads back who served.
+func (s *Server) readAnswer(t *turn, a *attempt, call *upstreamCall) {
+	raw, err := readBody(io.LimitReader(call.resp.Body, maxAnswerBody+1), call.resp.ContentLength, maxAnswerBody)
+	if err != nil {
+		err = call.readErr(err)
+		a.out.failure, a.out.apiErr = failover.ClassifyTransport(err), transportError(err)
+		return
+	}
+	if len(raw) > maxAnswerBody {
+		a.out.failure, a.out.apiErr = badAnswer, apierr.New(apierr.CodeUpstreamBadResponse, "the upstream's answer exceeded 64 MiB")
+		return
+	}
+	c := a.compiled
+	body, res, err := c.Upstream.Connector.Response(c.Call, raw)
+	if err != nil {
+		s.log.Warn("upstream answer unreadable", "request_id", t.id, "upstream", a.target.Upstream, "err", err.Error())
+		a.out.failure, a.out.apiErr = badAnswer, apierr.New(apierr.CodeUpstreamBadResponse, "the upstream's answer was not a valid completion")
+		return
+	}
+	a.out.answered, a.out.body, a.out.result = true, body, res
+}
+
+// relayStream relays a streaming answer chunk by chunk. Nothing is committed
+// to the caller until the upstream's first event has arrived and translated:
+// a failure before it fails over like a non-streaming one. Once the first
+// chunk has left, nothing can switch to another target: a failure is told
+// in-band and the stream ends without [DONE], so the caller never mistakes a
+// cut stream for a whole one.
+func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, a *attempt, call *upstreamCall) {
+	c := a.compiled
+	st := c.Upstream.Connector.NewStream(c.Call)
+	// Chunks are flushed to the caller when the relay would otherwise wait
+	// for the upstream (just before a read of its body), not once per
+	// event: an upstream that sends many events at once costs one write to
+	// the caller, and one that trickles them out has each flushed on arrival.
+	fr := &flushBeforeRead{r: call.resp.Body}
+	rd := connectors.NewSSEReader(fr)
+	defer rd.Release()
+	ev, data, err := rd.Next()
+	if err != nil {
+		if clientGone(r) {
+			a.out.gone = true
+			return
+		}
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		err = call.readErr(err)
+		a.out.failure, a.out.apiErr = failover.ClassifyTransport(err), transportError(err)
+		return
+	}
+	if f, e, ok := firstEventError(data); ok {
+		// The upstream failed before its first token, in-band: nothing has
+		// reached the caller yet, so this is an ordinary failure.
+		a.out.failure, a.out.apiErr = f, e
+		return
+	}
+	// The translator takes the first event before anything is committed: an
+	// event it cannot read fails over like any failure before the first chunk.
+	var pending [][]byte
+	done, err := st.Event(ev, data, func(p []byte) error {
+		pending = append(pending, append([]byte(nil), p...))
+		return nil
+	})
+	if err != nil {
+		a.out.failure, a.out.apiErr = badAnswer, apierr.New(apierr.CodeUpstreamBadResponse, "the upstream's stream did not start with a valid event")
+		return
+	}
+	sa := s.beginStream(w, t, a)
+	fr.flush = sa.flush
+	for _, p := range pending {
+		if sa.emit(p) != nil {
+			break
+		}
+	}
+	// The first chunk leaves at once, whatever else the upstream has sent.
+	_ = fr.flushPending()
+	toldInBand := false
+	var streamErr error
+	for !done && sa.err == nil {
+		if ev, data, err = rd.Next(); err != nil {
+			if sa.err != nil {
+				break // the caller went away while the relay flushed
+			}
+			if !errors.Is(err, io.EOF) {
+				streamErr = call.readErr(err)
+			}
+			break
+		}
+		done, err = st.Event(ev, data, sa.emit)
+		if err != nil {
+			// The translator relayed the upstream's error event itself.
+			streamErr, toldInBand = err, sa.err == nil
+			break
+		}
+	}
+	_ = fr.flushPending()
+	res := st.Result()
+	toldInBand = toldInBand || res.StreamError != ""
+	a.out.answered, a.out.streamed, a.out.result, a.out.ttft = true, true, res, sa.ttft
+	switch {
+	case sa.err != nil || clientGone(r):
+		a.out.status = 499 // the caller went away; the upstream request was cancelled with it
+	case done && res.StreamError == "":
+		a.out.status = http.StatusOK
+		call.complete = true
+	default:
+		// Cut, failed or errored mid-stream: say so in-band, then end.
+		if streamErr != nil {
+			s.log.Warn("stream failed after it started", "request_id", t.id, "upstream", a.target.Upstream, "err", streamErr.Error())
+		}
+		if !toldInBand {
+			sa.cut()
+		}
+		a.out.status = http.StatusBadGateway
+	}
+}
+
+// flushBeforeRead flushes what the relay wrote to the caller before each read
+// of the upstream's body, that is, before the relay may wait for the network.
+type flushBeforeRead struct {
+	r io.Reader
+	// flush writes the caller's buffered chunks out if any were written since
+	// the last flush; it returns the write error that ends the relay (the
+	// caller went away). Set once the caller's headers are committed.
+	flush func() error
+}
+
+func (f *flushBeforeRead) Read(p []byte) (int, error) {
+	if err := f.flushPending(); err != nil {
+		return 0, err
+	}
+	return f.r.Read(p)
+}
+
+// flushPending flushes chunks written since the last flush.
+func (f *flushBeforeRead) flushPending() error {
+	if f.flush == nil {
+		return nil
+	}
+	return f.flush()
+}
+
+// firstEventError recognises a stream whose first event is an error object
+// (an upstream's in-band failure before any token).
+func firstEventError(data []byte) (failover.Failure, *apierr.Error, bool) {
+	if !bytes.Contains(data, []byte(`"error"`)) {
+		return failover.Failure{}, nil, false
+	}
+	var probe struct {
+		Error *struct {
+			Type    string          `json:"type"`
+			Code    json.RawMessage `json:"code"`
+			Message string          `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(data, &probe) != nil || probe.Error == nil {
+		return failover.Failure{}, nil, false
+	}
+	code := strings.Trim(string(probe.Error.Code), `"`)
+	f := failover.ClassifyStreamError(probe.Error.Type, code)
+	return f, apierr.New(apierr.CodeUpstreamUnavailable, "the upstream failed before its first token: "+probe.Error.Message), true
+}
+
+// upstreamCall is one HTTP exchange with an upstream.
+type upstreamCall struct {
+	resp   *http.Response
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	// detach stops the caller's request from cancelling the exchange.
+	detach func() bool
+	// complete reports that the answer ended as its protocol says (a
+	// stream's final event): what is left of the body is only framing, so
+	// the connection is worth keeping for the next request.
+	complete bool
+}
+
+// Bounds of draining a completed stream's body so that its connection goes
+// back to the pool instead of being closed (a new connection per stream cost
+// a connect, an accept and a close on both sides).
+const (
+	drainBytes = 64 << 10
+	drainWait  = 200 * time.Millisecond
+)
+
+// errDrain ends a drain that took longer than drainWait.
+var errDrain = errors.New("gateway: draining a finished upstream body took too long")
+
+// finish releases the exchange. A completed stream's body is drained in the
+// background, bounded by drainBytes and drainWait, so the request never
+// waits on it; anything else is cancelled at once, which closes the
+// connection unless its body was read to the end.
+func (c *upstreamCall) finish() {
+	if !c.complete {
+		c.cancel(nil)
+		return
+	}
+	c.detach()
+	go func() {
+		t := time.AfterFunc(drainWait, func() { c.cancel(errDrain) })
+		_, _ = io.CopyN(io.Discard, c.resp.Body, drainBytes)
+		_ = c.resp.Body.Close()
+		t.Stop()
+		c.cancel(nil)
+	}()
+}
+
+// readErr explains a failed body read: a deadline if one fired.
+func (c *upstreamCall) readErr(err error) error {
+	if cause := context.Cause(c.ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return err
+}
+
+// firstByteBody stops the first-byte deadline when the first body byte
+// arrives: headers alone do not count, so an upstream that sends headers and
+// then nothing times out like one that sends nothing.
+type firstByteBody struct {
+	io.ReadCloser
+	timer *time.Timer
+	seen  bool
+}
+
+func (b *firstByteBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 && !b.seen {
+		b.seen = true
+		b.timer.Stop()
+	}
+	return n, err
+}
+
+// call posts a compiled request to its upstream with the upstream's
+// deadlines: first_byte_timeout for the first byte of the answer, timeout for
+// the whole exchange (a stream's body included). The caller must call
+// finish when done with the body.
+func (s *Server) call(ctx context.Context, c *snapshot.Compiled, stream bool, in http.Header, forward []string, apiKey string) (*upstreamCall, error) {
+	up := c.Upstream
+	// The exchange ends with the caller's request, but through AfterFunc
+	// rather than as its child: a completed stream's connection is drained
+	// after the handler returned (see finish), when the caller's context is
+	// already done.
+	parent := ctx
+	ctx, cancelCtx := context.WithCancelCause(context.WithoutCancel(parent))
+	detach := context.AfterFunc(parent, func() { cancelCtx(context.Cause(parent)) })
+	cancel := func(err error) { detach(); cancelCtx(err) }
+	total := time.AfterFunc(up.Config.Timeout.Duration, func() { cancel(errTotal) })
+	base := up.Config.BaseURL
+	if o, ok := s.opts.UpstreamURLs[up.Config.Name]; ok {
+		base = o
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+c.Native.Path, bytes.NewReader(c.Native.Body))
+	if err != nil {
+		total.Stop()
+		cancel(nil)
+		return nil, err
+	}
+	// Sized once (the connector's headers, the fixed ones, authorization
+	// and what is forwarded) rather than grown as headers are set.
+	h := make(http.Header, len(c.Native.Header)+len(forward)+4)
+	req.Header = h
+	for k, v := range c.Native.Header {
+		h[k] = v
+	}
+	h["Content-Type"] = headerJSON
+	if stream {
+		h["Accept"] = headerEventStream
+	} else {
+		h["Accept"] = headerJSON
+	}
+	h["User-Agent"] = headerUserAgent
+	for _, name := range forward {
+		if v := in.Values(name); len(v) > 0 {
+			h[http.CanonicalHeaderKey(name)] = v
+		}
+	}
+	up.Connector.Authorize(h, apiKey)
+	firstByte := time.AfterFunc(up.Config.FirstByteTimeout.Duration, func() { cancel(errFirstByte) })
+	resp, err := s.client.Do(req)
+	if err != nil {
+		firstByte.Stop()
+		total.Stop()
+		cause := context.Cause(ctx)
+		cancel(nil)
+		if cause != nil && !errors.Is(cause, context.Canceled) {
+			return nil, cause
+		}
+		return nil, err
+	}
+	resp.Body = &firstByteBody{ReadCloser: resp.Body, timer: firstByte}
+	return &upstreamCall{resp: resp, ctx: ctx, detach: detach,
+		cancel: func(err error) { firstByte.Stop(); total.Stop(); cancel(err) }}, nil
+}
+
+// The gateway's upstream deadlines.
+var (
+	errFirstByte error = deadlineError("the upstream sent nothing within first_byte_timeout")
+	errTotal     error = deadlineError("the upstream did not finish within timeout")
+)
+
+// deadlineError is one of the gateway's upstream deadlines firing; it reports
+// itself as a timeout so that the failure classifier sees one.
+type deadlineError string
+
+func (e deadlineError) Error() string { return string(e) }
+
+// Timeout reports true: the error is a deadline.
+func (deadlineError) Timeout() bool { return true }
+
+// transportError maps a failed exchange to the caller's error.
+func transportError(err error) *apierr.Error {
+	switch {
+	case errors.Is(err, errFirstByte), errors.Is(err, errTotal), errors.Is(err, context.DeadlineExceeded):
+		return apierr.New(apierr.CodeUpstreamTimeout, "the upstream did not answer in time: "+err.Error())
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return apierr.New(apierr.CodeUpstreamUnavailable, "the upstream closed the connection before its answer was complete")
+	default:
+		return apierr.New(apierr.CodeUpstreamUnavailable, "the upstream could not be reached")
+	}
+}
+
+// clientGone reports whether the caller has gone away.
+func clientGone(r *http.Request) bool { return r.Context().Err() != nil }
+
+// readBody reads r to its end, like io.ReadAll, into a buffer sized from the
+// declared length when there is one (0 < size <= limit): one allocation for
+// a body of known size instead of io.ReadAll's doubling from 512 bytes. A
+// body longer than declared still reads whole (up to what r allows).
+func readBody(r io.Reader, size, limit int64) ([]byte, error) {
+	if size <= 0 || size > limit {
+		return io.ReadAll(r)
+	}
+	// One byte more than declared, so the read that meets io.EOF needs no
+	// second buffer.
+	b := make([]byte, 0, size+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}

@@ -1,0 +1,146 @@
+package gateway
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/sluicegw/sluice/compiler/failover"
+	"github.com/sluicegw/sluice/connectors"
+	"github.com/sluicegw/sluice/gateway/apierr"
+	"github.com/sluicegw/sluice/gateway/request"
+	"github.com/sluicegw/sluice/guardrails"
+	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/snapshot"
+)
+
+// chatCompletions is the request path of POST /v1/chat/completions, top to
+// bottom. Each step is one method in the file of its name; none writes the
+// request-log row, which record builds once from what the turn learned.
+func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	t := s.begin(r)   // auth: the key and configuration authenticate found
+	defer s.record(t) // record: the row, whatever happens below
+	if e := s.parse(w, r, t); e != nil {
+		s.answerError(w, t, e)
+		return
+	}
+	if s.replay(w, r, t) { // cache: a hit contacts no provider
+		return
+	}
+	if e := s.plan(r, t); e != nil { // plan: a plain model is a one-target plan
+		s.answerError(w, t, e)
+		return
+	}
+	if e := s.dispatch(w, r, t); e != nil { // dispatch: the attempt loop
+		s.answerError(w, t, e)
+		return
+	}
+	s.settle(t)    // settle: price, pin, charge, release, keep for replay
+	s.answer(w, t) // answer: the answer, or the failure the request ended on
+}
+
+// turn is one request on its way down the path: what each step learned.
+// Steps add to it; record turns it into the request-log row.
+type turn struct {
+	// begin
+	id    string
+	start time.Time
+	snap  *snapshot.Snapshot
+	key   *profiles.Key
+
+	// parse
+	session string // X-Session-Id, "" without one
+	pinKey  string // the session's key in the pin table
+	pin     snapshot.Pin
+	hasPin  bool
+	req     *request.Request
+	body    []byte // as received (the cache key's input)
+
+	// cache
+	cacheKey string // "" when the answer is not cached
+	cached   *cachedAnswer
+
+	// plan
+	decision       *guardrails.Decision // nil when no guardrail applies
+	decisionIssued bool
+	memo           *snapshot.Memo
+	route          *profiles.Route // the route alias, nil for a plain model
+	targets        *failover.Plan
+	first          failover.Target // the first target planned
+	decided        string          // the decided model: the first target's
+	chain          []string        // the decided model's chain
+
+	// dispatch
+	at       stage      // where the request is: the target dispatched last
+	attempts []*attempt // every attempt sent, in order
+	final    *attempt   // the last attempt sent (answered or not)
+
+	// settle
+	served settled
+
+	// answer
+	status  int           // the HTTP outcome the row records
+	refusal *apierr.Error // the gateway's refusal, if it refused
+}
+
+// stage is a target the request was dispatched to, with its compiled
+// request and the failure that sent the request on to it ("" for the first
+// dial).
+type stage struct {
+	target   failover.Target
+	compiled *snapshot.Compiled
+	reason   string
+}
+
+// attempt is one exchange with an upstream: a target, its compiled request
+// and the credential it is sent with. The exchange fills in out; it never
+// writes the row or charges a budget.
+type attempt struct {
+	target   failover.Target
+	compiled *snapshot.Compiled
+	// reason is the failure that sent the request on to this attempt ("" for
+	// the first dial; a planning overflow when the prompt skipped the pool).
+	reason string
+	apiKey string
+	// callerKey: the caller's own provider key (unmetered, 401/403 retryable).
+	callerKey bool
+	// safetyNet: the platform key, after the caller's own key failed.
+	safetyNet bool
+	// metered: the platform key, whose spend counts against the budgets.
+	metered bool
+	// capped: a budget lowered the completion cap; the answer is not the
+	// answer to the request as sent, so it is not cached.
+	capped bool
+	// release frees the attempt's budget reservation; settle calls it after
+	// charging the cost, a failure at once.
+	release func()
+
+	out exchange
+}
+
+// exchange is what came back from one attempt.
+type exchange struct {
+	// answered: the upstream answered (a stream: began relaying); result
+	// says who served.
+	answered bool
+	// body is a non-streaming answer, translated, not yet written.
+	body   []byte
+	result connectors.Result
+	// streamed: the answer was a stream, relayed to the caller as it came
+	// (whole or cut); status
+	// is its outcome (200, 502 cut, 499 the caller left), ttft the time to
+	// its first chunk.
+	streamed bool
+	status   int
+	ttft     time.Duration
+	// gone: the caller left before anything was written.
+	gone bool
+	// failure classifies an attempt that did not answer; relay is the
+	// upstream's own error answer to forward, apiErr a gateway-made one.
+	failure failover.Failure
+	relay   *relayedError
+	apiErr  *apierr.Error
+}
+
+// committed reports that the attempt ended the request: an answer to write,
+// a stream already relayed, or nobody left to answer.
+func (x *exchange) committed() bool { return x.answered || x.gone }

@@ -1,0 +1,93 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/sluicegw/sluice/compiler/failover"
+	"github.com/sluicegw/sluice/gateway/apierr"
+)
+
+// decide issues the principal's guardrail decision once per request (the
+// cache key names its revision, and every plan applies it).
+func (s *Server) decide(r *http.Request, t *turn) error {
+	if t.decisionIssued {
+		return nil
+	}
+	d, err := t.snap.Decision(r.Context(), t.key.Principal())
+	if err != nil {
+		return err
+	}
+	t.decision, t.decisionIssued = d, true
+	return nil
+}
+
+// plan decides the request and orders its attempts. A request that names a
+// model is a one-target plan (the key's upstream); a route alias is planned
+// over the targets it may be sent to. Profiles and guardrails apply to every
+// target alike, and a target the request may not be sent to at all is
+// skipped, not failed over to.
+func (s *Server) plan(r *http.Request, t *turn) *apierr.Error {
+	if err := s.decide(r, t); err != nil {
+		s.log.Error("guardrail decision failed", "request_id", t.id, "key", t.key.ID, "err", err)
+		return internalError()
+	}
+	if t.pinKey != "" {
+		if p, ok := s.sessions.Get(t.pinKey); ok {
+			t.pin, t.hasPin = p, true
+		}
+	}
+	t.memo = t.snap.Memo(t.key, t.decision, t.req.Routing, t.pin, t.req.Body)
+	if t.route = t.snap.Config.Route(t.req.Model); t.route == nil {
+		return s.planModel(t)
+	}
+	return s.planRoute(t)
+}
+
+// planModel plans a request that names a model: one target, the key's
+// upstream, refused when that upstream must not serve it.
+func (s *Server) planModel(t *turn) *apierr.Error {
+	upstream := t.snap.Config.UpstreamFor(t.key)
+	t.first = failover.Target{Upstream: upstream, Model: t.req.Model}
+	t.decided, t.chain = t.req.Model, t.memo.Plan(t.req.Model).Chain
+	c, err := t.memo.Compile(upstream, t.req.Model)
+	if err != nil {
+		s.log.Error("compile failed", "request_id", t.id, "upstream", upstream, "err", err)
+		return internalError()
+	}
+	if r := c.Refused(); r != nil {
+		return apierr.FromRefusal(r)
+	}
+	t.targets = failover.Single(t.first)
+	return nil
+}
+
+// planRoute plans a route alias into attempts: the targets the request may
+// be sent to, ordered by the route's strategy and the targets' health.
+func (s *Server) planRoute(t *turn) *apierr.Error {
+	usable, refused, err := t.memo.Usable(t.route)
+	switch {
+	case err != nil:
+		s.log.Error("compile failed", "request_id", t.id, "route", t.route.Model, "err", err)
+		return internalError()
+	case refused != nil:
+		return apierr.FromRefusal(refused)
+	}
+	t.targets = t.snap.PlanRoute(s.planner, usable, t.req.Body)
+	first, ok := t.targets.First()
+	if !ok {
+		return apierr.New(apierr.CodeUpstreamUnavailable, fmt.Sprintf("route %q has no target that can take this request", t.route.Model))
+	}
+	t.first = first
+	p := t.memo.Plan(first.Model)
+	t.decided, t.chain = p.DecidedModel, p.Chain
+	return nil
+}
+
+// routeName is the route's alias, or "" for a plain model.
+func (t *turn) routeName() string {
+	if t.route == nil {
+		return ""
+	}
+	return t.route.Model
+}

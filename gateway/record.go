@@ -1,0 +1,142 @@
+package gateway
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicegw/sluice/gateway/requestlog"
+)
+
+// Switch reasons recorded in routing_switch_reason: why the served model
+// differs from the decided one.
+const (
+	// SwitchChain: the upstream walked the fallback chain it was sent.
+	SwitchChain = "chain"
+	// SwitchSubstitution: neither the decided model nor one of the chain
+	// served; the upstream did something the plan did not allow.
+	SwitchSubstitution = "upstream_substitution"
+	// SwitchTargetFallback: gateway failover answered from a route target
+	// whose model differs from the first planned one.
+	SwitchTargetFallback = "target_fallback"
+	// SwitchSafetyNet: the platform key answered after the caller's own key
+	// failed.
+	SwitchSafetyNet = "safety_net"
+)
+
+// record builds the request's row from what the turn learned, in this one
+// place, hands it to the request log (never blocking) and counts it.
+func (s *Server) record(t *turn) {
+	r := s.row(t)
+	for _, d := range r.RoutingDegraded {
+		s.metrics.Degraded.WithLabelValues(d).Inc()
+	}
+	up := r.Upstream
+	if r.CacheHit {
+		up = "cache"
+	}
+	s.metrics.Requests.WithLabelValues(statusLabel(r.Status), up).Inc()
+	stream := "false"
+	if r.Stream {
+		stream = "true"
+	}
+	s.metrics.Duration.WithLabelValues(up, stream).Observe(r.LatencyMS / 1000)
+	if a := t.final; a != nil && a.out.answered {
+		if a.out.ttft > 0 {
+			s.metrics.TTFT.WithLabelValues(r.Upstream).Observe(a.out.ttft.Seconds())
+		}
+		if r.FallbackReason != "" {
+			s.metrics.Fallbacks.WithLabelValues(r.FallbackReason).Inc()
+		}
+	}
+	s.writer.Enqueue(r)
+	switch t.snap.Config.Server.LogRequests {
+	case "off":
+		return
+	case "errors":
+		if r.Status >= 200 && r.Status < 300 {
+			return
+		}
+	}
+	s.log.Info("request", "request_id", r.RequestID, "key", r.KeyID, "team", r.Team, "upstream", r.Upstream,
+		"decided_model", r.DecidedModel, "served_model", r.ServedModel, "served_provider", r.ServedProvider,
+		"status", r.Status, "refused_code", r.RefusedCode, "degraded", r.RoutingDegraded, "latency_ms", r.LatencyMS)
+}
+
+// row is the request-log row of a turn: every column written here, once.
+func (s *Server) row(t *turn) requestlog.Row {
+	p := t.key.Principal()
+	r := requestlog.Row{TS: t.start, RequestID: t.id, Org: p.Org, Team: p.Team, Project: p.Project, KeyID: p.Key,
+		SessionID: t.session, Chain: []string{}, RoutingDegraded: []string{}, Status: t.status,
+		LatencyMS: float64(time.Since(t.start).Microseconds()) / 1000}
+	if r.Status == 0 {
+		r.Status = 499 // the client went away before an answer
+	}
+	if t.refusal != nil {
+		r.RefusedCode = t.refusal.Code
+	}
+	if t.req == nil {
+		return r // refused before the body was understood
+	}
+	r.Stream, r.DecidedModel, r.Route = t.req.Stream, t.req.Model, t.routeName()
+	if t.decided != "" {
+		r.DecidedModel = t.decided
+	}
+	if t.chain != nil {
+		r.Chain = t.chain
+	}
+	r.Upstream = t.first.Upstream
+	if hit := t.cached; hit != nil {
+		r.CacheHit = true
+		r.Upstream = hit.upstream // the upstream whose answer is replayed; none was contacted now
+		r.ServedModel, r.ServedProvider = hit.servedModel, hit.servedProvider
+		r.RoutingSwitchReason = switchReason(r.DecidedModel, nil, hit.servedModel)
+		r.PromptTokens, r.CompletionTokens = hit.usage.PromptTokens, hit.usage.CompletionTokens
+		return r
+	}
+	if at := t.at; at.compiled != nil {
+		r.Upstream, r.RoutingDegraded, r.FallbackReason = at.target.Upstream, at.compiled.Degraded(), at.reason
+	}
+	r.Attempts = len(t.attempts)
+	a := t.final
+	if a == nil || !a.out.answered {
+		return r // refused, or ended on a failure
+	}
+	sv := t.served
+	r.ServedModel, r.ServedProvider = sv.model, sv.provider
+	r.PromptTokens, r.CompletionTokens, r.CostUSD = sv.usage.PromptTokens, sv.usage.CompletionTokens, sv.cost
+	r.RepresentationBreak, r.CacheDiscountApplied = sv.representationBreak, sv.cacheDiscount
+	r.TTFTMS = float64(a.out.ttft.Microseconds()) / 1000
+	switch {
+	case a.safetyNet:
+		r.RoutingSwitchReason = SwitchSafetyNet
+	case a.target.Model != t.decided:
+		r.RoutingSwitchReason = SwitchTargetFallback
+	default:
+		r.RoutingSwitchReason = switchReason(r.DecidedModel, a.compiled.Outcome.Chain, sv.model)
+	}
+	return r
+}
+
+// switchReason says why the served model differs from the decided one.
+func switchReason(decided string, chain []string, served string) string {
+	served = strings.ToLower(served)
+	if served == "" || served == decided {
+		return ""
+	}
+	for _, c := range chain {
+		if c == served {
+			return SwitchChain
+		}
+	}
+	return SwitchSubstitution
+}
+
+var statusLabels = map[int]string{200: "200", 400: "400", 401: "401", 403: "403", 404: "404", 413: "413", 422: "422", 429: "429", 499: "499", 500: "500", 502: "502", 503: "503", 504: "504"}
+
+func statusLabel(code int) string {
+	if l, ok := statusLabels[code]; ok {
+		return l
+	}
+	return strconv.Itoa(code)
+}
