@@ -1,7 +1,8 @@
 // Package sluice embeds the data files the binary ships with: the demo
 // configuration that `sluice demo` serves, and the upstream error answers the
-// simulator replays. The Go code lives in the pipeline's packages
-// (profiles → guardrails → compiler → connectors → gateway) and cmd/sluice.
+// simulator replays. The Go code lives in the pipeline's stages (profiles →
+// guardrails → compiler → connectors → snapshot → gateway), the review tools
+// on top of them (diff) and cmd/sluice.
 package sluice
 
 import (

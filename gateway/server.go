@@ -1,10 +1,13 @@
 // Package gateway serves the OpenAI-compatible API over compiled plans and
-// records every request. The request path lives in chat.go, in order:
-// auth → parse → cache → decide → check → translate → send → record.
-// Each other responsibility has its own subpackage: request parsing
-// (request), the loaded configuration (snapshot), error bodies (apierr), the
-// request log (requestlog), the bounded caches (lru), metrics, and the
-// upstream simulator used by the demo and the tests (simulator).
+// records every request. The request path is one function, chatCompletions
+// in path.go, that reads top to bottom — begin (auth) → parse → replay (the
+// response cache) → plan → dispatch (the attempt loop) → settle → answer →
+// record — with each step in the file of its name. This file wires the
+// server; every other responsibility is a subpackage: access
+// (authentication), apierr (error codes and bodies), request (parsing),
+// requestlog (the request log), budget (spend), state (routes and audit),
+// admin (the admin API), ui (the compliance pages), lru, metrics, and
+// simulator (the upstreams of the demo and the tests).
 package gateway
 
 import (

@@ -3,7 +3,10 @@
 // upstream — into an immutable [Snapshot]. The gateway serves from one
 // snapshot at a time and swaps in a new one only when it loaded cleanly, so a
 // broken reload keeps the last good configuration serving and a request never
-// sees half a change.
+// sees half a change. It is the façade every tool compiles through: a
+// [Memo] plans and compiles one request (the gateway, `sluice explain`, diff
+// and the compliance pages all use it), and [Snapshot.Explain] renders the
+// result.
 package snapshot
 
 import (

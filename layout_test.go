@@ -1,0 +1,83 @@
+package sluice_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const module = "github.com/sluicegw/sluice"
+
+// stages lists the top-level packages in pipeline order: a package may
+// import only packages of earlier stages, and its own stage's packages
+// (a stage's subpackages). schemas and the module root (the embedded data
+// files) come before every stage.
+var stages = []string{"", "schemas", "profiles", "guardrails", "compiler", "connectors", "snapshot", "gateway", "diff", "cmd", "bench"}
+
+// stageOf returns the stage index of an import path inside the module, or
+// -1 for a path outside it.
+func stageOf(path string) int {
+	if path == module {
+		return 0
+	}
+	rest, ok := strings.CutPrefix(path, module+"/")
+	if !ok {
+		return -1
+	}
+	top, _, _ := strings.Cut(rest, "/")
+	for i, s := range stages {
+		if s == top {
+			return i
+		}
+	}
+	return len(stages) // an unknown top-level directory ranks after everything
+}
+
+// backwardImports returns "pkg imports dep" for every import of a later stage.
+func backwardImports(imports map[string][]string) []string {
+	var bad []string
+	for pkg, deps := range imports {
+		own := stageOf(pkg)
+		for _, dep := range deps {
+			if s := stageOf(dep); s >= 0 && s > own {
+				bad = append(bad, pkg+" imports "+dep)
+			}
+		}
+	}
+	return bad
+}
+
+// TestStagesImportForwardOnly: no package imports a later stage of the
+// pipeline (profiles → guardrails → compiler → connectors → snapshot →
+// gateway, then the review tools and the binary). Test files may use later
+// stages as harnesses; the packages themselves may not.
+func TestStagesImportForwardOnly(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"/...").CombinedOutput()
+	require.NoError(t, err, string(out))
+	imports := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		imports[f[0]] = f[1:]
+		require.Less(t, stageOf(f[0]), len(stages), "%s is in a top-level directory that is no stage: add it to stages", f[0])
+	}
+	require.Contains(t, imports, module+"/gateway")
+	require.Empty(t, backwardImports(imports))
+}
+
+// TestBackwardImportsFound: the rule itself sees a backward import and
+// allows forward and same-stage ones.
+func TestBackwardImportsFound(t *testing.T) {
+	got := backwardImports(map[string][]string{
+		module + "/compiler":          {module + "/profiles", module + "/gateway/apierr", "fmt"},
+		module + "/gateway/ui":        {module + "/gateway/requestlog", module + "/snapshot"},
+		module + "/snapshot":          {module + "/compiler/failover"},
+		module + "/connectors":        {module + "/diff"},
+		module + "/gateway/simulator": {module},
+	})
+	require.ElementsMatch(t, []string{
+		module + "/compiler imports " + module + "/gateway/apierr",
+		module + "/connectors imports " + module + "/diff",
+	}, got)
+}
