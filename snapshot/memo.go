@@ -30,8 +30,23 @@ type Memo struct {
 	pin       Pin
 	body      connectors.Body
 
-	plans map[string]*compiler.Plan
-	comps map[[2]string]*Compiled
+	// The memo is searched linearly: a request plans a model or a route's
+	// few targets, and the first entries live in the memo itself, so the
+	// common request allocates nothing for them.
+	plans   []memoPlan
+	comps   []memoCompile
+	planBuf [2]memoPlan
+	compBuf [2]memoCompile
+}
+
+type memoPlan struct {
+	model string
+	plan  *compiler.Plan
+}
+
+type memoCompile struct {
+	upstream, model string
+	c               *Compiled
 }
 
 // Memo returns the compile memo of one request of a key: its ladder merged
@@ -50,8 +65,9 @@ func (s *Snapshot) Memo(key *profiles.Key, d *guardrails.Decision, routing *prof
 // rung included): diff compiles once for every key whose merged profile and
 // decision are equal.
 func (s *Snapshot) MemoMerged(p profiles.Principal, merged profiles.Merged, d *guardrails.Decision, pin Pin, body connectors.Body) *Memo {
-	return &Memo{snap: s, principal: p, merged: merged, decision: d, pin: pin, body: body,
-		plans: make(map[string]*compiler.Plan, 2), comps: make(map[[2]string]*Compiled, 2)}
+	m := &Memo{snap: s, principal: p, merged: merged, decision: d, pin: pin, body: body}
+	m.plans, m.comps = m.planBuf[:0], m.compBuf[:0]
+	return m
 }
 
 // Snapshot returns the configuration the memo compiles against.
@@ -63,30 +79,33 @@ func (m *Memo) Body() connectors.Body { return m.body }
 // Plan decides the request for one model: the merged profile and the
 // guardrail decision apply to every model alike.
 func (m *Memo) Plan(model string) *compiler.Plan {
-	if p, ok := m.plans[model]; ok {
-		return p
+	for _, e := range m.plans {
+		if e.model == model {
+			return e.plan
+		}
 	}
 	req := compiler.Request{Principal: m.principal, Model: model}
 	if m.pin.Model == model {
 		req.PinnedProvider = m.pin.Provider
 	}
 	p := compiler.DecideMerged(req, m.merged, m.decision)
-	m.plans[model] = p
+	m.plans = append(m.plans, memoPlan{model, p})
 	return p
 }
 
 // Compile checks and translates the request for one (upstream, model).
 // Compiled.Refused says when that upstream must not serve it.
 func (m *Memo) Compile(upstream, model string) (*Compiled, error) {
-	k := [2]string{upstream, model}
-	if c, ok := m.comps[k]; ok {
-		return c, nil
+	for _, e := range m.comps {
+		if e.upstream == upstream && e.model == model {
+			return e.c, nil
+		}
 	}
 	c, err := m.snap.Compile(m.Plan(model), upstream, m.body)
 	if err != nil {
 		return nil, err
 	}
-	m.comps[k] = c
+	m.comps = append(m.comps, memoCompile{upstream, model, c})
 	return c, nil
 }
 
