@@ -65,9 +65,10 @@ type Plan struct {
 	// Providers are the effective provider preferences.
 	Providers Providers `json:"providers"`
 	// Merged is the merged profile the plan was decided from; with the
-	// overrides below it gives [Plan.Provenance]. Kept as a value so that the
-	// hot path builds no provenance map nobody reads.
-	Merged profiles.Merged `json:"-"`
+	// overrides below it gives [Plan.Provenance]. Kept as it is, so that the
+	// hot path builds no provenance map nobody reads, and shared by the plans
+	// of one request.
+	Merged *profiles.Merged `json:"-"`
 	// PreferredRung overrides the rung of providers.preferred when the
 	// compiler supplied the order ([RungAnthropicDefault], [RungSession]).
 	PreferredRung string `json:"-"`
@@ -91,12 +92,15 @@ func Decide(req Request, layers []profiles.Layer, d *guardrails.Decision) *Plan 
 	if req.Routing != nil {
 		layers = append(layers[:len(layers):len(layers)], profiles.Layer{Rung: "request", File: profiles.RequestFile, Profile: req.Routing})
 	}
-	return DecideMerged(req, profiles.Merge(layers...), d)
+	m := profiles.Merge(layers...)
+	return DecideMerged(req, &m, d)
 }
 
 // DecideMerged is [Decide] for a profile that is already merged (the request
-// rung included), so that a caller can cache the ladder merge.
-func DecideMerged(req Request, m profiles.Merged, d *guardrails.Decision) *Plan {
+// rung included), so that a caller can cache the ladder merge and share it
+// between the plans of one request. The plan keeps m: it must not change
+// afterwards.
+func DecideMerged(req Request, m *profiles.Merged, d *guardrails.Decision) *Plan {
 	model := strings.ToLower(req.Model)
 	p := &Plan{Principal: req.Principal, DecidedModel: model, Auto: model == AutoModel, Merged: m}
 	if d != nil {

@@ -68,7 +68,7 @@ func (s *Server) answer(w http.ResponseWriter, t *turn) {
 
 // fallback reports whether the answer came from an attempt after the first
 // dial: a failover, the safety net, or a pool's tail reached by planning.
-func (a *attempt) fallback(t *turn) bool { return len(t.attempts) > 1 || a.reason != "" }
+func (a *attempt) fallback(t *turn) bool { return t.sent > 1 || a.reason != "" }
 
 // answerError answers with a gateway error. A refusal (the gateway declining
 // to serve, rather than an upstream failing) is recorded and counted.

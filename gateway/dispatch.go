@@ -60,7 +60,7 @@ func (s *Server) dispatchTarget(w http.ResponseWriter, r *http.Request, t *turn,
 		s.log.Error("compile failed", "request_id", t.id, "upstream", tgt.Upstream, "err", err)
 		return nil, internalError()
 	}
-	t.at = stage{target: tgt, compiled: c, reason: reason}
+	t.at = stage{compiled: c, reason: reason}
 	ck := t.snap.CallerKey(t.key.ID, tgt.Upstream)
 	if ck == "" {
 		a, stop := s.meteredAttempt(t, tgt, c, reason)
@@ -70,7 +70,7 @@ func (s *Server) dispatchTarget(w http.ResponseWriter, r *http.Request, t *turn,
 		s.send(w, r, t, a)
 		return a, nil
 	}
-	a := &attempt{target: tgt, compiled: c, reason: reason, apiKey: ck, callerKey: true}
+	a := t.newAttempt(attempt{target: tgt, compiled: c, reason: reason, apiKey: ck, callerKey: true})
 	s.send(w, r, t, a)
 	if a.out.committed() || !t.key.SafetyNet || !failover.Retryable(a.out.failure, true) {
 		return a, nil
@@ -97,7 +97,7 @@ func (s *Server) dispatchTarget(w http.ResponseWriter, r *http.Request, t *turn,
 // failed attempt's budget reservation is released at once (it cost
 // nothing); an answer's is released by settle, once its cost is charged.
 func (s *Server) send(w http.ResponseWriter, r *http.Request, t *turn, a *attempt) {
-	t.attempts = append(t.attempts, a)
+	t.sent++
 	t.final = a
 	s.exchange(w, r, t, a)
 	if !a.out.committed() {
@@ -148,7 +148,7 @@ func (s *Server) meteredAttempt(t *turn, tgt failover.Target, c *snapshot.Compil
 	if stop != nil {
 		return nil, stop
 	}
-	a := &attempt{target: tgt, compiled: c, reason: reason, apiKey: c.Upstream.APIKey, metered: true, capped: capped, release: release}
+	a := t.newAttempt(attempt{target: tgt, compiled: c, reason: reason, apiKey: c.Upstream.APIKey, metered: true, capped: capped, release: release})
 	if capped {
 		cc, err := t.memo.CompileBody(tgt.Upstream, tgt.Model, body)
 		if err != nil {

@@ -62,7 +62,7 @@ type turn struct {
 	// plan
 	decision       *guardrails.Decision // nil when no guardrail applies
 	decisionIssued bool
-	memo           *snapshot.Memo
+	memo           snapshot.Memo
 	route          *profiles.Route // the route alias, nil for a plain model
 	targets        *failover.Plan
 	first          failover.Target // the first target planned
@@ -70,9 +70,13 @@ type turn struct {
 	chain          []string        // the decided model's chain
 
 	// dispatch
-	at       stage      // where the request is: the target dispatched last
-	attempts []*attempt // every attempt sent, in order
-	final    *attempt   // the last attempt sent (answered or not)
+	at    stage    // where the request is: the target dispatched last
+	sent  int      // attempts sent
+	final *attempt // the last attempt sent (answered or not)
+	// attemptBuf holds the first attempts, so that a request that answers
+	// at once allocates none for them.
+	attemptBuf [1]attempt
+	made       int
 
 	// settle
 	served settled
@@ -82,13 +86,24 @@ type turn struct {
 	refusal *apierr.Error // the gateway's refusal, if it refused
 }
 
-// stage is a target the request was dispatched to, with its compiled
-// request and the failure that sent the request on to it ("" for the first
-// dial).
+// stage is a target the request was dispatched to: its compiled request
+// (which names the upstream) and the failure that sent the request on to it
+// ("" for the first dial).
 type stage struct {
-	target   failover.Target
 	compiled *snapshot.Compiled
 	reason   string
+}
+
+// newAttempt returns storage for the request's next attempt.
+func (t *turn) newAttempt(a attempt) *attempt {
+	if t.made < len(t.attemptBuf) {
+		t.attemptBuf[t.made] = a
+		t.made++
+		return &t.attemptBuf[t.made-1]
+	}
+	p := new(attempt)
+	*p = a
+	return p
 }
 
 // attempt is one exchange with an upstream: a target, its compiled request

@@ -37,7 +37,7 @@ func (s *Server) plan(r *http.Request, t *turn) *apierr.Error {
 			t.pin, t.hasPin = p, true
 		}
 	}
-	t.memo = t.snap.Memo(t.key, t.decision, t.req.Routing, t.pin, t.req.Body)
+	t.snap.InitMemo(&t.memo, t.key, t.decision, t.req.Routing, t.pin, t.req.Body)
 	if t.route = t.snap.Config.Route(t.req.Model); t.route == nil {
 		return s.planModel(t)
 	}

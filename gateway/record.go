@@ -95,9 +95,9 @@ func (s *Server) row(t *turn) requestlog.Row {
 		return r
 	}
 	if at := t.at; at.compiled != nil {
-		r.Upstream, r.RoutingDegraded, r.FallbackReason = at.target.Upstream, at.compiled.Degraded(), at.reason
+		r.Upstream, r.RoutingDegraded, r.FallbackReason = at.compiled.Upstream.Config.Name, at.compiled.Degraded(), at.reason
 	}
-	r.Attempts = len(t.attempts)
+	r.Attempts = t.sent
 	a := t.final
 	if a == nil || !a.out.answered {
 		return r // refused, or ended on a failure

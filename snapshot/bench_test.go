@@ -36,7 +36,9 @@ func BenchmarkCompile(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				c, err := snap.Memo(key, d, req.Routing, Pin{}, req.Body).Compile(up, req.Model)
+				var m Memo
+				snap.InitMemo(&m, key, d, req.Routing, Pin{}, req.Body)
+				c, err := m.Compile(up, req.Model)
 				if err != nil || c.Native == nil {
 					b.Fatalf("%v %+v", err, c.Refused())
 				}

@@ -31,12 +31,13 @@ type Memo struct {
 	body      connectors.Body
 
 	// The memo is searched linearly: a request plans a model or a route's
-	// few targets, and the first entries live in the memo itself, so the
-	// common request allocates nothing for them.
-	plans   []memoPlan
-	comps   []memoCompile
-	planBuf [2]memoPlan
-	compBuf [2]memoCompile
+	// few targets. The first entries live in the memo itself, so the common
+	// request allocates nothing for them; more spill into the slices.
+	nplans, ncomps int
+	planBuf        [2]memoPlan
+	compBuf        [2]memoCompile
+	morePlans      []memoPlan
+	moreComps      []memoCompile
 }
 
 type memoPlan struct {
@@ -54,20 +55,26 @@ type memoCompile struct {
 // guardrail decision (nil when no guardrail applies), the session's pin (the
 // zero Pin without one) and the body to translate.
 func (s *Snapshot) Memo(key *profiles.Key, d *guardrails.Decision, routing *profiles.Profile, pin Pin, body connectors.Body) *Memo {
+	m := new(Memo)
+	s.InitMemo(m, key, d, routing, pin, body)
+	return m
+}
+
+// InitMemo makes m the compile memo [Snapshot.Memo] returns, in place: the
+// gateway keeps a request's memo inside the request's own state.
+func (s *Snapshot) InitMemo(m *Memo, key *profiles.Key, d *guardrails.Decision, routing *profiles.Profile, pin Pin, body connectors.Body) {
 	layers := s.layers[key.ID]
 	if routing != nil {
 		layers = append(layers[:len(layers):len(layers)], profiles.Layer{Rung: "request", File: profiles.RequestFile, Profile: routing})
 	}
-	return s.MemoMerged(key.Principal(), profiles.Merge(layers...), d, pin, body)
+	*m = Memo{snap: s, principal: key.Principal(), merged: profiles.Merge(layers...), decision: d, pin: pin, body: body}
 }
 
 // MemoMerged is [Snapshot.Memo] for a profile already merged (the request
 // rung included): diff compiles once for every key whose merged profile and
 // decision are equal.
 func (s *Snapshot) MemoMerged(p profiles.Principal, merged profiles.Merged, d *guardrails.Decision, pin Pin, body connectors.Body) *Memo {
-	m := &Memo{snap: s, principal: p, merged: merged, decision: d, pin: pin, body: body}
-	m.plans, m.comps = m.planBuf[:0], m.compBuf[:0]
-	return m
+	return &Memo{snap: s, principal: p, merged: merged, decision: d, pin: pin, body: body}
 }
 
 // Snapshot returns the configuration the memo compiles against.
@@ -79,7 +86,12 @@ func (m *Memo) Body() connectors.Body { return m.body }
 // Plan decides the request for one model: the merged profile and the
 // guardrail decision apply to every model alike.
 func (m *Memo) Plan(model string) *compiler.Plan {
-	for _, e := range m.plans {
+	for _, e := range m.planBuf[:m.nplans] {
+		if e.model == model {
+			return e.plan
+		}
+	}
+	for _, e := range m.morePlans {
 		if e.model == model {
 			return e.plan
 		}
@@ -88,15 +100,25 @@ func (m *Memo) Plan(model string) *compiler.Plan {
 	if m.pin.Model == model {
 		req.PinnedProvider = m.pin.Provider
 	}
-	p := compiler.DecideMerged(req, m.merged, m.decision)
-	m.plans = append(m.plans, memoPlan{model, p})
+	p := compiler.DecideMerged(req, &m.merged, m.decision)
+	if m.nplans < len(m.planBuf) {
+		m.planBuf[m.nplans] = memoPlan{model, p}
+		m.nplans++
+	} else {
+		m.morePlans = append(m.morePlans, memoPlan{model, p})
+	}
 	return p
 }
 
 // Compile checks and translates the request for one (upstream, model).
 // Compiled.Refused says when that upstream must not serve it.
 func (m *Memo) Compile(upstream, model string) (*Compiled, error) {
-	for _, e := range m.comps {
+	for _, e := range m.compBuf[:m.ncomps] {
+		if e.upstream == upstream && e.model == model {
+			return e.c, nil
+		}
+	}
+	for _, e := range m.moreComps {
 		if e.upstream == upstream && e.model == model {
 			return e.c, nil
 		}
@@ -105,7 +127,12 @@ func (m *Memo) Compile(upstream, model string) (*Compiled, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.comps = append(m.comps, memoCompile{upstream, model, c})
+	if m.ncomps < len(m.compBuf) {
+		m.compBuf[m.ncomps] = memoCompile{upstream, model, c}
+		m.ncomps++
+	} else {
+		m.moreComps = append(m.moreComps, memoCompile{upstream, model, c})
+	}
 	return c, nil
 }
 

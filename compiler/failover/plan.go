@@ -246,12 +246,14 @@ type Plan struct {
 	prompt   int
 
 	order      []Target // members, then tail targets
-	orderFits  []bool   // the target's window is unknown or holds the prompt
+	orderFits  []bool   // the target's window is unknown or holds the prompt; nil: every one does
 	members    int      // len of the members' part of order
 	restricted []Target // written order: the route's, then the tail's
 	restrFits  []bool
 	hasTail    bool
 	tailOn     []string
+
+	one [1]Target // the order of a Single plan, without a second allocation
 
 	removed        []Removal
 	keptOversized  bool
@@ -490,7 +492,10 @@ func (p *Planner) skipCold(route string, ts []Target, removed *[]Removal) ([]Tar
 // Single is the plan of a request that names one target rather than a
 // route: that target, and no successor whatever the failure.
 func Single(t Target) *Plan {
-	return &Plan{strategy: StrategyPriority, order: []Target{t}, orderFits: []bool{true}, members: 1}
+	pl := &Plan{strategy: StrategyPriority, members: 1}
+	pl.one[0] = t
+	pl.order = pl.one[:]
+	return pl
 }
 
 // First returns the request's first target; false when nothing may be
@@ -577,7 +582,7 @@ func (pl *Plan) Next(failed Target, f Failure, callerKey bool) (Target, bool, St
 	}
 	j := c.next
 	for ; j < len(pl.order); j++ {
-		if !c.overflowed || pl.orderFits[j] {
+		if !c.overflowed || pl.orderFits == nil || pl.orderFits[j] {
 			break
 		}
 	}
