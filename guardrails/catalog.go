@@ -29,6 +29,10 @@ const (
 	CodeDuplicateEndpoint = "duplicate_endpoint"
 	// CodeEmptyCatalog: the catalog has no models; sluice never serves with one.
 	CodeEmptyCatalog = "empty_catalog"
+	// CodeDuplicateAlias: a model's alias or upstream id is another model's
+	// slug, alias or upstream id for the same upstream, so a report of it
+	// could name either.
+	CodeDuplicateAlias = "duplicate_alias"
 )
 
 // Catalog is a loaded, validated model catalog. It is immutable and safe for
@@ -38,6 +42,8 @@ type Catalog struct {
 	index     map[string]int
 	providers []string // sorted distinct base provider slugs
 	tagged    []string // sorted distinct provider/tag endpoint slugs
+	spelled   map[string]ProviderNames
+	names     *names
 	revision  string
 }
 
@@ -55,6 +61,15 @@ type Model struct {
 	CallerKeyOnly bool `json:"caller_key_only,omitempty"`
 	// Class is a free-form class such as "paid" or "free". Default: "".
 	Class string `json:"class,omitempty"`
+	// Aliases are other ids an upstream may report for the model, such as a
+	// marketplace's canonical slug ("anthropic/claude-4.5-haiku" for
+	// anthropic/claude-haiku-4.5); lower-cased. Default: none.
+	Aliases []string `json:"aliases,omitempty"`
+	// UpstreamIDs maps a connector kind to the id sent to that kind of
+	// upstream when it differs from the slug ({"vercel":
+	// "meta/llama-3.1-70b"}); a report of it is recognised too. Default:
+	// none (the slug is sent).
+	UpstreamIDs map[string]string `json:"upstream_ids,omitempty"`
 	// Endpoints are the provider endpoints serving the model, in file order.
 	Endpoints []Endpoint `json:"endpoints"`
 
@@ -89,8 +104,9 @@ func (e Endpoint) Slug() string {
 }
 
 type catalogDoc struct {
-	Schema string   `json:"$schema,omitempty"`
-	Models []*Model `json:"models"`
+	Schema    string                   `json:"$schema,omitempty"`
+	Providers map[string]ProviderNames `json:"providers,omitempty"`
+	Models    []*Model                 `json:"models"`
 }
 
 // LoadCatalog reads and validates DIR/catalog.json. On failure it returns a nil
@@ -165,6 +181,9 @@ func ParseCatalog(name string, raw []byte) (*Catalog, profiles.Diagnostics) {
 			}
 			m.Native = n
 		}
+		for j, a := range m.Aliases {
+			m.Aliases[j] = strings.ToLower(a)
+		}
 		seen := make(map[string]int, len(m.Endpoints))
 		for j := range m.Endpoints {
 			e := &m.Endpoints[j]
@@ -195,13 +214,75 @@ func ParseCatalog(name string, raw []byte) (*Catalog, profiles.Diagnostics) {
 	}
 	c.providers = sortedKeys(provSet)
 	c.tagged = sortedKeys(tagSet)
-	canon, err := json.Marshal(catalogDoc{Models: c.models})
+	if len(cd.Providers) > 0 {
+		c.spelled = make(map[string]ProviderNames, len(cd.Providers))
+		for k, v := range cd.Providers {
+			c.spelled[strings.ToLower(k)] = v
+		}
+	}
+	if ds := aliasProblems(name, cd.Models); len(ds) > 0 {
+		ds.Sort()
+		return nil, ds
+	}
+	c.names = buildNames(c.models, c.spelled, c.providers)
+	canon, err := json.Marshal(catalogDoc{Providers: c.spelled, Models: c.models})
 	if err != nil { // cannot happen: plain data
 		return nil, profiles.Diagnostics{{File: name, Code: profiles.CodeJSONSyntax, Message: err.Error()}}
 	}
 	sum := sha256.Sum256(canon)
 	c.revision = hex.EncodeToString(sum[:])
 	return c, nil
+}
+
+// aliasProblems finds ids that would name two models: an alias equal to
+// another model's slug or alias, or an upstream id equal to another model's
+// slug, alias or upstream id for the same upstream. models are in file
+// order, so that each problem is located by its JSON pointer.
+func aliasProblems(name string, models []*Model) profiles.Diagnostics {
+	var ds profiles.Diagnostics
+	owner := map[string]string{} // scope + "\x00" + id → slug; scope "" holds slugs and aliases
+	for _, m := range models {
+		owner["\x00"+m.Slug] = m.Slug
+	}
+	taken := func(m *Model, k string) (string, bool) {
+		prev, ok := owner[k]
+		return prev, ok && prev != m.Slug
+	}
+	for i, m := range models {
+		for j, a := range m.Aliases {
+			if prev, dup := taken(m, "\x00"+a); dup {
+				ds = append(ds, profiles.Diagnostic{File: name, Pointer: schemas.Pointer("models", fmt.Sprint(i), "aliases", fmt.Sprint(j)),
+					Code: CodeDuplicateAlias, Message: fmt.Sprintf("model %q: alias %q already names model %q", m.Slug, a, prev)})
+				continue
+			}
+			owner["\x00"+a] = m.Slug
+		}
+	}
+	for i, m := range models {
+		for _, c := range sortedMapKeys(m.UpstreamIDs) {
+			id := strings.ToLower(m.UpstreamIDs[c])
+			prev, dup := taken(m, "\x00"+id)
+			if !dup {
+				prev, dup = taken(m, c+"\x00"+id)
+			}
+			if dup {
+				ds = append(ds, profiles.Diagnostic{File: name, Pointer: schemas.Pointer("models", fmt.Sprint(i), "upstream_ids", c),
+					Code: CodeDuplicateAlias, Message: fmt.Sprintf("model %q: %s upstream id %q already names model %q", m.Slug, c, id, prev)})
+				continue
+			}
+			owner[c+"\x00"+id] = m.Slug
+		}
+	}
+	return ds
+}
+
+func sortedMapKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func sortedKeys(m map[string]struct{}) []string {
@@ -322,7 +403,7 @@ func (c *Catalog) Len() int { return len(c.models) }
 // (temporary file and rename), so that a later start can fall back to it with
 // [LoadCatalogFile] when catalog.json is broken.
 func (c *Catalog) SaveLastGood(path string) error {
-	b, err := json.MarshalIndent(catalogDoc{Models: c.models}, "", "  ")
+	b, err := json.MarshalIndent(catalogDoc{Providers: c.spelled, Models: c.models}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("guardrails: encoding last good catalog: %w", err)
 	}
