@@ -52,6 +52,10 @@ func (r *Refusal) Error() string { return r.Code + ": " + r.Message }
 type Capabilities struct {
 	// Ranking: the upstream can rank endpoints by cost, latency or throughput.
 	Ranking bool `json:"ranking"`
+	// RankingWithOrder: the upstream ranks the endpoints an explicit order
+	// leaves (the order first, then the rest by rank). Without it an
+	// explicit order makes the ranking inert: a degrade.
+	RankingWithOrder bool `json:"ranking_with_order"`
 	// PreferredOrder: the upstream can try endpoints in a given order.
 	PreferredOrder bool `json:"preferred_order"`
 	// AllowList: the upstream can restrict serving to listed providers.
@@ -73,6 +77,9 @@ type Capabilities struct {
 type Upstream struct {
 	// Name is the configured upstream name.
 	Name string
+	// Connector is its connector kind, the vocabulary the catalog's name maps
+	// spell models and providers in for it.
+	Connector string
 	// Capabilities are its connector's.
 	Capabilities Capabilities
 	// ContentFilters are the filters it is known to run.
@@ -90,8 +97,15 @@ type Outcome struct {
 	// upstream's maximum; empty when the upstream cannot walk a chain).
 	Chain []string `json:"-"`
 	// NativeModel is the model id to send: the catalog's native id on a direct
-	// upstream, the slug otherwise.
+	// upstream, the model's upstream id for the connector (else its slug) on
+	// a marketplace.
 	NativeModel string `json:"-"`
+	// Providers are the plan's provider preferences to express, spelled as
+	// the upstream names providers (the catalog's send names): a rank the
+	// upstream cannot honour beside an explicit order is left out.
+	Providers Providers `json:"-"`
+	// AutoModels are the plan's auto-mode models in the upstream's ids.
+	AutoModels []string `json:"-"`
 }
 
 var noneDegraded = []string{}
@@ -147,11 +161,22 @@ func Check(p *Plan, u Upstream, cat *guardrails.Catalog) Outcome {
 	if caps.DirectProvider == "" {
 		// Ranking and order have nothing to choose between on a direct
 		// upstream: inert there, and nothing was under-delivered.
+		out.NativeModel = upstreamID(cat, u.Connector, p.DecidedModel)
+		out.Providers = spell(cat, u.Connector, ps)
 		if ps.RankBy != "" && !caps.Ranking {
 			degraded = append(degraded, DegradedRanking)
 		}
 		if len(ps.Preferred) > 0 && !caps.PreferredOrder {
 			degraded = append(degraded, DegradedPreferredOrder)
+		}
+		if ps.RankBy != "" && caps.Ranking && len(ps.Preferred) > 0 && caps.PreferredOrder && !caps.RankingWithOrder {
+			// The upstream sorts only when no order is given: the order wins,
+			// and the rank of the endpoints after it is lost.
+			degraded = append(degraded, DegradedRanking)
+			out.Providers.RankBy = ""
+		}
+		if p.AutoModels != nil {
+			out.AutoModels = upstreamIDs(cat, u.Connector, p.AutoModels)
 		}
 	}
 	switch {
@@ -160,15 +185,69 @@ func Check(p *Plan, u Upstream, cat *guardrails.Catalog) Outcome {
 		degraded = append(degraded, DegradedChain)
 	case caps.MaxChain > 0 && len(p.Chain) > caps.MaxChain:
 		degraded = append(degraded, DegradedChainTruncated)
-		out.Chain = p.Chain[:caps.MaxChain]
+		out.Chain = upstreamIDs(cat, u.Connector, p.Chain[:caps.MaxChain])
 	default:
-		out.Chain = p.Chain
+		out.Chain = upstreamIDs(cat, u.Connector, p.Chain)
 	}
 	if len(degraded) > 0 {
 		sort.Strings(degraded)
 		out.Degraded = degraded
 	}
 	return out
+}
+
+// upstreamID is the id a marketplace is sent for a model: its upstream id
+// for the connector in the catalog, else the slug.
+func upstreamID(cat *guardrails.Catalog, connector, slug string) string {
+	if cat == nil {
+		return slug
+	}
+	return cat.UpstreamID(connector, slug)
+}
+
+// upstreamIDs spells a list of models for the connector; the list itself is
+// returned when nothing changes, so the common case allocates nothing.
+func upstreamIDs(cat *guardrails.Catalog, connector string, slugs []string) []string {
+	var out []string
+	for i, s := range slugs {
+		id := upstreamID(cat, connector, s)
+		if out == nil && id != s {
+			out = append(make([]string, 0, len(slugs)), slugs[:i]...)
+		}
+		if out != nil {
+			out = append(out, id)
+		}
+	}
+	if out == nil {
+		return slugs
+	}
+	return out
+}
+
+// spell returns the provider preferences in the connector's names (the
+// catalog's send names); lists without a differently spelled entry are
+// shared, not copied.
+func spell(cat *guardrails.Catalog, connector string, ps Providers) Providers {
+	if cat == nil {
+		return ps
+	}
+	names := func(l []string) []string {
+		var out []string
+		for i, e := range l {
+			n := cat.SendName(connector, e)
+			if out == nil && n != e {
+				out = append(make([]string, 0, len(l)), l[:i]...)
+			}
+			if out != nil {
+				out = append(out, n)
+			}
+		}
+		if out == nil {
+			return l
+		}
+		return out
+	}
+	return Providers{RankBy: ps.RankBy, Preferred: names(ps.Preferred), Allowed: names(ps.Allowed), Denied: names(ps.Denied)}
 }
 
 // nativeID returns a direct provider's own id for a model: the catalog's

@@ -100,7 +100,7 @@ func Load(dir string) (*Snapshot, profiles.Diagnostics) {
 			diags = append(diags, profiles.Diagnostic{File: profiles.ConfigFile, Pointer: schemas.Pointer("upstreams", fmt.Sprint(i), "connector"), Code: profiles.CodeSchema, Message: err.Error()})
 			continue
 		}
-		up := &Upstream{Config: u, Connector: c, Check: compiler.Upstream{Name: u.Name, Capabilities: c.Capabilities(), ContentFilters: u.ContentFilters}}
+		up := &Upstream{Config: u, Connector: c, Check: compiler.Upstream{Name: u.Name, Connector: c.Kind(), Capabilities: c.Capabilities(), ContentFilters: u.ContentFilters}}
 		if u.APIKeyEnv != "" {
 			up.APIKey = os.Getenv(u.APIKeyEnv)
 		}

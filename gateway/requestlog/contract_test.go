@@ -84,6 +84,7 @@ func sampleRows(n int) []Row {
 			PromptTokens:     int64(100 + i),
 			CompletionTokens: int64(10 + i),
 			CostUSD:          float64(i) * 0.0001,
+			CostSource:       []string{"catalog", "upstream", ""}[i%3],
 			LatencyMS:        float64(i) + 0.25,
 			TTFTMS:           float64(i) / 2,
 		}

@@ -66,6 +66,10 @@ type Row struct {
 	CompletionTokens int64 `json:"completion_tokens"`
 	// CostUSD is the request's cost in US dollars.
 	CostUSD float64 `json:"cost_usd"`
+	// CostSource says where CostUSD came from: "upstream" (the cost the
+	// upstream billed and reported), "catalog" (the catalog's prices for the
+	// served endpoint), or "" (no cost known).
+	CostSource string `json:"cost_source"`
 	// LatencyMS is the total latency and TTFTMS the time to first token, in milliseconds.
 	LatencyMS float64 `json:"latency_ms"`
 	TTFTMS    float64 `json:"ttft_ms"`

@@ -61,7 +61,8 @@ var sqliteSchema = []string{
 		completion_tokens INTEGER NOT NULL DEFAULT 0,
 		cost_usd REAL NOT NULL DEFAULT 0,
 		latency_ms REAL NOT NULL DEFAULT 0,
-		ttft_ms REAL NOT NULL DEFAULT 0
+		ttft_ms REAL NOT NULL DEFAULT 0,
+		cost_source TEXT NOT NULL DEFAULT ''
 	)`,
 	// Newest-first paging walks this index backwards.
 	`CREATE INDEX IF NOT EXISTS requests_ts ON requests (ts_ms, request_id)`,
@@ -83,7 +84,14 @@ var rowColumns = []string{
 	"routing_switch_reason", "routing_degraded", "refused_code", "fallback_reason",
 	"attempts", "status", "stream", "cache_hit", "representation_break",
 	"cache_discount_applied", "prompt_tokens", "completion_tokens", "cost_usd",
-	"latency_ms", "ttft_ms",
+	"latency_ms", "ttft_ms", "cost_source",
+}
+
+// sqliteAddedColumns are the columns added to the requests table after its
+// first release, in order: a file written by an earlier version gets them
+// (with their defaults) when it is opened.
+var sqliteAddedColumns = []struct{ name, decl string }{
+	{"cost_source", "TEXT NOT NULL DEFAULT ''"},
 }
 
 // OpenSQLite opens (creating if needed) the SQLite request log at path, in
@@ -152,12 +160,46 @@ func (s *sqliteStore) init() error {
 			return s.openErr(err)
 		}
 	}
+	if err := addMissingColumns(ctx, conn); err != nil {
+		_, _ = conn.ExecContext(ctx, "ROLLBACK")
+		return s.openErr(err)
+	}
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
 		_, _ = conn.ExecContext(ctx, "ROLLBACK")
 		return s.openErr(err)
 	}
 	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", sqliteBusyTimeout.Milliseconds())); err != nil {
 		return s.openErr(err)
+	}
+	return nil
+}
+
+// addMissingColumns adds the columns of sqliteAddedColumns that a file
+// written by an earlier version lacks.
+func addMissingColumns(ctx context.Context, conn *sql.Conn) error {
+	rows, err := conn.QueryContext(ctx, "SELECT name FROM pragma_table_info('requests')")
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return err
+		}
+		have[name] = true
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	for _, c := range sqliteAddedColumns {
+		if have[c.name] {
+			continue
+		}
+		if _, err := conn.ExecContext(ctx, "ALTER TABLE requests ADD COLUMN "+c.name+" "+c.decl); err != nil {
+			return fmt.Errorf("add column %s: %w", c.name, err)
+		}
 	}
 	return nil
 }
@@ -291,7 +333,7 @@ func setRowArgs(args []driver.NamedValue, r Row) {
 		r.RoutingSwitchReason, string(degraded), r.RefusedCode, r.FallbackReason,
 		int64(r.Attempts), int64(r.Status), r.Stream, r.CacheHit, r.RepresentationBreak,
 		r.CacheDiscountApplied, r.PromptTokens, r.CompletionTokens, r.CostUSD,
-		r.LatencyMS, r.TTFTMS,
+		r.LatencyMS, r.TTFTMS, r.CostSource,
 	} {
 		args[i].Value = v
 	}
@@ -324,7 +366,7 @@ func (s *sqliteStore) Query(ctx context.Context, f Filter) (Page, error) {
 			&r.RoutingSwitchReason, &degraded, &r.RefusedCode, &r.FallbackReason,
 			&r.Attempts, &r.Status, &r.Stream, &r.CacheHit, &r.RepresentationBreak,
 			&r.CacheDiscountApplied, &r.PromptTokens, &r.CompletionTokens, &r.CostUSD,
-			&r.LatencyMS, &r.TTFTMS); err != nil {
+			&r.LatencyMS, &r.TTFTMS, &r.CostSource); err != nil {
 			return Page{}, fmt.Errorf("requestlog: sqlite scan: %w", err)
 		}
 		r.TS = time.UnixMilli(tsMS).UTC()
