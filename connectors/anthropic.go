@@ -27,46 +27,6 @@ var _ Connector = (*anthropic)(nil)
 
 func newAnthropic() *anthropic { return &anthropic{now: time.Now} }
 
-// Stable codes of a [TranslateError].
-const (
-	// CodeUnsupportedParameter: the request sets a parameter the upstream
-	// cannot honour, and dropping it would change what the answer means
-	// (n > 1, logprobs, a JSON response format, ...).
-	CodeUnsupportedParameter = "unsupported_parameter"
-	// CodeInvalidRequest: the request is malformed (a message shape, role or
-	// value the chat-completions API itself would reject).
-	CodeInvalidRequest = "invalid_request"
-)
-
-// TranslateError is a request a connector cannot translate. It is the
-// client's to fix: the gateway answers it with 400, never retries it and never
-// tries another upstream because of it.
-type TranslateError struct {
-	// Code is [CodeUnsupportedParameter] or [CodeInvalidRequest].
-	Code string
-	// Param is a JSON pointer to the offending member of the request body,
-	// e.g. "/messages/2/role"; "" when the request as a whole is at fault.
-	Param string
-	// Message says what is wrong, for the client.
-	Message string
-}
-
-// Error implements error.
-func (e *TranslateError) Error() string {
-	if e.Param == "" {
-		return e.Code + ": " + e.Message
-	}
-	return e.Code + ": " + e.Param + ": " + e.Message
-}
-
-func anthInvalid(param, format string, args ...any) *TranslateError {
-	return &TranslateError{Code: CodeInvalidRequest, Param: param, Message: fmt.Sprintf(format, args...)}
-}
-
-func anthUnsupported(param, format string, args ...any) *TranslateError {
-	return &TranslateError{Code: CodeUnsupportedParameter, Param: param, Message: fmt.Sprintf(format, args...)}
-}
-
 // StreamError is an error Anthropic reported in band: an "error" event in the
 // middle of an event stream (the status line already said 200), or an error
 // object in an answer that came with a success status.
@@ -166,7 +126,7 @@ func (c *anthropic) translate(body Body, out *compiler.Outcome, fast bool) (*Nat
 		// The member's pointer, "/" + k, is built only for an error.
 		if anthIsNull(v) {
 			if k == "messages" {
-				return nil, anthInvalid("/"+k, "messages is required")
+				return nil, invalidRequest("/"+k, "messages is required")
 			}
 			continue
 		}
@@ -188,7 +148,7 @@ func (c *anthropic) translate(body Body, out *compiler.Outcome, fast bool) (*Nat
 			var f float64
 			req.Temperature, f, err = anthNumberIn(v, k, 0, 2, fast)
 			if err == nil && f > 1 {
-				err = anthUnsupported("/"+k, "temperature %s is above 1, the upstream's maximum; rescaling would change the sampling asked for", req.Temperature)
+				err = unsupportedParameter("/"+k, "temperature %s is above 1, the upstream's maximum; rescaling would change the sampling asked for", req.Temperature)
 			}
 		case "top_p":
 			req.TopP, _, err = anthNumberIn(v, k, 0, 1, fast)
@@ -203,11 +163,11 @@ func (c *anthropic) translate(body Body, out *compiler.Outcome, fast bool) (*Nat
 		case "stream":
 			var ok bool
 			if req.Stream, ok = anthBool(v, fast); !ok {
-				err = anthInvalid("/"+k, "stream must be a boolean")
+				err = invalidRequest("/"+k, "stream must be a boolean")
 			}
 		case "user":
 			if u, ok := anthString(v, fast); !ok {
-				err = anthInvalid("/"+k, "user must be a string")
+				err = invalidRequest("/"+k, "user must be a string")
 			} else if u != "" {
 				req.Metadata = &anthMetadata{UserID: u}
 			}
@@ -218,58 +178,58 @@ func (c *anthropic) translate(body Body, out *compiler.Outcome, fast bool) (*Nat
 		case "parallel_tool_calls":
 			var ok bool
 			if parallel, ok = anthBool(v, fast); !ok {
-				err = anthInvalid("/"+k, "parallel_tool_calls must be a boolean")
+				err = invalidRequest("/"+k, "parallel_tool_calls must be a boolean")
 			}
 		case "n":
 			var n int64
 			if json.Unmarshal(v, &n) != nil || n < 1 {
-				err = anthInvalid("/"+k, "n must be a positive integer")
+				err = invalidRequest("/"+k, "n must be a positive integer")
 			} else if n > 1 {
-				err = anthUnsupported("/"+k, "n = %d: the upstream returns one choice per request", n)
+				err = unsupportedParameter("/"+k, "n = %d: the upstream returns one choice per request", n)
 			}
 		case "logprobs":
 			var b bool
 			if json.Unmarshal(v, &b) != nil {
-				err = anthInvalid("/"+k, "logprobs must be a boolean")
+				err = invalidRequest("/"+k, "logprobs must be a boolean")
 			} else if b {
-				err = anthUnsupported("/"+k, "logprobs: the upstream does not return token log probabilities")
+				err = unsupportedParameter("/"+k, "logprobs: the upstream does not return token log probabilities")
 			}
 		case "top_logprobs":
 			var n int64
 			if json.Unmarshal(v, &n) != nil || n < 0 {
-				err = anthInvalid("/"+k, "top_logprobs must be a non-negative integer")
+				err = invalidRequest("/"+k, "top_logprobs must be a non-negative integer")
 			} else if n > 0 {
-				err = anthUnsupported("/"+k, "top_logprobs: the upstream does not return token log probabilities")
+				err = unsupportedParameter("/"+k, "top_logprobs: the upstream does not return token log probabilities")
 			}
 		case "logit_bias":
 			var m map[string]json.RawMessage
 			if json.Unmarshal(v, &m) != nil {
-				err = anthInvalid("/"+k, "logit_bias must be an object")
+				err = invalidRequest("/"+k, "logit_bias must be an object")
 			} else if len(m) > 0 {
-				err = anthUnsupported("/"+k, "logit_bias: the upstream cannot bias tokens")
+				err = unsupportedParameter("/"+k, "logit_bias: the upstream cannot bias tokens")
 			}
 		case "response_format":
 			var rf struct {
 				Type string `json:"type"`
 			}
 			if json.Unmarshal(v, &rf) != nil || rf.Type == "" {
-				err = anthInvalid("/"+k, `response_format must be an object with a "type"`)
+				err = invalidRequest("/"+k, `response_format must be an object with a "type"`)
 			} else if rf.Type != "text" {
-				err = anthUnsupported("/"+k, "response_format %q: the upstream cannot constrain the answer to JSON", rf.Type)
+				err = unsupportedParameter("/"+k, "response_format %q: the upstream cannot constrain the answer to JSON", rf.Type)
 			}
 		case "modalities":
 			var ms []string
 			if json.Unmarshal(v, &ms) != nil {
-				err = anthInvalid("/"+k, "modalities must be an array of strings")
+				err = invalidRequest("/"+k, "modalities must be an array of strings")
 			}
 			for _, m := range ms {
 				if m != "text" && err == nil {
-					err = anthUnsupported("/"+k, "modality %q: the upstream answers with text only", m)
+					err = unsupportedParameter("/"+k, "modality %q: the upstream answers with text only", m)
 				}
 			}
 		case "functions", "function_call", "reasoning_effort", "audio", "web_search_options":
 			// Chat-completions semantics the upstream has no equivalent for.
-			err = anthUnsupported("/"+k, "parameter %q has no equivalent on the upstream", k)
+			err = unsupportedParameter("/"+k, "parameter %q has no equivalent on the upstream", k)
 		default:
 			if !anthDropped[k] {
 				passThrough = append(passThrough, k) // keys are sorted
@@ -280,7 +240,7 @@ func (c *anthropic) translate(body Body, out *compiler.Outcome, fast bool) (*Nat
 		}
 	}
 	if _, ok := body["messages"]; !ok {
-		return nil, anthInvalid("/messages", "messages is required")
+		return nil, invalidRequest("/messages", "messages is required")
 	}
 	switch {
 	case maxCompletion > 0:
@@ -312,7 +272,7 @@ func (c *anthropic) translate(body Body, out *compiler.Outcome, fast bool) (*Nat
 			// beside system messages, stop_sequences beside stop): sending
 			// both would give the upstream two members of one name.
 			if anthMember(b, k) != nil {
-				return nil, anthInvalid("/"+k, "%q is also written by the translation of the request's chat-completions members; send one of them", k)
+				return nil, invalidRequest("/"+k, "%q is also written by the translation of the request's chat-completions members; send one of them", k)
 			}
 		}
 		b = b[:len(b)-1] // drop the closing brace, append the members untouched
@@ -358,7 +318,7 @@ func anthPositiveInt(v json.RawMessage, k string, fast bool) (int64, error) {
 		n = m
 	}
 	if bad || n < 1 {
-		return 0, anthInvalid("/"+k, "%s must be a positive integer", k)
+		return 0, invalidRequest("/"+k, "%s must be a positive integer", k)
 	}
 	return n, nil
 }
@@ -381,7 +341,7 @@ func anthNumberIn(v json.RawMessage, k string, lo, hi float64, fast bool) (json.
 		f = g
 	}
 	if bad || f < lo || f > hi {
-		return nil, 0, anthInvalid("/"+k, "%s must be a number from %g to %g", k, lo, hi)
+		return nil, 0, invalidRequest("/"+k, "%s must be a number from %g to %g", k, lo, hi)
 	}
 	return bytes.TrimSpace(v), f, nil
 }
@@ -423,7 +383,7 @@ func anthStopSequences(v json.RawMessage, k string) ([]string, error) {
 	case json.Unmarshal(v, &one) == nil:
 		many = []string{one}
 	case json.Unmarshal(v, &many) != nil:
-		return nil, anthInvalid("/"+k, "stop must be a string or an array of strings")
+		return nil, invalidRequest("/"+k, "stop must be a string or an array of strings")
 	}
 	out := many[:0]
 	for i, s := range many {
@@ -435,7 +395,7 @@ func anthStopSequences(v json.RawMessage, k string) ([]string, error) {
 			if string(bytes.TrimSpace(v))[0] == '[' {
 				p += "/" + strconv.Itoa(i)
 			}
-			return nil, anthUnsupported(p, "stop sequence %q is whitespace only, which the upstream does not accept", s)
+			return nil, unsupportedParameter(p, "stop sequence %q is whitespace only, which the upstream does not accept", s)
 		}
 		out = append(out, s)
 	}
@@ -453,7 +413,7 @@ func anthStopSequences(v json.RawMessage, k string) ([]string, error) {
 func anthMessages(v json.RawMessage, fast bool) (anthContent, []anthMessage, error) {
 	var raw []json.RawMessage
 	if json.Unmarshal(v, &raw) != nil {
-		return nil, nil, anthInvalid("/messages", "messages must be an array of message objects")
+		return nil, nil, invalidRequest("/messages", "messages must be an array of message objects")
 	}
 	t := anthTurns{msgs: make([]anthMessage, 0, len(raw))}
 	for i, r := range raw {
@@ -538,7 +498,7 @@ func (t *anthTurns) addRaw(r json.RawMessage, i int, fast bool) error {
 	p := "/messages/" + strconv.Itoa(i)
 	var m oaiMessage
 	if err := json.Unmarshal(r, &m); err != nil {
-		return anthInvalid(p, "not a valid message object")
+		return invalidRequest(p, "not a valid message object")
 	}
 	switch m.Role {
 	case "system", "developer":
@@ -573,7 +533,7 @@ func (t *anthTurns) addRaw(r json.RawMessage, i int, fast bool) error {
 		t.add("assistant", blocks)
 	case "tool":
 		if m.ToolCallID == nil || *m.ToolCallID == "" {
-			return anthInvalid(p+"/tool_call_id", "a tool message needs the tool_call_id it answers")
+			return invalidRequest(p+"/tool_call_id", "a tool message needs the tool_call_id it answers")
 		}
 		blocks, err := anthParts(m.Content, p+"/content", anthPartText)
 		if err != nil {
@@ -593,9 +553,9 @@ func (t *anthTurns) addRaw(r json.RawMessage, i int, fast bool) error {
 		}
 		t.add("user", anthContent{res})
 	case "":
-		return anthInvalid(p+"/role", "a message needs a role")
+		return invalidRequest(p+"/role", "a message needs a role")
 	default:
-		return anthInvalid(p+"/role", "unsupported role %q (system, developer, user, assistant or tool)", m.Role)
+		return invalidRequest(p+"/role", "unsupported role %q (system, developer, user, assistant or tool)", m.Role)
 	}
 	return nil
 }
@@ -604,7 +564,7 @@ func (t *anthTurns) addRaw(r json.RawMessage, i int, fast bool) error {
 func (t *anthTurns) finish() (anthContent, []anthMessage, error) {
 	system, msgs := t.system, t.msgs
 	if len(msgs) == 0 {
-		return nil, nil, anthInvalid("/messages", "no user or assistant message with content")
+		return nil, nil, invalidRequest("/messages", "no user or assistant message with content")
 	}
 	for i := range msgs {
 		if msgs[i].Role == "user" {
@@ -669,7 +629,7 @@ func anthParts(v json.RawMessage, p string, accept int) (anthContent, error) {
 	}
 	var parts []oaiPart
 	if json.Unmarshal(v, &parts) != nil {
-		return nil, anthInvalid(p, "content must be a string or an array of content parts")
+		return nil, invalidRequest(p, "content must be a string or an array of content parts")
 	}
 	blocks := make(anthContent, 0, len(parts))
 	for j, part := range parts {
@@ -678,17 +638,17 @@ func anthParts(v json.RawMessage, p string, accept int) (anthContent, error) {
 		switch part.Type {
 		case "text":
 			if part.Text == nil {
-				return nil, anthInvalid(pp+"/text", "a text part needs its text")
+				return nil, invalidRequest(pp+"/text", "a text part needs its text")
 			}
 			b = anthBlock{Type: "text", Text: *part.Text}
 		case "refusal":
 			if accept&anthPartRefusal == 0 || part.Refusal == nil {
-				return nil, anthInvalid(pp+"/type", "a refusal part belongs to an assistant message and needs its refusal")
+				return nil, invalidRequest(pp+"/type", "a refusal part belongs to an assistant message and needs its refusal")
 			}
 			b = anthBlock{Type: "text", Text: *part.Refusal}
 		case "image_url":
 			if accept&anthPartImage == 0 {
-				return nil, anthInvalid(pp+"/type", "images are accepted in user messages only")
+				return nil, invalidRequest(pp+"/type", "images are accepted in user messages only")
 			}
 			src, err := anthImage(part.ImageURL, pp+"/image_url")
 			if err != nil {
@@ -696,16 +656,16 @@ func anthParts(v json.RawMessage, p string, accept int) (anthContent, error) {
 			}
 			b = anthBlock{Type: "image", Source: src}
 		case "input_audio", "file":
-			return nil, anthUnsupported(pp+"/type", "content part %q: the connector sends text and images only", part.Type)
+			return nil, unsupportedParameter(pp+"/type", "content part %q: the connector sends text and images only", part.Type)
 		default:
-			return nil, anthInvalid(pp+"/type", "unknown content part type %q", part.Type)
+			return nil, invalidRequest(pp+"/type", "unknown content part type %q", part.Type)
 		}
 		if b.Type == "text" && b.Text == "" {
 			continue
 		}
 		if len(part.CacheControl) > 0 && !anthIsNull(part.CacheControl) {
 			if bytes.TrimSpace(part.CacheControl)[0] != '{' {
-				return nil, anthInvalid(pp+"/cache_control", "cache_control must be an object")
+				return nil, invalidRequest(pp+"/cache_control", "cache_control must be an object")
 			}
 			b.CacheControl = part.CacheControl
 		}
@@ -723,7 +683,7 @@ func anthImage(v json.RawMessage, p string) (*anthImageSource, error) {
 	var u oaiImageURL
 	if json.Unmarshal(v, &u) != nil {
 		if json.Unmarshal(v, &u.URL) != nil {
-			return nil, anthInvalid(p, "image_url must be an object with a url")
+			return nil, invalidRequest(p, "image_url must be an object with a url")
 		}
 	}
 	switch {
@@ -732,38 +692,38 @@ func anthImage(v json.RawMessage, p string) (*anthImageSource, error) {
 	case strings.HasPrefix(u.URL, "data:"):
 		meta, data, ok := strings.Cut(u.URL[len("data:"):], ",")
 		if !ok || !strings.HasSuffix(meta, ";base64") {
-			return nil, anthInvalid(p+"/url", "a data URL must be base64-encoded (data:<type>;base64,<data>)")
+			return nil, invalidRequest(p+"/url", "a data URL must be base64-encoded (data:<type>;base64,<data>)")
 		}
 		mt, _, _ := strings.Cut(meta, ";")
 		mt = strings.ToLower(mt)
 		if !anthImageTypes[mt] {
-			return nil, anthInvalid(p+"/url", "image type %q is not accepted (image/jpeg, image/png, image/gif or image/webp)", mt)
+			return nil, invalidRequest(p+"/url", "image type %q is not accepted (image/jpeg, image/png, image/gif or image/webp)", mt)
 		}
 		if data == "" {
-			return nil, anthInvalid(p+"/url", "the data URL has no data")
+			return nil, invalidRequest(p+"/url", "the data URL has no data")
 		}
 		return &anthImageSource{Type: "base64", MediaType: mt, Data: data}, nil
 	}
-	return nil, anthInvalid(p+"/url", "an image URL must be https://, http:// or a base64 data URL")
+	return nil, invalidRequest(p+"/url", "an image URL must be https://, http:// or a base64 data URL")
 }
 
 // anthToolUse converts an assistant tool call; its JSON-encoded arguments
 // become the input object.
 func anthToolUse(tc oaiToolCall, p string) (anthBlock, error) {
 	if tc.Type != "" && tc.Type != "function" {
-		return anthBlock{}, anthUnsupported(p+"/type", "tool call type %q: only function calls translate", tc.Type)
+		return anthBlock{}, unsupportedParameter(p+"/type", "tool call type %q: only function calls translate", tc.Type)
 	}
 	if tc.ID == "" {
-		return anthBlock{}, anthInvalid(p+"/id", "a tool call needs an id")
+		return anthBlock{}, invalidRequest(p+"/id", "a tool call needs an id")
 	}
 	if tc.Function.Name == "" {
-		return anthBlock{}, anthInvalid(p+"/function/name", "a tool call needs a function name")
+		return anthBlock{}, invalidRequest(p+"/function/name", "a tool call needs a function name")
 	}
 	input := json.RawMessage("{}")
 	if a := tc.Function.Arguments; a != nil && strings.TrimSpace(*a) != "" {
 		raw := json.RawMessage(strings.TrimSpace(*a))
 		if !json.Valid(raw) || raw[0] != '{' {
-			return anthBlock{}, anthInvalid(p+"/function/arguments", "arguments must be a JSON object encoded as a string")
+			return anthBlock{}, invalidRequest(p+"/function/arguments", "arguments must be a JSON object encoded as a string")
 		}
 		input = raw
 	}
@@ -796,22 +756,22 @@ func anthObjectSchema(schema json.RawMessage) json.RawMessage {
 func anthTools(v json.RawMessage) ([]anthTool, error) {
 	var tools []oaiTool
 	if json.Unmarshal(v, &tools) != nil {
-		return nil, anthInvalid("/tools", "tools must be an array of tool objects")
+		return nil, invalidRequest("/tools", "tools must be an array of tool objects")
 	}
 	out := make([]anthTool, 0, len(tools))
 	for i, t := range tools {
 		p := "/tools/" + strconv.Itoa(i)
 		if t.Type != "function" {
-			return nil, anthUnsupported(p+"/type", "tool type %q: only function tools translate", t.Type)
+			return nil, unsupportedParameter(p+"/type", "tool type %q: only function tools translate", t.Type)
 		}
 		if t.Function == nil || t.Function.Name == "" {
-			return nil, anthInvalid(p+"/function/name", "a function tool needs a name")
+			return nil, invalidRequest(p+"/function/name", "a function tool needs a name")
 		}
 		schema := anthEmptySchema
 		if !anthIsNull(t.Function.Parameters) {
 			schema = bytes.TrimSpace(t.Function.Parameters)
 			if schema[0] != '{' {
-				return nil, anthInvalid(p+"/function/parameters", "parameters must be a JSON Schema object")
+				return nil, invalidRequest(p+"/function/parameters", "parameters must be a JSON Schema object")
 			}
 			schema = anthObjectSchema(schema)
 		}
@@ -844,25 +804,25 @@ func anthToolChoiceOf(v json.RawMessage, haveTools, parallel bool) (*anthToolCho
 			case "required":
 				tc = &anthToolChoice{Type: "any"}
 			default:
-				return nil, anthInvalid(p, "tool_choice %q is not auto, none or required", s)
+				return nil, invalidRequest(p, "tool_choice %q is not auto, none or required", s)
 			}
 		} else {
 			var named oaiNamedToolChoice
 			if json.Unmarshal(v, &named) != nil {
-				return nil, anthInvalid(p, "tool_choice must be a string or a named function")
+				return nil, invalidRequest(p, "tool_choice must be a string or a named function")
 			}
 			switch {
 			case named.Type != "function":
-				return nil, anthUnsupported(p+"/type", "tool_choice type %q: only a named function translates", named.Type)
+				return nil, unsupportedParameter(p+"/type", "tool_choice type %q: only a named function translates", named.Type)
 			case named.Function.Name == "":
-				return nil, anthInvalid(p+"/function/name", "tool_choice names no function")
+				return nil, invalidRequest(p+"/function/name", "tool_choice names no function")
 			}
 			tc = &anthToolChoice{Type: "tool", Name: named.Function.Name}
 		}
 	}
 	if !haveTools {
 		if tc != nil && tc.Type != "none" {
-			return nil, anthInvalid(p, "tool_choice is set but no tools are declared")
+			return nil, invalidRequest(p, "tool_choice is set but no tools are declared")
 		}
 		return nil, nil
 	}

@@ -114,6 +114,49 @@ type Stream interface {
 	Result() Result
 }
 
+// Stable codes of a [TranslateError].
+const (
+	// CodeUnsupportedParameter: the request sets a parameter the upstream
+	// cannot honour, and dropping it would change what the answer means
+	// (n > 1, logprobs, a JSON response format, ...).
+	CodeUnsupportedParameter = "unsupported_parameter"
+	// CodeInvalidRequest: the request is malformed (a message shape, role or
+	// value the chat-completions API itself would reject).
+	CodeInvalidRequest = "invalid_request"
+)
+
+// TranslateError is a request a connector cannot translate. It is the
+// client's to fix: the gateway answers it with 400, never retries it and never
+// tries another upstream because of it.
+type TranslateError struct {
+	// Code is [CodeUnsupportedParameter] or [CodeInvalidRequest].
+	Code string
+	// Param is a JSON pointer to the offending member of the request body,
+	// e.g. "/messages/2/role"; "" when the request as a whole is at fault.
+	Param string
+	// Message says what is wrong, for the client.
+	Message string
+}
+
+// Error implements error.
+func (e *TranslateError) Error() string {
+	if e.Param == "" {
+		return e.Code + ": " + e.Message
+	}
+	return e.Code + ": " + e.Param + ": " + e.Message
+}
+
+// invalidRequest is a [TranslateError] of code [CodeInvalidRequest].
+func invalidRequest(param, format string, args ...any) *TranslateError {
+	return &TranslateError{Code: CodeInvalidRequest, Param: param, Message: fmt.Sprintf(format, args...)}
+}
+
+// unsupportedParameter is a [TranslateError] of code
+// [CodeUnsupportedParameter].
+func unsupportedParameter(param, format string, args ...any) *TranslateError {
+	return &TranslateError{Code: CodeUnsupportedParameter, Param: param, Message: fmt.Sprintf(format, args...)}
+}
+
 // Kinds lists every connector kind.
 var Kinds = []string{"anthropic", "openai", "openrouter", "vercel"}
 
