@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/sluicegw/sluice/compiler"
 )
@@ -42,6 +43,10 @@ type Native struct {
 	// Body is the exact JSON body sent.
 	Body []byte
 }
+
+// noHeaders is the shared empty Header of a connector that sets none of its
+// own: the gateway only reads it.
+var noHeaders = http.Header{}
 
 // Attempt is one provider attempt an upstream reports having made.
 type Attempt struct {
@@ -113,6 +118,10 @@ type Stream interface {
 	// Result reports who served, once the stream has ended.
 	Result() Result
 }
+
+// doneData is the data of the chat-completions stream's end marker, which
+// every connector's stream relays last.
+var doneData = []byte("[DONE]")
 
 // Stable codes of a [TranslateError].
 const (
@@ -326,4 +335,42 @@ func CanonicalJSON(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(v)
+}
+
+// directServed maps the model id a direct provider reports back to a slug:
+// the decided slug when it is the native id sent or a dated snapshot of it,
+// "<provider>/<id>" otherwise, so a substitution stays visible — including
+// one whose id merely starts with the id sent (gpt-4o-mini for gpt-4o).
+func directServed(call *Call, provider, reported string) string {
+	if call == nil || call.Plan == nil || call.Outcome == nil {
+		return reported
+	}
+	native := call.Outcome.NativeModel
+	if reported == "" || reported == native {
+		return call.Plan.DecidedModel
+	}
+	if date, ok := strings.CutPrefix(reported, native+"-"); ok && isSnapshotDate(date) {
+		return call.Plan.DecidedModel
+	}
+	return provider + "/" + reported
+}
+
+// isSnapshotDate reports whether s is the date a provider appends to a model
+// id to name a snapshot: 2024-08-06 (OpenAI) or 20250929 (Anthropic).
+func isSnapshotDate(s string) bool {
+	digits := func(s string) bool {
+		for i := 0; i < len(s); i++ {
+			if s[i] < '0' || s[i] > '9' {
+				return false
+			}
+		}
+		return true
+	}
+	switch len(s) {
+	case 8:
+		return digits(s)
+	case 10:
+		return s[4] == '-' && s[7] == '-' && digits(s[:4]) && digits(s[5:7]) && digits(s[8:])
+	}
+	return false
 }

@@ -2,7 +2,6 @@ package connectors
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/sluicegw/sluice/compiler"
 )
@@ -49,42 +48,4 @@ func (*openAI) NewStream(call *Call) Stream {
 		res.ServedModel = directServed(call, "openai", res.ServedModel)
 		res.ServedProvider = "openai"
 	}}
-}
-
-// directServed maps the model id a direct provider reports back to a slug:
-// the decided slug when it is the native id sent or a dated snapshot of it,
-// "<provider>/<id>" otherwise, so a substitution stays visible — including
-// one whose id merely starts with the id sent (gpt-4o-mini for gpt-4o).
-func directServed(call *Call, provider, reported string) string {
-	if call == nil || call.Plan == nil || call.Outcome == nil {
-		return reported
-	}
-	native := call.Outcome.NativeModel
-	if reported == "" || reported == native {
-		return call.Plan.DecidedModel
-	}
-	if date, ok := strings.CutPrefix(reported, native+"-"); ok && isSnapshotDate(date) {
-		return call.Plan.DecidedModel
-	}
-	return provider + "/" + reported
-}
-
-// isSnapshotDate reports whether s is the date a provider appends to a model
-// id to name a snapshot: 2024-08-06 (OpenAI) or 20250929 (Anthropic).
-func isSnapshotDate(s string) bool {
-	digits := func(s string) bool {
-		for i := 0; i < len(s); i++ {
-			if s[i] < '0' || s[i] > '9' {
-				return false
-			}
-		}
-		return true
-	}
-	switch len(s) {
-	case 8:
-		return digits(s)
-	case 10:
-		return s[4] == '-' && s[7] == '-' && digits(s[:4]) && digits(s[5:7]) && digits(s[8:])
-	}
-	return false
 }

@@ -152,5 +152,3 @@ func appendStripped(dst, b []byte, names []string) (_ []byte, ok bool) {
 	}
 	return append(out, '}'), true
 }
-
-var doneData = []byte("[DONE]")

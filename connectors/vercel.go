@@ -30,8 +30,6 @@ func (*vercel) Authorize(h http.Header, key string) { bearer(h, key) }
 
 var vercelSort = map[string]string{"cost": "cost", "latency": "ttft", "throughput": "tps"}
 
-var noHeaders = http.Header{}
-
 // Translate implements [Connector.Translate]: providerOptions.gateway with
 // order, only, models (the chain) and sort.
 func (*vercel) Translate(body Body, plan *compiler.Plan, out *compiler.Outcome) (*Native, error) {
