@@ -277,8 +277,8 @@ func (c *anthropic) translate(body Body, out *compiler.Outcome, fast bool) (*Nat
 		}
 		b = b[:len(b)-1] // drop the closing brace, append the members untouched
 		for _, k := range passThrough {
-			kb, _ := json.Marshal(k)
-			b = append(append(append(append(b, ','), kb...), ':'), body[k]...)
+			b = appendJSONString(append(b, ','), k)
+			b = append(append(b, ':'), body[k]...)
 		}
 		b = append(b, '}')
 	}
@@ -1053,11 +1053,11 @@ func (s *anthStream) Event(event, data []byte, emit func([]byte) error) (bool, e
 		s.res.ServedModel = directServed(s.call, "anthropic", e.Message.Model)
 		s.tok.merge(e.Message.Usage)
 		s.head = append(s.head[:0], `{"id":`...)
-		s.head = anthAppendString(s.head, e.Message.ID)
+		s.head = appendJSONString(s.head, e.Message.ID)
 		s.head = append(s.head, `,"object":"chat.completion.chunk","created":`...)
 		s.head = strconv.AppendInt(s.head, s.now().Unix(), 10)
 		s.head = append(s.head, `,"model":`...)
-		s.head = anthAppendString(s.head, s.res.ServedModel)
+		s.head = appendJSONString(s.head, s.res.ServedModel)
 		s.head = append(s.head, ',')
 		return false, s.emitDelta(emit, []byte(`{"role":"assistant","content":""}`))
 	}
@@ -1116,9 +1116,9 @@ func (s *anthStream) Event(event, data []byte, emit func([]byte) error) (bool, e
 			s.tools = append(s.tools, anthToolIndex{block: e.Index, tool: tool})
 			d := append([]byte(`{"tool_calls":[{"index":`), strconv.Itoa(tool)...)
 			d = append(d, `,"id":`...)
-			d = anthAppendString(d, e.ContentBlock.ID)
+			d = appendJSONString(d, e.ContentBlock.ID)
 			d = append(d, `,"type":"function","function":{"name":`...)
-			d = anthAppendString(d, e.ContentBlock.Name)
+			d = appendJSONString(d, e.ContentBlock.Name)
 			d = append(d, `,"arguments":""}}]}`...)
 			return false, s.emitDelta(emit, d)
 		}
@@ -1135,7 +1135,7 @@ func (s *anthStream) Event(event, data []byte, emit func([]byte) error) (bool, e
 		s.res.FinishReason = anthFinish(e.Delta.StopReason)
 		s.buf = s.open()
 		s.buf = append(s.buf, `{},"logprobs":null,"finish_reason":`...)
-		s.buf = anthAppendString(s.buf, s.res.FinishReason)
+		s.buf = appendJSONString(s.buf, s.res.FinishReason)
 		s.buf = append(s.buf, "}]}"...)
 		return false, emit(s.buf)
 	case "message_stop":

@@ -513,8 +513,8 @@ func FuzzAnthropicTranslate(f *testing.F) {
 		}
 		n, err := c.Translate(body, call.Plan, call.Outcome)
 		anthSameBothWays(t, c, body, n, err)
-		if s := string(b); string(anthAppendString(nil, s)) != string(anthMust(anthMarshal(s))) {
-			t.Fatalf("anthAppendString(%q) differs from encoding/json", s)
+		if s := string(b); string(appendJSONString(nil, s)) != string(anthMust(anthMarshal(s))) {
+			t.Fatalf("appendJSONString(%q) differs from encoding/json", s)
 		}
 		if err != nil {
 			var te *TranslateError
@@ -692,10 +692,10 @@ func TestAnthropicTranslateFastMatchesJSON(t *testing.T) {
 	}
 }
 
-// anthAppendString escapes as encoding/json does without HTML escaping.
-func TestAnthropicAppendString(t *testing.T) {
+// appendJSONString escapes as encoding/json does without HTML escaping.
+func TestAppendJSONString(t *testing.T) {
 	for _, s := range []string{"", "plain", "\"\\/\b\f\n\r\t\x00\x1f\x7f", "<>&", "é\u2028\u2029😀", "\xff\xc3(\xed\xa0\x80", "\ufffd"} {
-		assert.Equal(t, string(anthMust(anthMarshal(s))), string(anthAppendString(nil, s)), "%q", s)
+		assert.Equal(t, string(anthMust(anthMarshal(s))), string(appendJSONString(nil, s)), "%q", s)
 	}
 }
 

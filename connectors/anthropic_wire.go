@@ -188,7 +188,7 @@ var errAnthAppend = errors.New("anthropic: value left to encoding/json")
 func anthAppendRequest(b []byte, r *anthRequest) ([]byte, error) {
 	var err error
 	b = append(b, `{"model":`...)
-	b = anthAppendString(b, r.Model)
+	b = appendJSONString(b, r.Model)
 	b = append(b, `,"max_tokens":`...)
 	b = strconv.AppendInt(b, r.MaxTokens, 10)
 	if len(r.System) > 0 {
@@ -207,7 +207,7 @@ func anthAppendRequest(b []byte, r *anthRequest) ([]byte, error) {
 				b = append(b, ',')
 			}
 			b = append(b, `{"role":`...)
-			b = anthAppendString(b, m.Role)
+			b = appendJSONString(b, m.Role)
 			b = append(b, `,"content":`...)
 			if b, err = anthAppendContent(b, m.Content); err != nil {
 				return nil, err
@@ -218,7 +218,7 @@ func anthAppendRequest(b []byte, r *anthRequest) ([]byte, error) {
 	}
 	if r.Metadata != nil {
 		b = append(b, `,"metadata":{"user_id":`...)
-		b = anthAppendString(b, r.Metadata.UserID)
+		b = appendJSONString(b, r.Metadata.UserID)
 		b = append(b, '}')
 	}
 	if len(r.StopSequences) > 0 {
@@ -227,7 +227,7 @@ func anthAppendRequest(b []byte, r *anthRequest) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = anthAppendString(b, s)
+			b = appendJSONString(b, s)
 		}
 		b = append(b, ']')
 	}
@@ -252,10 +252,10 @@ func anthAppendRequest(b []byte, r *anthRequest) ([]byte, error) {
 				b = append(b, ',')
 			}
 			b = append(b, `{"name":`...)
-			b = anthAppendString(b, t.Name)
+			b = appendJSONString(b, t.Name)
 			if t.Description != "" {
 				b = append(b, `,"description":`...)
-				b = anthAppendString(b, t.Description)
+				b = appendJSONString(b, t.Description)
 			}
 			b = append(b, `,"input_schema":`...)
 			if b, err = anthAppendRaw(b, t.InputSchema); err != nil {
@@ -273,10 +273,10 @@ func anthAppendRequest(b []byte, r *anthRequest) ([]byte, error) {
 	}
 	if tc := r.ToolChoice; tc != nil {
 		b = append(b, `,"tool_choice":{"type":`...)
-		b = anthAppendString(b, tc.Type)
+		b = appendJSONString(b, tc.Type)
 		if tc.Name != "" {
 			b = append(b, `,"name":`...)
-			b = anthAppendString(b, tc.Name)
+			b = appendJSONString(b, tc.Name)
 		}
 		if tc.DisableParallelToolUse {
 			b = append(b, `,"disable_parallel_tool_use":true`...)
@@ -289,7 +289,7 @@ func anthAppendRequest(b []byte, r *anthRequest) ([]byte, error) {
 // anthAppendContent appends content as [anthContent.MarshalJSON] encodes it.
 func anthAppendContent(b []byte, c anthContent) ([]byte, error) {
 	if len(c) == 1 && c[0].Type == "text" && len(c[0].CacheControl) == 0 {
-		return anthAppendString(b, c[0].Text), nil
+		return appendJSONString(b, c[0].Text), nil
 	}
 	if c == nil {
 		return append(b, "null"...), nil
@@ -311,35 +311,35 @@ func anthAppendContent(b []byte, c anthContent) ([]byte, error) {
 func anthAppendBlock(b []byte, k *anthBlock) ([]byte, error) {
 	var err error
 	b = append(b, `{"type":`...)
-	b = anthAppendString(b, k.Type)
+	b = appendJSONString(b, k.Type)
 	if k.Text != "" {
 		b = append(b, `,"text":`...)
-		b = anthAppendString(b, k.Text)
+		b = appendJSONString(b, k.Text)
 	}
 	if s := k.Source; s != nil {
 		b = append(b, `,"source":{"type":`...)
-		b = anthAppendString(b, s.Type)
+		b = appendJSONString(b, s.Type)
 		if s.MediaType != "" {
 			b = append(b, `,"media_type":`...)
-			b = anthAppendString(b, s.MediaType)
+			b = appendJSONString(b, s.MediaType)
 		}
 		if s.Data != "" {
 			b = append(b, `,"data":`...)
-			b = anthAppendString(b, s.Data)
+			b = appendJSONString(b, s.Data)
 		}
 		if s.URL != "" {
 			b = append(b, `,"url":`...)
-			b = anthAppendString(b, s.URL)
+			b = appendJSONString(b, s.URL)
 		}
 		b = append(b, '}')
 	}
 	if k.ID != "" {
 		b = append(b, `,"id":`...)
-		b = anthAppendString(b, k.ID)
+		b = appendJSONString(b, k.ID)
 	}
 	if k.Name != "" {
 		b = append(b, `,"name":`...)
-		b = anthAppendString(b, k.Name)
+		b = appendJSONString(b, k.Name)
 	}
 	if len(k.Input) > 0 {
 		b = append(b, `,"input":`...)
@@ -349,7 +349,7 @@ func anthAppendBlock(b []byte, k *anthBlock) ([]byte, error) {
 	}
 	if k.ToolUseID != "" {
 		b = append(b, `,"tool_use_id":`...)
-		b = anthAppendString(b, k.ToolUseID)
+		b = appendJSONString(b, k.ToolUseID)
 	}
 	if len(k.Content) > 0 {
 		b = append(b, `,"content":`...)
@@ -397,61 +397,6 @@ func anthAppendRaw(b []byte, raw json.RawMessage) ([]byte, error) {
 		}
 	}
 	return append(b, raw[start:]...), nil
-}
-
-const anthHex = "0123456789abcdef"
-
-// anthAppendString appends s as a JSON string, escaped as encoding/json
-// escapes it without HTML escaping: quote, backslash and control characters,
-// invalid UTF-8 as U+FFFD, and U+2028 and U+2029.
-func anthAppendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= ' ' && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', anthHex[c>>4], anthHex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', anthHex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // --- Decoding by hand ---------------------------------------------------------

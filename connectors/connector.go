@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/sluicegw/sluice/compiler"
 )
@@ -247,19 +248,61 @@ func setValue(set []member, k string) ([]byte, bool) {
 	return nil, false
 }
 
-// appendJSONString appends s as a JSON string. Plain printable ASCII (every
-// key and slug in practice) is copied as is; anything else goes through the
-// standard encoder.
-func appendJSONString(buf []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			b, _ := json.Marshal(s)
-			return append(buf, b...)
+const jsonHex = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string, escaped as encoding/json
+// escapes it without HTML escaping: quote, backslash and control characters,
+// invalid UTF-8 as U+FFFD, and U+2028 and U+2029. It is the connectors' one
+// string encoder: a prompt is relayed as written, '<', '>' and '&' included,
+// and so are keys and model ids.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= ' ' && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', jsonHex[c>>4], jsonHex[c&0xF])
+			}
+			i++
+			start = i
+			continue
 		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', jsonHex[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
 	}
-	buf = append(buf, '"')
-	buf = append(buf, s...)
-	return append(buf, '"')
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
 
 // appendStringList appends a JSON array of strings.
