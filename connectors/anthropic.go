@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluicegw/sluice/compiler"
+	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
 )
 
 // anthropic translates for Anthropic's own Messages API: one provider,
@@ -271,13 +272,13 @@ func (c *anthropic) translate(body Body, out *compiler.Outcome, fast bool) (*Nat
 			// An upstream-native member the translation also wrote (system
 			// beside system messages, stop_sequences beside stop): sending
 			// both would give the upstream two members of one name.
-			if anthMember(b, k) != nil {
+			if jsonscan.Member(b, k) != nil {
 				return nil, invalidRequest("/"+k, "%q is also written by the translation of the request's chat-completions members; send one of them", k)
 			}
 		}
 		b = b[:len(b)-1] // drop the closing brace, append the members untouched
 		for _, k := range passThrough {
-			b = appendJSONString(append(b, ','), k)
+			b = jsonscan.AppendString(append(b, ','), k)
 			b = append(append(b, ':'), body[k]...)
 		}
 		b = append(b, '}')
@@ -307,7 +308,7 @@ func anthPositiveInt(v json.RawMessage, k string, fast bool) (int64, error) {
 		n   int64
 		bad bool
 	)
-	if num := anthNumberText(v); fast && num != nil {
+	if num := jsonscan.NumberText(v); fast && num != nil {
 		// What encoding/json does with a number literal for an int64.
 		var err error
 		n, err = strconv.ParseInt(string(num), 10, 64)
@@ -330,7 +331,7 @@ func anthNumberIn(v json.RawMessage, k string, lo, hi float64, fast bool) (json.
 		f   float64
 		bad bool
 	)
-	if num := anthNumberText(v); fast && num != nil {
+	if num := jsonscan.NumberText(v); fast && num != nil {
 		// What encoding/json does with a number literal for a float64.
 		var err error
 		f, err = strconv.ParseFloat(string(num), 64)
@@ -349,7 +350,7 @@ func anthNumberIn(v json.RawMessage, k string, lo, hi float64, fast bool) (json.
 // anthBool reads a boolean; ok is false when v is not one.
 func anthBool(v json.RawMessage, fast bool) (b, ok bool) {
 	if fast {
-		switch string(anthTrimSpace(v)) {
+		switch string(jsonscan.TrimSpace(v)) {
 		case "true":
 			return true, true
 		case "false":
@@ -363,8 +364,8 @@ func anthBool(v json.RawMessage, fast bool) (b, ok bool) {
 // anthString reads a string; ok is false when v is not one.
 func anthString(v json.RawMessage, fast bool) (s string, ok bool) {
 	if fast {
-		t := anthTrimSpace(v)
-		if s, end, ok := anthScanString(t, 0); ok && end == len(t) {
+		t := jsonscan.TrimSpace(v)
+		if s, end, ok := jsonscan.ScanString(t, 0); ok && end == len(t) {
 			return s, true
 		}
 	}
@@ -740,10 +741,10 @@ var anthEmptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 // clients often declare it) becomes the empty object schema, and a schema
 // without a type gets one in front.
 func anthObjectSchema(schema json.RawMessage) json.RawMessage {
-	if anthMember(schema, "type") != nil {
+	if jsonscan.Member(schema, "type") != nil {
 		return schema
 	}
-	rest := schema[anthSkipSpace(schema, 1):]
+	rest := schema[jsonscan.SkipSpace(schema, 1):]
 	if len(rest) > 0 && rest[0] == '}' {
 		return anthEmptySchema
 	}
@@ -990,7 +991,7 @@ func (s *anthStream) Event(event, data []byte, emit func([]byte) error) (bool, e
 	if !json.Valid(data) {
 		return false, fmt.Errorf("%w: event data is not JSON", ErrAnthropicStream)
 	}
-	typ := anthStringContent(anthMember(data, "type"))
+	typ := jsonscan.StringContent(jsonscan.Member(data, "type"))
 	if typ == nil {
 		typ = event
 	}
@@ -1000,7 +1001,7 @@ func (s *anthStream) Event(event, data []byte, emit func([]byte) error) (bool, e
 	case "content_block_stop":
 		// A tool called without arguments streams none (or only an empty
 		// partial_json): its arguments are "{}", as in a whole answer.
-		t := s.tool(anthIndex(anthMember(data, "index")))
+		t := s.tool(jsonscan.SmallInt(jsonscan.Member(data, "index")))
 		if t == nil || t.args {
 			return false, nil
 		}
@@ -1053,11 +1054,11 @@ func (s *anthStream) Event(event, data []byte, emit func([]byte) error) (bool, e
 		s.res.ServedModel = directServed(s.call, "anthropic", e.Message.Model)
 		s.tok.merge(e.Message.Usage)
 		s.head = append(s.head[:0], `{"id":`...)
-		s.head = appendJSONString(s.head, e.Message.ID)
+		s.head = jsonscan.AppendString(s.head, e.Message.ID)
 		s.head = append(s.head, `,"object":"chat.completion.chunk","created":`...)
 		s.head = strconv.AppendInt(s.head, s.now().Unix(), 10)
 		s.head = append(s.head, `,"model":`...)
-		s.head = appendJSONString(s.head, s.res.ServedModel)
+		s.head = jsonscan.AppendString(s.head, s.res.ServedModel)
 		s.head = append(s.head, ',')
 		return false, s.emitDelta(emit, []byte(`{"role":"assistant","content":""}`))
 	}
@@ -1066,10 +1067,10 @@ func (s *anthStream) Event(event, data []byte, emit func([]byte) error) (bool, e
 	}
 	switch string(typ) {
 	case "content_block_delta":
-		delta := anthMember(data, "delta")
-		switch string(anthStringContent(anthMember(delta, "type"))) {
+		delta := jsonscan.Member(data, "delta")
+		switch string(jsonscan.StringContent(jsonscan.Member(delta, "type"))) {
 		case "text_delta":
-			text := anthMember(delta, "text")
+			text := jsonscan.Member(delta, "text")
 			if len(text) < 3 || text[0] != '"' { // absent, not a string, or ""
 				return false, nil
 			}
@@ -1080,11 +1081,11 @@ func (s *anthStream) Event(event, data []byte, emit func([]byte) error) (bool, e
 			s.buf = append(s.buf, anthChoiceClose...)
 			return false, emit(s.buf)
 		case "input_json_delta":
-			part := anthMember(delta, "partial_json")
+			part := jsonscan.Member(delta, "partial_json")
 			if len(part) < 3 || part[0] != '"' {
 				return false, nil
 			}
-			t := s.tool(anthIndex(anthMember(data, "index")))
+			t := s.tool(jsonscan.SmallInt(jsonscan.Member(data, "index")))
 			if t == nil {
 				return false, fmt.Errorf("%w: input_json_delta for a block that is not a tool call", ErrAnthropicStream)
 			}
@@ -1116,9 +1117,9 @@ func (s *anthStream) Event(event, data []byte, emit func([]byte) error) (bool, e
 			s.tools = append(s.tools, anthToolIndex{block: e.Index, tool: tool})
 			d := append([]byte(`{"tool_calls":[{"index":`), strconv.Itoa(tool)...)
 			d = append(d, `,"id":`...)
-			d = appendJSONString(d, e.ContentBlock.ID)
+			d = jsonscan.AppendString(d, e.ContentBlock.ID)
 			d = append(d, `,"type":"function","function":{"name":`...)
-			d = appendJSONString(d, e.ContentBlock.Name)
+			d = jsonscan.AppendString(d, e.ContentBlock.Name)
 			d = append(d, `,"arguments":""}}]}`...)
 			return false, s.emitDelta(emit, d)
 		}
@@ -1135,7 +1136,7 @@ func (s *anthStream) Event(event, data []byte, emit func([]byte) error) (bool, e
 		s.res.FinishReason = anthFinish(e.Delta.StopReason)
 		s.buf = s.open()
 		s.buf = append(s.buf, `{},"logprobs":null,"finish_reason":`...)
-		s.buf = appendJSONString(s.buf, s.res.FinishReason)
+		s.buf = jsonscan.AppendString(s.buf, s.res.FinishReason)
 		s.buf = append(s.buf, "}]}"...)
 		return false, emit(s.buf)
 	case "message_stop":
@@ -1190,125 +1191,4 @@ func (s *anthStream) Result() Result {
 	r := s.res
 	r.Usage = s.tok.usage()
 	return r
-}
-
-// anthMember returns the raw value of a top-level member of a JSON object, or
-// nil. The object must be valid JSON (the stream checks each event first);
-// the scan is bounds-safe regardless.
-func anthMember(obj []byte, key string) []byte {
-	i := anthSkipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return nil
-	}
-	i++
-	for {
-		i = anthSkipSpace(obj, i)
-		if i >= len(obj) || obj[i] != '"' {
-			return nil
-		}
-		ks := i
-		i = anthSkipString(obj, i)
-		if i > len(obj) || i-ks < 2 {
-			return nil
-		}
-		k := obj[ks+1 : i-1]
-		i = anthSkipSpace(obj, i)
-		if i >= len(obj) || obj[i] != ':' {
-			return nil
-		}
-		i = anthSkipSpace(obj, i+1)
-		vs := i
-		i = anthSkipValue(obj, i)
-		if i > len(obj) || i <= vs {
-			return nil
-		}
-		if string(k) == key {
-			return obj[vs:i]
-		}
-		i = anthSkipSpace(obj, i)
-		if i >= len(obj) || obj[i] != ',' {
-			return nil
-		}
-		i++
-	}
-}
-
-func anthSkipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// anthSkipString returns the index after the string starting at b[i] == '"'.
-func anthSkipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(b) + 1
-}
-
-// anthSkipValue returns the index after the value starting at b[i].
-func anthSkipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		return anthSkipString(b, i)
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				i = anthSkipString(b, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return len(b) + 1
-	}
-	for ; i < len(b); i++ {
-		switch b[i] {
-		case ',', '}', ']', ' ', '\t', '\r', '\n':
-			return i
-		}
-	}
-	return i
-}
-
-// anthStringContent returns the bytes between a raw JSON string's quotes
-// (escapes not decoded), or nil when the value is not a string.
-func anthStringContent(raw []byte) []byte {
-	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
-		return nil
-	}
-	return raw[1 : len(raw)-1]
-}
-
-// anthIndex parses a small non-negative integer, or returns -1.
-func anthIndex(raw []byte) int {
-	if len(raw) == 0 || len(raw) > 9 {
-		return -1
-	}
-	n := 0
-	for _, c := range raw {
-		if c < '0' || c > '9' {
-			return -1
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n
 }

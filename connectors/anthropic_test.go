@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicegw/sluice/compiler"
+	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
 )
 
 var updateAnthropic = flag.Bool("update-anthropic", false, "rewrite the anthropic connector's golden files")
@@ -474,22 +475,6 @@ func TestAnthropicFinishReasons(t *testing.T) {
 	assert.Equal(t, "stop", anthFinish(nil))
 }
 
-func TestAnthropicMember(t *testing.T) {
-	obj := []byte(` { "a" : [1, {"b": "}"}], "s":"x\"y" ,"n": -1.5e3, "o": {"t": true}, "e": "" } `)
-	for key, want := range map[string]string{
-		"a": `[1, {"b": "}"}]`, "s": `"x\"y"`, "n": `-1.5e3`, "o": `{"t": true}`, "e": `""`, "b": "", "t": "",
-	} {
-		assert.Equal(t, want, string(anthMember(obj, key)), key)
-	}
-	for _, bad := range []string{``, `[]`, `{`, `{"a"`, `{"a":`, `{"a":"`, `"a"`} {
-		assert.Nil(t, anthMember([]byte(bad), "a"), bad)
-	}
-	assert.Equal(t, 12, anthIndex([]byte("12")))
-	assert.Equal(t, -1, anthIndex([]byte("-1")))
-	assert.Equal(t, -1, anthIndex([]byte("1e3")))
-	assert.Equal(t, -1, anthIndex(nil))
-}
-
 func FuzzAnthropicTranslate(f *testing.F) {
 	for _, dir := range caseDirs(f, anthCorpus, "request.json") {
 		b, err := os.ReadFile(filepath.Join(dir, "request.json"))
@@ -513,8 +498,8 @@ func FuzzAnthropicTranslate(f *testing.F) {
 		}
 		n, err := c.Translate(body, call.Plan, call.Outcome)
 		anthSameBothWays(t, c, body, n, err)
-		if s := string(b); string(appendJSONString(nil, s)) != string(anthMust(anthMarshal(s))) {
-			t.Fatalf("appendJSONString(%q) differs from encoding/json", s)
+		if s := string(b); string(jsonscan.AppendString(nil, s)) != string(anthMust(anthMarshal(s))) {
+			t.Fatalf("jsonscan.AppendString(%q) differs from encoding/json", s)
 		}
 		if err != nil {
 			var te *TranslateError
@@ -689,13 +674,6 @@ func TestAnthropicTranslateFastMatchesJSON(t *testing.T) {
 		n, err := c.Translate(body, call.Plan, call.Outcome)
 		anthSameBothWays(t, c, body, n, err)
 		anthSameMessagesBothWays(t, body["messages"])
-	}
-}
-
-// appendJSONString escapes as encoding/json does without HTML escaping.
-func TestAppendJSONString(t *testing.T) {
-	for _, s := range []string{"", "plain", "\"\\/\b\f\n\r\t\x00\x1f\x7f", "<>&", "é\u2028\u2029😀", "\xff\xc3(\xed\xa0\x80", "\ufffd"} {
-		assert.Equal(t, string(anthMust(anthMarshal(s))), string(appendJSONString(nil, s)), "%q", s)
 	}
 }
 

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
 )
 
 // Wire types of the direct Anthropic connector: the Messages API's request,
@@ -188,7 +188,7 @@ var errAnthAppend = errors.New("anthropic: value left to encoding/json")
 func anthAppendRequest(b []byte, r *anthRequest) ([]byte, error) {
 	var err error
 	b = append(b, `{"model":`...)
-	b = appendJSONString(b, r.Model)
+	b = jsonscan.AppendString(b, r.Model)
 	b = append(b, `,"max_tokens":`...)
 	b = strconv.AppendInt(b, r.MaxTokens, 10)
 	if len(r.System) > 0 {
@@ -207,7 +207,7 @@ func anthAppendRequest(b []byte, r *anthRequest) ([]byte, error) {
 				b = append(b, ',')
 			}
 			b = append(b, `{"role":`...)
-			b = appendJSONString(b, m.Role)
+			b = jsonscan.AppendString(b, m.Role)
 			b = append(b, `,"content":`...)
 			if b, err = anthAppendContent(b, m.Content); err != nil {
 				return nil, err
@@ -218,7 +218,7 @@ func anthAppendRequest(b []byte, r *anthRequest) ([]byte, error) {
 	}
 	if r.Metadata != nil {
 		b = append(b, `,"metadata":{"user_id":`...)
-		b = appendJSONString(b, r.Metadata.UserID)
+		b = jsonscan.AppendString(b, r.Metadata.UserID)
 		b = append(b, '}')
 	}
 	if len(r.StopSequences) > 0 {
@@ -227,7 +227,7 @@ func anthAppendRequest(b []byte, r *anthRequest) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, s)
+			b = jsonscan.AppendString(b, s)
 		}
 		b = append(b, ']')
 	}
@@ -252,10 +252,10 @@ func anthAppendRequest(b []byte, r *anthRequest) ([]byte, error) {
 				b = append(b, ',')
 			}
 			b = append(b, `{"name":`...)
-			b = appendJSONString(b, t.Name)
+			b = jsonscan.AppendString(b, t.Name)
 			if t.Description != "" {
 				b = append(b, `,"description":`...)
-				b = appendJSONString(b, t.Description)
+				b = jsonscan.AppendString(b, t.Description)
 			}
 			b = append(b, `,"input_schema":`...)
 			if b, err = anthAppendRaw(b, t.InputSchema); err != nil {
@@ -273,10 +273,10 @@ func anthAppendRequest(b []byte, r *anthRequest) ([]byte, error) {
 	}
 	if tc := r.ToolChoice; tc != nil {
 		b = append(b, `,"tool_choice":{"type":`...)
-		b = appendJSONString(b, tc.Type)
+		b = jsonscan.AppendString(b, tc.Type)
 		if tc.Name != "" {
 			b = append(b, `,"name":`...)
-			b = appendJSONString(b, tc.Name)
+			b = jsonscan.AppendString(b, tc.Name)
 		}
 		if tc.DisableParallelToolUse {
 			b = append(b, `,"disable_parallel_tool_use":true`...)
@@ -289,7 +289,7 @@ func anthAppendRequest(b []byte, r *anthRequest) ([]byte, error) {
 // anthAppendContent appends content as [anthContent.MarshalJSON] encodes it.
 func anthAppendContent(b []byte, c anthContent) ([]byte, error) {
 	if len(c) == 1 && c[0].Type == "text" && len(c[0].CacheControl) == 0 {
-		return appendJSONString(b, c[0].Text), nil
+		return jsonscan.AppendString(b, c[0].Text), nil
 	}
 	if c == nil {
 		return append(b, "null"...), nil
@@ -311,35 +311,35 @@ func anthAppendContent(b []byte, c anthContent) ([]byte, error) {
 func anthAppendBlock(b []byte, k *anthBlock) ([]byte, error) {
 	var err error
 	b = append(b, `{"type":`...)
-	b = appendJSONString(b, k.Type)
+	b = jsonscan.AppendString(b, k.Type)
 	if k.Text != "" {
 		b = append(b, `,"text":`...)
-		b = appendJSONString(b, k.Text)
+		b = jsonscan.AppendString(b, k.Text)
 	}
 	if s := k.Source; s != nil {
 		b = append(b, `,"source":{"type":`...)
-		b = appendJSONString(b, s.Type)
+		b = jsonscan.AppendString(b, s.Type)
 		if s.MediaType != "" {
 			b = append(b, `,"media_type":`...)
-			b = appendJSONString(b, s.MediaType)
+			b = jsonscan.AppendString(b, s.MediaType)
 		}
 		if s.Data != "" {
 			b = append(b, `,"data":`...)
-			b = appendJSONString(b, s.Data)
+			b = jsonscan.AppendString(b, s.Data)
 		}
 		if s.URL != "" {
 			b = append(b, `,"url":`...)
-			b = appendJSONString(b, s.URL)
+			b = jsonscan.AppendString(b, s.URL)
 		}
 		b = append(b, '}')
 	}
 	if k.ID != "" {
 		b = append(b, `,"id":`...)
-		b = appendJSONString(b, k.ID)
+		b = jsonscan.AppendString(b, k.ID)
 	}
 	if k.Name != "" {
 		b = append(b, `,"name":`...)
-		b = appendJSONString(b, k.Name)
+		b = jsonscan.AppendString(b, k.Name)
 	}
 	if len(k.Input) > 0 {
 		b = append(b, `,"input":`...)
@@ -349,7 +349,7 @@ func anthAppendBlock(b []byte, k *anthBlock) ([]byte, error) {
 	}
 	if k.ToolUseID != "" {
 		b = append(b, `,"tool_use_id":`...)
-		b = appendJSONString(b, k.ToolUseID)
+		b = jsonscan.AppendString(b, k.ToolUseID)
 	}
 	if len(k.Content) > 0 {
 		b = append(b, `,"content":`...)
@@ -366,225 +366,22 @@ func anthAppendBlock(b []byte, k *anthBlock) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// anthAppendRaw appends a raw value compacted, as encoding/json does: the
-// whitespace outside strings dropped (nothing is escaped without HTML
-// escaping). A nil value is null; an invalid one is left to encoding/json.
+// anthAppendRaw appends a raw value as encoding/json does
+// ([jsonscan.AppendRaw]); an invalid one is left to encoding/json.
 func anthAppendRaw(b []byte, raw json.RawMessage) ([]byte, error) {
-	if raw == nil {
-		return append(b, "null"...), nil
-	}
-	if !json.Valid(raw) {
+	b, ok := jsonscan.AppendRaw(b, raw)
+	if !ok {
 		return nil, errAnthAppend
 	}
-	start, inString := 0, false
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if inString {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case ' ', '\t', '\n', '\r':
-			b = append(b, raw[start:i]...)
-			start = i + 1
-		}
-	}
-	return append(b, raw[start:]...), nil
+	return b, nil
 }
 
 // --- Decoding by hand ---------------------------------------------------------
 
-// The scanners below read the common request shapes from the raw bytes. Each
-// accepts only input it decodes exactly as encoding/json would and reports
-// anything else, for which the caller takes the encoding/json path.
-
-// anthTrimSpace drops JSON whitespace around v.
-func anthTrimSpace(v []byte) []byte {
-	i, j := 0, len(v)
-	for i < j && anthIsSpace(v[i]) {
-		i++
-	}
-	for j > i && anthIsSpace(v[j-1]) {
-		j--
-	}
-	return v[i:j]
-}
-
-func anthIsSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-func anthIsDigit(c byte) bool { return '0' <= c && c <= '9' }
-
-// anthNumberText returns v without the whitespace around it when it is one
-// JSON number, or nil.
-func anthNumberText(v []byte) []byte {
-	v = anthTrimSpace(v)
-	i := 0
-	if i < len(v) && v[i] == '-' {
-		i++
-	}
-	switch {
-	case i >= len(v):
-		return nil
-	case v[i] == '0':
-		i++
-	case anthIsDigit(v[i]):
-		for i < len(v) && anthIsDigit(v[i]) {
-			i++
-		}
-	default:
-		return nil
-	}
-	if i < len(v) && v[i] == '.' {
-		i++
-		if i >= len(v) || !anthIsDigit(v[i]) {
-			return nil
-		}
-		for i < len(v) && anthIsDigit(v[i]) {
-			i++
-		}
-	}
-	if i < len(v) && (v[i] == 'e' || v[i] == 'E') {
-		i++
-		if i < len(v) && (v[i] == '+' || v[i] == '-') {
-			i++
-		}
-		if i >= len(v) || !anthIsDigit(v[i]) {
-			return nil
-		}
-		for i < len(v) && anthIsDigit(v[i]) {
-			i++
-		}
-	}
-	if i != len(v) {
-		return nil
-	}
-	return v
-}
-
-// anthStringEnd returns the index after the JSON string starting at v[i] ==
-// '"', whether it holds escapes, and ok false unless it is a valid JSON
-// string of valid UTF-8.
-func anthStringEnd(v []byte, i int) (end int, escaped, ok bool) {
-	if i >= len(v) || v[i] != '"' {
-		return 0, false, false
-	}
-	start, ascii := i+1, true
-	for i++; i < len(v); i++ {
-		switch c := v[i]; {
-		case c == '"':
-			if !ascii && !utf8.Valid(v[start:i]) {
-				return 0, false, false
-			}
-			return i + 1, escaped, true
-		case c == '\\':
-			escaped = true
-			i++
-			if i >= len(v) {
-				return 0, false, false
-			}
-			switch v[i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if anthHex4(v[i+1:]) < 0 {
-					return 0, false, false
-				}
-				i += 4
-			default:
-				return 0, false, false
-			}
-		case c < ' ':
-			return 0, false, false
-		case c >= utf8.RuneSelf:
-			ascii = false
-		}
-	}
-	return 0, false, false
-}
-
-// anthHex4 decodes four hex digits, or returns -1.
-func anthHex4(b []byte) rune {
-	if len(b) < 4 {
-		return -1
-	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return -1
-		}
-		r = r*16 + rune(c)
-	}
-	return r
-}
-
-// anthScanString decodes the JSON string starting at v[i] as encoding/json
-// does, and returns the index after it; ok is false for anything but a valid
-// JSON string of valid UTF-8.
-func anthScanString(v []byte, i int) (s string, end int, ok bool) {
-	end, escaped, ok := anthStringEnd(v, i)
-	if !ok {
-		return "", 0, false
-	}
-	raw := v[i+1 : end-1]
-	if !escaped {
-		return string(raw), end, true
-	}
-	b := make([]byte, 0, len(raw))
-	for r := 0; r < len(raw); {
-		c := raw[r]
-		if c != '\\' {
-			b = append(b, c)
-			r++
-			continue
-		}
-		r++
-		switch c := raw[r]; c {
-		case 'b':
-			b = append(b, '\b')
-		case 'f':
-			b = append(b, '\f')
-		case 'n':
-			b = append(b, '\n')
-		case 'r':
-			b = append(b, '\r')
-		case 't':
-			b = append(b, '\t')
-		case 'u':
-			rr := anthHex4(raw[r+1:])
-			r += 5
-			if utf16.IsSurrogate(rr) {
-				// A pair when a valid low surrogate follows, else U+FFFD.
-				if r+1 < len(raw) && raw[r] == '\\' && raw[r+1] == 'u' {
-					if dec := utf16.DecodeRune(rr, anthHex4(raw[r+2:])); dec != utf8.RuneError {
-						b = utf8.AppendRune(b, dec)
-						r += 6
-						continue
-					}
-				}
-				rr = utf8.RuneError
-			}
-			b = utf8.AppendRune(b, rr)
-			continue
-		default: // '"', '\\', '/'
-			b = append(b, c)
-		}
-		r++
-	}
-	return string(b), end, true
-}
+// The scanner below reads the common messages array from the raw bytes,
+// with the scanners of package jsonscan. It accepts only input it decodes
+// exactly as encoding/json would and reports anything else, for which the
+// caller takes the encoding/json path.
 
 // anthElem is one element of a messages array: a message of the common shape
 // decoded (role and text), or the raw element for encoding/json.
@@ -600,35 +397,35 @@ type anthElem struct {
 // checking that it is valid JSON. ok is false unless all of v is a valid JSON
 // array.
 func anthScanMessages(v []byte, elems []anthElem) ([]anthElem, bool) {
-	i := anthSkipSpace(v, 0)
+	i := jsonscan.SkipSpace(v, 0)
 	if i >= len(v) || v[i] != '[' {
 		return nil, false
 	}
-	i = anthSkipSpace(v, i+1)
+	i = jsonscan.SkipSpace(v, i+1)
 	if i < len(v) && v[i] == ']' {
-		return elems, anthSkipSpace(v, i+1) == len(v)
+		return elems, jsonscan.SkipSpace(v, i+1) == len(v)
 	}
 	for {
 		e, end, ok := anthScanMessage(v, i)
 		if !ok {
-			end = anthSkipValue(v, i)
+			end = jsonscan.SkipValue(v, i)
 			if end > len(v) || end <= i || !json.Valid(v[i:end]) {
 				return nil, false
 			}
 			e = anthElem{raw: v[i:end]}
 		}
 		elems = append(elems, e)
-		i = anthSkipSpace(v, end)
+		i = jsonscan.SkipSpace(v, end)
 		if i >= len(v) {
 			return nil, false
 		}
 		if v[i] == ']' {
-			return elems, anthSkipSpace(v, i+1) == len(v)
+			return elems, jsonscan.SkipSpace(v, i+1) == len(v)
 		}
 		if v[i] != ',' {
 			return nil, false
 		}
-		i = anthSkipSpace(v, i+1)
+		i = jsonscan.SkipSpace(v, i+1)
 	}
 }
 
@@ -639,23 +436,23 @@ func anthScanMessage(v []byte, i int) (e anthElem, end int, ok bool) {
 		return e, 0, false
 	}
 	var role, content bool
-	for i = anthSkipSpace(v, i+1); ; i = anthSkipSpace(v, i+1) {
+	for i = jsonscan.SkipSpace(v, i+1); ; i = jsonscan.SkipSpace(v, i+1) {
 		if i >= len(v) || v[i] != '"' {
 			return e, 0, false // includes {}: no role
 		}
 		ks := i
-		if i = anthSkipString(v, i); i > len(v) {
+		if i = jsonscan.SkipString(v, i); i > len(v) {
 			return e, 0, false
 		}
 		key := v[ks+1 : i-1]
-		i = anthSkipSpace(v, i)
+		i = jsonscan.SkipSpace(v, i)
 		if i >= len(v) || v[i] != ':' {
 			return e, 0, false
 		}
-		i = anthSkipSpace(v, i+1)
+		i = jsonscan.SkipSpace(v, i+1)
 		switch string(key) {
 		case "role":
-			end, escaped, ok := anthStringEnd(v, i)
+			end, escaped, ok := jsonscan.StringEnd(v, i)
 			if role || !ok || escaped {
 				return e, 0, false
 			}
@@ -682,7 +479,7 @@ func anthScanMessage(v []byte, i int) (e anthElem, end int, ok bool) {
 				i += 4
 				break
 			}
-			s, end, ok := anthScanString(v, i)
+			s, end, ok := jsonscan.ScanString(v, i)
 			if !ok {
 				return e, 0, false
 			}
@@ -691,13 +488,13 @@ func anthScanMessage(v []byte, i int) (e anthElem, end int, ok bool) {
 			if !anthIgnoredKey(key) {
 				return e, 0, false
 			}
-			end := anthSkipValue(v, i)
+			end := jsonscan.SkipValue(v, i)
 			if end > len(v) || end <= i || !json.Valid(v[i:end]) {
 				return e, 0, false
 			}
 			i = end
 		}
-		i = anthSkipSpace(v, i)
+		i = jsonscan.SkipSpace(v, i)
 		if i >= len(v) {
 			return e, 0, false
 		}
@@ -723,10 +520,5 @@ func anthIgnoredKey(key []byte) bool {
 			return false
 		}
 	}
-	for _, f := range [...]string{"role", "content", "tool_calls", "tool_call_id", "refusal"} {
-		if strings.EqualFold(string(key), f) {
-			return false
-		}
-	}
-	return true
+	return !jsonscan.FoldsTo(key, "role", "content", "tool_calls", "tool_call_id", "refusal")
 }

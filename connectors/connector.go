@@ -14,9 +14,9 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/sluicegw/sluice/compiler"
+	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
 )
 
 // Body is an OpenAI chat-completions request body, decoded one level deep.
@@ -219,7 +219,7 @@ func encodeBody(body Body, set ...member) []byte {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendJSONString(buf, k)
+		buf = jsonscan.AppendString(buf, k)
 		buf = append(buf, ':')
 		if v, ok := setValue(set, k); ok {
 			buf = append(buf, v...)
@@ -248,63 +248,6 @@ func setValue(set []member, k string) ([]byte, bool) {
 	return nil, false
 }
 
-const jsonHex = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string, escaped as encoding/json
-// escapes it without HTML escaping: quote, backslash and control characters,
-// invalid UTF-8 as U+FFFD, and U+2028 and U+2029. It is the connectors' one
-// string encoder: a prompt is relayed as written, '<', '>' and '&' included,
-// and so are keys and model ids.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= ' ' && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', jsonHex[c>>4], jsonHex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', jsonHex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
 // appendStringList appends a JSON array of strings.
 func appendStringList(buf []byte, l []string) []byte {
 	buf = append(buf, '[')
@@ -312,7 +255,7 @@ func appendStringList(buf []byte, l []string) []byte {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendJSONString(buf, s)
+		buf = jsonscan.AppendString(buf, s)
 	}
 	return append(buf, ']')
 }
@@ -326,7 +269,7 @@ func (o *object) field(name string) {
 	} else {
 		o.buf = append(o.buf, ',')
 	}
-	o.buf = appendJSONString(o.buf, name)
+	o.buf = jsonscan.AppendString(o.buf, name)
 	o.buf = append(o.buf, ':')
 }
 
@@ -342,7 +285,7 @@ func (o *object) list(name string, l []string) {
 func (o *object) str(name, s string) {
 	if s != "" {
 		o.field(name)
-		o.buf = appendJSONString(o.buf, s)
+		o.buf = jsonscan.AppendString(o.buf, s)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/sluicegw/sluice/compiler"
+	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
 )
 
 // openAI translates for OpenAI's own API: one provider, nothing to rank and
@@ -27,7 +28,7 @@ func (*openAI) Authorize(h http.Header, key string) { bearer(h, key) }
 
 // Translate implements [Connector.Translate].
 func (*openAI) Translate(body Body, _ *compiler.Plan, out *compiler.Outcome) (*Native, error) {
-	b := encodeBody(body, member{"model", appendJSONString(nil, out.NativeModel)})
+	b := encodeBody(body, member{"model", jsonscan.AppendString(nil, out.NativeModel)})
 	return &Native{Path: "/chat/completions", Header: noHeaders, Body: b}, nil
 }
 
