@@ -1,10 +1,10 @@
 package connectors
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
 )
@@ -12,7 +12,8 @@ import (
 // Wire types of the direct Anthropic connector: the Messages API's request,
 // response and stream events. The OpenAI chat-completions shapes it decodes
 // from requests or writes into answers are in openai_wire.go; the
-// translation itself lives in anthropic.go.
+// translation itself lives in anthropic_request.go, anthropic_response.go
+// and anthropic_stream.go.
 
 // anthropicVersion is the Messages API version the connector speaks.
 const anthropicVersion = "2023-06-01"
@@ -172,9 +173,28 @@ type anthErrorEvent struct {
 	Error anthError `json:"error"`
 }
 
+// --- Raw values ----------------------------------------------------------------
+
+// anthNull is the JSON null.
 var anthNull = json.RawMessage("null")
 
-// --- Encoding by hand ---------------------------------------------------------
+// anthIsNull reports whether a raw member is absent (empty) or null.
+func anthIsNull(v json.RawMessage) bool {
+	return len(v) == 0 || bytes.Equal(bytes.TrimSpace(v), anthNull)
+}
+
+// --- Encoding -----------------------------------------------------------------
+
+// anthMarshal encodes without HTML escaping: prompts are relayed as written.
+func anthMarshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+}
 
 // The appenders below write exactly what anthMarshal (encoding/json without
 // HTML escaping) writes for the same values, without reflection: the tests
@@ -374,151 +394,4 @@ func anthAppendRaw(b []byte, raw json.RawMessage) ([]byte, error) {
 		return nil, errAnthAppend
 	}
 	return b, nil
-}
-
-// --- Decoding by hand ---------------------------------------------------------
-
-// The scanner below reads the common messages array from the raw bytes,
-// with the scanners of package jsonscan. It accepts only input it decodes
-// exactly as encoding/json would and reports anything else, for which the
-// caller takes the encoding/json path.
-
-// anthElem is one element of a messages array: a message of the common shape
-// decoded (role and text), or the raw element for encoding/json.
-type anthElem struct {
-	role, text string
-	raw        []byte
-}
-
-// anthScanMessages reads a messages array into elems. A message of the
-// common shape (role system, developer, user or assistant, written without
-// escapes; content a string, null or absent; other members only ones that
-// encoding/json ignores) is decoded; any other element is kept raw after
-// checking that it is valid JSON. ok is false unless all of v is a valid JSON
-// array.
-func anthScanMessages(v []byte, elems []anthElem) ([]anthElem, bool) {
-	i := jsonscan.SkipSpace(v, 0)
-	if i >= len(v) || v[i] != '[' {
-		return nil, false
-	}
-	i = jsonscan.SkipSpace(v, i+1)
-	if i < len(v) && v[i] == ']' {
-		return elems, jsonscan.SkipSpace(v, i+1) == len(v)
-	}
-	for {
-		e, end, ok := anthScanMessage(v, i)
-		if !ok {
-			end = jsonscan.SkipValue(v, i)
-			if end > len(v) || end <= i || !json.Valid(v[i:end]) {
-				return nil, false
-			}
-			e = anthElem{raw: v[i:end]}
-		}
-		elems = append(elems, e)
-		i = jsonscan.SkipSpace(v, end)
-		if i >= len(v) {
-			return nil, false
-		}
-		if v[i] == ']' {
-			return elems, jsonscan.SkipSpace(v, i+1) == len(v)
-		}
-		if v[i] != ',' {
-			return nil, false
-		}
-		i = jsonscan.SkipSpace(v, i+1)
-	}
-}
-
-// anthScanMessage decodes the message object starting at v[i] when it has
-// the common shape, and returns the index after it.
-func anthScanMessage(v []byte, i int) (e anthElem, end int, ok bool) {
-	if i >= len(v) || v[i] != '{' {
-		return e, 0, false
-	}
-	var role, content bool
-	for i = jsonscan.SkipSpace(v, i+1); ; i = jsonscan.SkipSpace(v, i+1) {
-		if i >= len(v) || v[i] != '"' {
-			return e, 0, false // includes {}: no role
-		}
-		ks := i
-		if i = jsonscan.SkipString(v, i); i > len(v) {
-			return e, 0, false
-		}
-		key := v[ks+1 : i-1]
-		i = jsonscan.SkipSpace(v, i)
-		if i >= len(v) || v[i] != ':' {
-			return e, 0, false
-		}
-		i = jsonscan.SkipSpace(v, i+1)
-		switch string(key) {
-		case "role":
-			end, escaped, ok := jsonscan.StringEnd(v, i)
-			if role || !ok || escaped {
-				return e, 0, false
-			}
-			role = true
-			switch string(v[i+1 : end-1]) {
-			case "system":
-				e.role = "system"
-			case "developer":
-				e.role = "developer"
-			case "user":
-				e.role = "user"
-			case "assistant":
-				e.role = "assistant"
-			default:
-				return e, 0, false
-			}
-			i = end
-		case "content":
-			if content {
-				return e, 0, false
-			}
-			content = true
-			if len(v)-i >= 4 && string(v[i:i+4]) == "null" {
-				i += 4
-				break
-			}
-			s, end, ok := jsonscan.ScanString(v, i)
-			if !ok {
-				return e, 0, false
-			}
-			e.text, i = s, end
-		default:
-			if !anthIgnoredKey(key) {
-				return e, 0, false
-			}
-			end := jsonscan.SkipValue(v, i)
-			if end > len(v) || end <= i || !json.Valid(v[i:end]) {
-				return e, 0, false
-			}
-			i = end
-		}
-		i = jsonscan.SkipSpace(v, i)
-		if i >= len(v) {
-			return e, 0, false
-		}
-		if v[i] == '}' {
-			break
-		}
-		if v[i] != ',' {
-			return e, 0, false
-		}
-	}
-	if !role {
-		return e, 0, false
-	}
-	return e, i + 1, true
-}
-
-// anthIgnoredKey reports whether encoding/json surely ignores the member
-// named key when decoding an [oaiMessage]: printable ASCII without escapes,
-// and no field's name in any letter case.
-func anthIgnoredKey(key []byte) bool {
-	for _, c := range key {
-		if c < ' ' || c >= utf8.RuneSelf || c == '\\' {
-			return false
-		}
-	}
-	return !jsonscan.FoldsTo(key, "role", "content", "tool_calls", "tool_call_id", "refusal")
 }
