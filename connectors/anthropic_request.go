@@ -45,7 +45,6 @@ func (c *anthropic) Translate(body Body, _ *compiler.Plan, out *compiler.Outcome
 // takes throughout. Both give the same bytes and the same errors for any input:
 // the tests and the fuzzer run both and compare.
 func (c *anthropic) translate(body Body, out *compiler.Outcome, fast bool) (*Native, error) {
-	req := anthRequest{Model: out.NativeModel, MaxTokens: anthDefaultMaxTokens}
 	var keyBuf [16]string
 	keys := keyBuf[:0]
 	// size bounds the encoded body for the common case: the Messages body is
@@ -57,175 +56,242 @@ func (c *anthropic) translate(body Body, out *compiler.Outcome, fast bool) (*Nat
 	}
 	sort.Strings(keys)
 
-	var (
-		maxTokens, maxCompletion int64
-		toolChoice               json.RawMessage
-		parallel                 = true
-		passThrough              []string
-	)
+	t := anthTranslation{req: anthRequest{Model: out.NativeModel, MaxTokens: anthDefaultMaxTokens}, fast: fast, parallel: true}
 	for _, k := range keys {
-		v := body[k]
-		// The member's pointer, "/" + k, is built only for an error.
-		if anthIsNull(v) {
-			if k == "messages" {
-				return nil, invalidRequest("/"+k, "messages is required")
-			}
-			continue
-		}
-		var err error
-		switch k {
-		case "model":
-			// The check decided the model: out.NativeModel.
-		case "messages":
-			if fast {
-				req.System, req.Messages, err = anthMessagesFast(v)
-			} else {
-				req.System, req.Messages, err = anthMessages(v, false)
-			}
-		case "max_tokens":
-			maxTokens, err = anthPositiveInt(v, k, fast)
-		case "max_completion_tokens":
-			maxCompletion, err = anthPositiveInt(v, k, fast)
-		case "temperature":
-			var f float64
-			req.Temperature, f, err = anthNumberIn(v, k, 0, 2, fast)
-			if err == nil && f > 1 {
-				err = unsupportedParameter("/"+k, "temperature %s is above 1, the upstream's maximum; rescaling would change the sampling asked for", req.Temperature)
-			}
-		case "top_p":
-			req.TopP, _, err = anthNumberIn(v, k, 0, 1, fast)
-		case "top_k":
-			// Not a chat-completions member, but a common extension that the
-			// upstream has natively: passed through.
-			var n int64
-			n, err = anthPositiveInt(v, k, fast)
-			req.TopK = strconv.AppendInt(nil, n, 10)
-		case "stop":
-			req.StopSequences, err = anthStopSequences(v, k)
-		case "stream":
-			var ok bool
-			if req.Stream, ok = anthBool(v, fast); !ok {
-				err = invalidRequest("/"+k, "stream must be a boolean")
-			}
-		case "user":
-			if u, ok := anthString(v, fast); !ok {
-				err = invalidRequest("/"+k, "user must be a string")
-			} else if u != "" {
-				req.Metadata = &anthMetadata{UserID: u}
-			}
-		case "tools":
-			req.Tools, err = anthTools(v)
-		case "tool_choice":
-			toolChoice = v
-		case "parallel_tool_calls":
-			var ok bool
-			if parallel, ok = anthBool(v, fast); !ok {
-				err = invalidRequest("/"+k, "parallel_tool_calls must be a boolean")
-			}
-		case "n":
-			var n int64
-			if json.Unmarshal(v, &n) != nil || n < 1 {
-				err = invalidRequest("/"+k, "n must be a positive integer")
-			} else if n > 1 {
-				err = unsupportedParameter("/"+k, "n = %d: the upstream returns one choice per request", n)
-			}
-		case "logprobs":
-			var b bool
-			if json.Unmarshal(v, &b) != nil {
-				err = invalidRequest("/"+k, "logprobs must be a boolean")
-			} else if b {
-				err = unsupportedParameter("/"+k, "logprobs: the upstream does not return token log probabilities")
-			}
-		case "top_logprobs":
-			var n int64
-			if json.Unmarshal(v, &n) != nil || n < 0 {
-				err = invalidRequest("/"+k, "top_logprobs must be a non-negative integer")
-			} else if n > 0 {
-				err = unsupportedParameter("/"+k, "top_logprobs: the upstream does not return token log probabilities")
-			}
-		case "logit_bias":
-			var m map[string]json.RawMessage
-			if json.Unmarshal(v, &m) != nil {
-				err = invalidRequest("/"+k, "logit_bias must be an object")
-			} else if len(m) > 0 {
-				err = unsupportedParameter("/"+k, "logit_bias: the upstream cannot bias tokens")
-			}
-		case "response_format":
-			var rf struct {
-				Type string `json:"type"`
-			}
-			if json.Unmarshal(v, &rf) != nil || rf.Type == "" {
-				err = invalidRequest("/"+k, `response_format must be an object with a "type"`)
-			} else if rf.Type != "text" {
-				err = unsupportedParameter("/"+k, "response_format %q: the upstream cannot constrain the answer to JSON", rf.Type)
-			}
-		case "modalities":
-			var ms []string
-			if json.Unmarshal(v, &ms) != nil {
-				err = invalidRequest("/"+k, "modalities must be an array of strings")
-			}
-			for _, m := range ms {
-				if m != "text" && err == nil {
-					err = unsupportedParameter("/"+k, "modality %q: the upstream answers with text only", m)
-				}
-			}
-		case "functions", "function_call", "reasoning_effort", "audio", "web_search_options":
-			// Chat-completions semantics the upstream has no equivalent for.
-			err = unsupportedParameter("/"+k, "parameter %q has no equivalent on the upstream", k)
-		default:
-			if !anthDropped[k] {
-				passThrough = append(passThrough, k) // keys are sorted
-			}
-		}
-		if err != nil {
+		if err := t.member(k, body[k]); err != nil {
 			return nil, err
 		}
 	}
 	if _, ok := body["messages"]; !ok {
 		return nil, invalidRequest("/messages", "messages is required")
 	}
-	switch {
-	case maxCompletion > 0:
-		req.MaxTokens = maxCompletion
-	case maxTokens > 0:
-		req.MaxTokens = maxTokens
+	if err := t.settle(); err != nil {
+		return nil, err
 	}
-	tc, err := anthToolChoiceOf(toolChoice, len(req.Tools) > 0, parallel)
+	b, err := t.encode(size)
 	if err != nil {
 		return nil, err
 	}
-	req.ToolChoice = tc
-
-	var b []byte
-	if fast {
-		b, err = anthAppendRequest(make([]byte, 0, size), &req)
+	if b, err = anthAppendPassThrough(b, body, t.passThrough); err != nil {
+		return nil, err
 	}
-	if !fast || err != nil {
+	// The shared empty header: the gateway only reads it.
+	return &Native{Path: "/messages", Header: noHeaders, Body: b}, nil
+}
+
+// anthTranslation is one request on its way: the Messages request built so
+// far, and the members that are settled only once all are read.
+type anthTranslation struct {
+	req  anthRequest
+	fast bool // read the common shapes by hand (see translate)
+
+	maxTokens, maxCompletion int64
+	toolChoice               json.RawMessage
+	parallel                 bool
+	// passThrough are the members sent untouched, in sorted order.
+	passThrough []string
+}
+
+// member reads member k of the body. The member's pointer, "/" + k, is
+// built only for an error.
+func (t *anthTranslation) member(k string, v json.RawMessage) error {
+	if anthIsNull(v) {
+		if k == "messages" {
+			return invalidRequest("/"+k, "messages is required")
+		}
+		return nil
+	}
+	var err error
+	switch k {
+	case "model":
+		// The check decided the model: out.NativeModel.
+	case "messages":
+		if t.fast {
+			t.req.System, t.req.Messages, err = anthMessagesFast(v)
+		} else {
+			t.req.System, t.req.Messages, err = anthMessages(v, false)
+		}
+	case "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "stop":
+		err = t.sampling(k, v)
+	case "stream":
+		var ok bool
+		if t.req.Stream, ok = anthBool(v, t.fast); !ok {
+			err = invalidRequest("/"+k, "stream must be a boolean")
+		}
+	case "user":
+		if u, ok := anthString(v, t.fast); !ok {
+			err = invalidRequest("/"+k, "user must be a string")
+		} else if u != "" {
+			t.req.Metadata = &anthMetadata{UserID: u}
+		}
+	case "tools":
+		t.req.Tools, err = anthTools(v)
+	case "tool_choice":
+		t.toolChoice = v
+	case "parallel_tool_calls":
+		var ok bool
+		if t.parallel, ok = anthBool(v, t.fast); !ok {
+			err = invalidRequest("/"+k, "parallel_tool_calls must be a boolean")
+		}
+	default:
+		var known bool
+		if known, err = anthCheckUnsupported(k, v); !known && !anthDropped[k] {
+			t.passThrough = append(t.passThrough, k) // keys are sorted
+		}
+	}
+	return err
+}
+
+// sampling reads a member that bounds or shapes the sampling: the token
+// limits, temperature, top_p, top_k and stop.
+func (t *anthTranslation) sampling(k string, v json.RawMessage) error {
+	var err error
+	switch k {
+	case "max_tokens":
+		t.maxTokens, err = anthPositiveInt(v, k, t.fast)
+	case "max_completion_tokens":
+		t.maxCompletion, err = anthPositiveInt(v, k, t.fast)
+	case "temperature":
+		var f float64
+		t.req.Temperature, f, err = anthNumberIn(v, k, 0, 2, t.fast)
+		if err == nil && f > 1 {
+			err = unsupportedParameter("/"+k, "temperature %s is above 1, the upstream's maximum; rescaling would change the sampling asked for", t.req.Temperature)
+		}
+	case "top_p":
+		t.req.TopP, _, err = anthNumberIn(v, k, 0, 1, t.fast)
+	case "top_k":
+		// Not a chat-completions member, but a common extension that the
+		// upstream has natively: passed through.
+		var n int64
+		n, err = anthPositiveInt(v, k, t.fast)
+		t.req.TopK = strconv.AppendInt(nil, n, 10)
+	case "stop":
+		t.req.StopSequences, err = anthStopSequences(v, k)
+	}
+	return err
+}
+
+// anthCheckUnsupported checks a chat-completions member the upstream has no
+// equivalent for: known reports whether k is one, and err refuses a value
+// that asks for what the upstream cannot do (a value that asks for the
+// default is accepted, and the member is not sent).
+func anthCheckUnsupported(k string, v json.RawMessage) (known bool, err error) {
+	switch k {
+	case "n":
+		var n int64
+		if json.Unmarshal(v, &n) != nil || n < 1 {
+			err = invalidRequest("/"+k, "n must be a positive integer")
+		} else if n > 1 {
+			err = unsupportedParameter("/"+k, "n = %d: the upstream returns one choice per request", n)
+		}
+	case "logprobs":
+		var b bool
+		if json.Unmarshal(v, &b) != nil {
+			err = invalidRequest("/"+k, "logprobs must be a boolean")
+		} else if b {
+			err = unsupportedParameter("/"+k, "logprobs: the upstream does not return token log probabilities")
+		}
+	case "top_logprobs":
+		var n int64
+		if json.Unmarshal(v, &n) != nil || n < 0 {
+			err = invalidRequest("/"+k, "top_logprobs must be a non-negative integer")
+		} else if n > 0 {
+			err = unsupportedParameter("/"+k, "top_logprobs: the upstream does not return token log probabilities")
+		}
+	case "logit_bias":
+		var m map[string]json.RawMessage
+		if json.Unmarshal(v, &m) != nil {
+			err = invalidRequest("/"+k, "logit_bias must be an object")
+		} else if len(m) > 0 {
+			err = unsupportedParameter("/"+k, "logit_bias: the upstream cannot bias tokens")
+		}
+	case "response_format":
+		var rf struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(v, &rf) != nil || rf.Type == "" {
+			err = invalidRequest("/"+k, `response_format must be an object with a "type"`)
+		} else if rf.Type != "text" {
+			err = unsupportedParameter("/"+k, "response_format %q: the upstream cannot constrain the answer to JSON", rf.Type)
+		}
+	case "modalities":
+		var ms []string
+		if json.Unmarshal(v, &ms) != nil {
+			err = invalidRequest("/"+k, "modalities must be an array of strings")
+		}
+		for _, m := range ms {
+			if m != "text" && err == nil {
+				err = unsupportedParameter("/"+k, "modality %q: the upstream answers with text only", m)
+			}
+		}
+	case "functions", "function_call", "reasoning_effort", "audio", "web_search_options":
+		// Chat-completions semantics the upstream has no equivalent for.
+		err = unsupportedParameter("/"+k, "parameter %q has no equivalent on the upstream", k)
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+// settle resolves what depends on several members: the token limit
+// (max_completion_tokens over max_tokens, else the default) and the tool
+// choice, which needs the tools and parallel_tool_calls.
+func (t *anthTranslation) settle() error {
+	switch {
+	case t.maxCompletion > 0:
+		t.req.MaxTokens = t.maxCompletion
+	case t.maxTokens > 0:
+		t.req.MaxTokens = t.maxTokens
+	}
+	tc, err := anthToolChoiceOf(t.toolChoice, len(t.req.Tools) > 0, t.parallel)
+	if err != nil {
+		return err
+	}
+	t.req.ToolChoice = tc
+	return nil
+}
+
+// encode writes the Messages body: appended by hand into a buffer of size
+// bytes on the fast path, with encoding/json otherwise.
+func (t *anthTranslation) encode(size int) ([]byte, error) {
+	var (
+		b   []byte
+		err error
+	)
+	if t.fast {
+		b, err = anthAppendRequest(make([]byte, 0, size), &t.req)
+	}
+	if !t.fast || err != nil {
 		// The encoding/json path; on the fast path only for a value the
 		// appender refuses (none in practice), so the error is the same.
-		b, err = anthMarshal(req)
+		b, err = anthMarshal(t.req)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: encode request: %w", err)
 	}
-	if len(passThrough) > 0 {
-		for _, k := range passThrough {
-			// An upstream-native member the translation also wrote (system
-			// beside system messages, stop_sequences beside stop): sending
-			// both would give the upstream two members of one name.
-			if jsonscan.Member(b, k) != nil {
-				return nil, invalidRequest("/"+k, "%q is also written by the translation of the request's chat-completions members; send one of them", k)
-			}
-		}
-		b = b[:len(b)-1] // drop the closing brace, append the members untouched
-		for _, k := range passThrough {
-			b = jsonscan.AppendString(append(b, ','), k)
-			b = append(append(b, ':'), body[k]...)
-		}
-		b = append(b, '}')
+	return b, nil
+}
+
+// anthAppendPassThrough appends the members of body named in keys, untouched,
+// to the encoded Messages body b.
+func anthAppendPassThrough(b []byte, body Body, keys []string) ([]byte, error) {
+	if len(keys) == 0 {
+		return b, nil
 	}
-	// The shared empty header: the gateway only reads it.
-	return &Native{Path: "/messages", Header: noHeaders, Body: b}, nil
+	for _, k := range keys {
+		// An upstream-native member the translation also wrote (system
+		// beside system messages, stop_sequences beside stop): sending
+		// both would give the upstream two members of one name.
+		if jsonscan.Member(b, k) != nil {
+			return nil, invalidRequest("/"+k, "%q is also written by the translation of the request's chat-completions members; send one of them", k)
+		}
+	}
+	b = b[:len(b)-1] // drop the closing brace, append the members untouched
+	for _, k := range keys {
+		b = jsonscan.AppendString(append(b, ','), k)
+		b = append(append(b, ':'), body[k]...)
+	}
+	return append(b, '}'), nil
 }
 
 // anthPositiveInt reads member k, a positive integer.
