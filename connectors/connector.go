@@ -1,7 +1,17 @@
-// Package connectors translates a checked plan into each upstream's native
-// request knobs and reads back which model and provider served. There is one
-// connector per upstream kind, each in its own file with its own golden
-// testdata; the set is closed and listed in [New].
+// Package connectors speaks each upstream's wire protocol, and only that: it
+// translates a chat-completions request, under a checked plan, into the
+// upstream's native request, and the upstream's answer or event stream back
+// into chat-completions form, reading back which model and provider served.
+//
+// There is one connector per upstream kind, with its own golden testdata
+// under testdata/connectors; the set is closed and listed in [New]. Each
+// lives in its own files (openai.go, openrouter.go, vercel.go, and
+// anthropic*.go for the one upstream with a shape of its own). What several
+// connectors share lives in files named for it: connector.go (the interface,
+// [TranslateError], body encoding), openaishape.go, headscan.go and
+// stream.go (reading and relaying OpenAI-shaped answers), openai_wire.go
+// (the chat-completions wire types) and sse.go. Byte-level JSON scanning
+// and string encoding are package connectors/internal/jsonscan's.
 //
 // A connector never decides what may be expressed: [compiler.Check] did that
 // once, before translation, and a connector only writes what the outcome says.
@@ -51,14 +61,19 @@ var noHeaders = http.Header{}
 
 // Attempt is one provider attempt an upstream reports having made.
 type Attempt struct {
+	// Provider is the provider tried.
 	Provider string `json:"provider"`
-	Model    string `json:"model"`
-	Status   int    `json:"status"`
+	// Model is the model tried, as the upstream names it.
+	Model string `json:"model"`
+	// Status is the HTTP status of the attempt.
+	Status int `json:"status"`
 }
 
 // Usage is the token usage an upstream reports.
 type Usage struct {
-	PromptTokens     int64 `json:"prompt_tokens"`
+	// PromptTokens counts every input token, cached or not.
+	PromptTokens int64 `json:"prompt_tokens"`
+	// CompletionTokens counts the output tokens.
 	CompletionTokens int64 `json:"completion_tokens"`
 	// CachedTokens is the part of the prompt served from the provider's
 	// prompt cache, when reported.

@@ -6,8 +6,9 @@
 // JSON string encoder, [AppendString].
 //
 // Nothing here knows an upstream's shapes: the connectors build their shape
-// decoders on top. Every function is checked against encoding/json by a test
-// or a fuzzer of this package.
+// decoders on top (an answer's head, a request's messages), and their fuzzers
+// hold those to encoding/json as this package's fuzzers hold the encoders,
+// the scalar decoders and the strip.
 package jsonscan
 
 // SkipSpace returns the index of the first byte at or after i that is not

@@ -76,8 +76,9 @@ func (s Scanner) Key(i int) (key []byte, value int, ok bool) {
 	return s.b[i+1 : end-1], s.Space(c + 1), true
 }
 
-// Fields walks the object at b[i] == '{' like encoding/json decoding into a
-// struct with the members names (at most 8): decode is called with the
+// Fields walks the object at b[i] == '{', of nesting depth, like
+// encoding/json decoding into a struct with the members names (at most 8,
+// each in lower case): decode is called with the
 // index in names of each member present and the index of its value; other
 // members are checked and skipped. A member that would match one of names
 // only by case folding, or that comes twice, is refused (encoding/json would
@@ -110,13 +111,14 @@ func (s Scanner) Fields(i, depth int, names []string, decode func(field, i int) 
 	})
 }
 
-// Array walks the array at b[i] == '[', calling elem with the index of each
+// Array walks the array at b[i] == '[', of nesting depth, calling elem with the index of each
 // element; elem returns the index after it.
 func (s Scanner) Array(i, depth int, elem func(i int) (int, bool)) (int, bool) {
 	return s.List(i, depth, ']', elem)
 }
 
-// Value checks the JSON value at b[i] and returns the index after it.
+// Value checks the JSON value at b[i], of nesting depth, and returns the
+// index after it.
 func (s Scanner) Value(i, depth int) (int, bool) {
 	if i >= len(s.b) {
 		return 0, false
