@@ -1,18 +1,19 @@
 package connectors
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strconv"
-	"strings"
-	"unicode/utf16"
-	"unicode/utf8"
+
+	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
 )
 
 // Wire types of the direct Anthropic connector: the Messages API's request,
-// response and stream events, and the few OpenAI chat-completions shapes the
-// connector decodes from requests or writes into answers. The translation
-// itself lives in anthropic.go.
+// response and stream events. The OpenAI chat-completions shapes it decodes
+// from requests or writes into answers are in openai_wire.go; the
+// translation itself lives in anthropic_request.go, anthropic_response.go
+// and anthropic_stream.go.
 
 // anthropicVersion is the Messages API version the connector speaks.
 const anthropicVersion = "2023-06-01"
@@ -172,112 +173,28 @@ type anthErrorEvent struct {
 	Error anthError `json:"error"`
 }
 
-// --- OpenAI chat-completions shapes ------------------------------------------
+// --- Raw values ----------------------------------------------------------------
 
-// oaiMessage is one message of a chat-completions request.
-type oaiMessage struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	ToolCalls  []oaiToolCall   `json:"tool_calls"`
-	ToolCallID *string         `json:"tool_call_id"`
-	// Refusal is an assistant message's refusal, replayed from an answer
-	// the model declined (its content is then null).
-	Refusal *string `json:"refusal"`
-}
-
-// oaiPart is one content part of a message.
-type oaiPart struct {
-	Type         string          `json:"type"`
-	Text         *string         `json:"text"`
-	Refusal      *string         `json:"refusal"`
-	ImageURL     json.RawMessage `json:"image_url"`
-	CacheControl json.RawMessage `json:"cache_control"`
-}
-
-// oaiImageURL is an image_url part's object form.
-type oaiImageURL struct {
-	URL string `json:"url"`
-}
-
-// oaiToolCall is an assistant message's tool call.
-type oaiToolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string  `json:"name"`
-		Arguments *string `json:"arguments"`
-	} `json:"function"`
-}
-
-// oaiTool is a tool definition of a request.
-type oaiTool struct {
-	Type     string `json:"type"`
-	Function *struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		Parameters  json.RawMessage `json:"parameters"`
-	} `json:"function"`
-	CacheControl json.RawMessage `json:"cache_control"`
-}
-
-// oaiNamedToolChoice is the object form of tool_choice.
-type oaiNamedToolChoice struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name string `json:"name"`
-	} `json:"function"`
-}
-
-// oaiCompletion is a chat.completion answer.
-type oaiCompletion struct {
-	ID      string      `json:"id"`
-	Object  string      `json:"object"`
-	Created int64       `json:"created"`
-	Model   string      `json:"model"`
-	Choices []oaiChoice `json:"choices"`
-	Usage   oaiUsage    `json:"usage"`
-}
-
-// oaiChoice is a completion's only choice.
-type oaiChoice struct {
-	Index        int             `json:"index"`
-	Message      oaiOutMessage   `json:"message"`
-	Logprobs     json.RawMessage `json:"logprobs"`
-	FinishReason string          `json:"finish_reason"`
-}
-
-// oaiOutMessage is the answer's message. Content is null when the answer is
-// only tool calls, as in the chat-completions API.
-type oaiOutMessage struct {
-	Role      string           `json:"role"`
-	Content   *string          `json:"content"`
-	Refusal   *string          `json:"refusal"`
-	ToolCalls []oaiOutToolCall `json:"tool_calls,omitempty"`
-}
-
-// oaiOutToolCall is a tool call of the answer.
-type oaiOutToolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-// oaiUsage is a completion's usage.
-type oaiUsage struct {
-	PromptTokens        int64 `json:"prompt_tokens"`
-	CompletionTokens    int64 `json:"completion_tokens"`
-	TotalTokens         int64 `json:"total_tokens"`
-	PromptTokensDetails struct {
-		CachedTokens int64 `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-}
-
+// anthNull is the JSON null.
 var anthNull = json.RawMessage("null")
 
-// --- Encoding by hand ---------------------------------------------------------
+// anthIsNull reports whether a raw member is absent (empty) or null.
+func anthIsNull(v json.RawMessage) bool {
+	return len(v) == 0 || bytes.Equal(bytes.TrimSpace(v), anthNull)
+}
+
+// --- Encoding -----------------------------------------------------------------
+
+// anthMarshal encodes without HTML escaping: prompts are relayed as written.
+func anthMarshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+}
 
 // The appenders below write exactly what anthMarshal (encoding/json without
 // HTML escaping) writes for the same values, without reflection: the tests
@@ -291,7 +208,7 @@ var errAnthAppend = errors.New("anthropic: value left to encoding/json")
 func anthAppendRequest(b []byte, r *anthRequest) ([]byte, error) {
 	var err error
 	b = append(b, `{"model":`...)
-	b = anthAppendString(b, r.Model)
+	b = jsonscan.AppendString(b, r.Model)
 	b = append(b, `,"max_tokens":`...)
 	b = strconv.AppendInt(b, r.MaxTokens, 10)
 	if len(r.System) > 0 {
@@ -310,7 +227,7 @@ func anthAppendRequest(b []byte, r *anthRequest) ([]byte, error) {
 				b = append(b, ',')
 			}
 			b = append(b, `{"role":`...)
-			b = anthAppendString(b, m.Role)
+			b = jsonscan.AppendString(b, m.Role)
 			b = append(b, `,"content":`...)
 			if b, err = anthAppendContent(b, m.Content); err != nil {
 				return nil, err
@@ -321,7 +238,7 @@ func anthAppendRequest(b []byte, r *anthRequest) ([]byte, error) {
 	}
 	if r.Metadata != nil {
 		b = append(b, `,"metadata":{"user_id":`...)
-		b = anthAppendString(b, r.Metadata.UserID)
+		b = jsonscan.AppendString(b, r.Metadata.UserID)
 		b = append(b, '}')
 	}
 	if len(r.StopSequences) > 0 {
@@ -330,7 +247,7 @@ func anthAppendRequest(b []byte, r *anthRequest) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = anthAppendString(b, s)
+			b = jsonscan.AppendString(b, s)
 		}
 		b = append(b, ']')
 	}
@@ -355,10 +272,10 @@ func anthAppendRequest(b []byte, r *anthRequest) ([]byte, error) {
 				b = append(b, ',')
 			}
 			b = append(b, `{"name":`...)
-			b = anthAppendString(b, t.Name)
+			b = jsonscan.AppendString(b, t.Name)
 			if t.Description != "" {
 				b = append(b, `,"description":`...)
-				b = anthAppendString(b, t.Description)
+				b = jsonscan.AppendString(b, t.Description)
 			}
 			b = append(b, `,"input_schema":`...)
 			if b, err = anthAppendRaw(b, t.InputSchema); err != nil {
@@ -376,10 +293,10 @@ func anthAppendRequest(b []byte, r *anthRequest) ([]byte, error) {
 	}
 	if tc := r.ToolChoice; tc != nil {
 		b = append(b, `,"tool_choice":{"type":`...)
-		b = anthAppendString(b, tc.Type)
+		b = jsonscan.AppendString(b, tc.Type)
 		if tc.Name != "" {
 			b = append(b, `,"name":`...)
-			b = anthAppendString(b, tc.Name)
+			b = jsonscan.AppendString(b, tc.Name)
 		}
 		if tc.DisableParallelToolUse {
 			b = append(b, `,"disable_parallel_tool_use":true`...)
@@ -392,7 +309,7 @@ func anthAppendRequest(b []byte, r *anthRequest) ([]byte, error) {
 // anthAppendContent appends content as [anthContent.MarshalJSON] encodes it.
 func anthAppendContent(b []byte, c anthContent) ([]byte, error) {
 	if len(c) == 1 && c[0].Type == "text" && len(c[0].CacheControl) == 0 {
-		return anthAppendString(b, c[0].Text), nil
+		return jsonscan.AppendString(b, c[0].Text), nil
 	}
 	if c == nil {
 		return append(b, "null"...), nil
@@ -414,35 +331,35 @@ func anthAppendContent(b []byte, c anthContent) ([]byte, error) {
 func anthAppendBlock(b []byte, k *anthBlock) ([]byte, error) {
 	var err error
 	b = append(b, `{"type":`...)
-	b = anthAppendString(b, k.Type)
+	b = jsonscan.AppendString(b, k.Type)
 	if k.Text != "" {
 		b = append(b, `,"text":`...)
-		b = anthAppendString(b, k.Text)
+		b = jsonscan.AppendString(b, k.Text)
 	}
 	if s := k.Source; s != nil {
 		b = append(b, `,"source":{"type":`...)
-		b = anthAppendString(b, s.Type)
+		b = jsonscan.AppendString(b, s.Type)
 		if s.MediaType != "" {
 			b = append(b, `,"media_type":`...)
-			b = anthAppendString(b, s.MediaType)
+			b = jsonscan.AppendString(b, s.MediaType)
 		}
 		if s.Data != "" {
 			b = append(b, `,"data":`...)
-			b = anthAppendString(b, s.Data)
+			b = jsonscan.AppendString(b, s.Data)
 		}
 		if s.URL != "" {
 			b = append(b, `,"url":`...)
-			b = anthAppendString(b, s.URL)
+			b = jsonscan.AppendString(b, s.URL)
 		}
 		b = append(b, '}')
 	}
 	if k.ID != "" {
 		b = append(b, `,"id":`...)
-		b = anthAppendString(b, k.ID)
+		b = jsonscan.AppendString(b, k.ID)
 	}
 	if k.Name != "" {
 		b = append(b, `,"name":`...)
-		b = anthAppendString(b, k.Name)
+		b = jsonscan.AppendString(b, k.Name)
 	}
 	if len(k.Input) > 0 {
 		b = append(b, `,"input":`...)
@@ -452,7 +369,7 @@ func anthAppendBlock(b []byte, k *anthBlock) ([]byte, error) {
 	}
 	if k.ToolUseID != "" {
 		b = append(b, `,"tool_use_id":`...)
-		b = anthAppendString(b, k.ToolUseID)
+		b = jsonscan.AppendString(b, k.ToolUseID)
 	}
 	if len(k.Content) > 0 {
 		b = append(b, `,"content":`...)
@@ -469,422 +386,12 @@ func anthAppendBlock(b []byte, k *anthBlock) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// anthAppendRaw appends a raw value compacted, as encoding/json does: the
-// whitespace outside strings dropped (nothing is escaped without HTML
-// escaping). A nil value is null; an invalid one is left to encoding/json.
+// anthAppendRaw appends a raw value as encoding/json does
+// ([jsonscan.AppendRaw]); an invalid one is left to encoding/json.
 func anthAppendRaw(b []byte, raw json.RawMessage) ([]byte, error) {
-	if raw == nil {
-		return append(b, "null"...), nil
-	}
-	if !json.Valid(raw) {
+	b, ok := jsonscan.AppendRaw(b, raw)
+	if !ok {
 		return nil, errAnthAppend
 	}
-	start, inString := 0, false
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if inString {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case ' ', '\t', '\n', '\r':
-			b = append(b, raw[start:i]...)
-			start = i + 1
-		}
-	}
-	return append(b, raw[start:]...), nil
-}
-
-const anthHex = "0123456789abcdef"
-
-// anthAppendString appends s as a JSON string, escaped as encoding/json
-// escapes it without HTML escaping: quote, backslash and control characters,
-// invalid UTF-8 as U+FFFD, and U+2028 and U+2029.
-func anthAppendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= ' ' && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', anthHex[c>>4], anthHex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', anthHex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
-// --- Decoding by hand ---------------------------------------------------------
-
-// The scanners below read the common request shapes from the raw bytes. Each
-// accepts only input it decodes exactly as encoding/json would and reports
-// anything else, for which the caller takes the encoding/json path.
-
-// anthTrimSpace drops JSON whitespace around v.
-func anthTrimSpace(v []byte) []byte {
-	i, j := 0, len(v)
-	for i < j && anthIsSpace(v[i]) {
-		i++
-	}
-	for j > i && anthIsSpace(v[j-1]) {
-		j--
-	}
-	return v[i:j]
-}
-
-func anthIsSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-func anthIsDigit(c byte) bool { return '0' <= c && c <= '9' }
-
-// anthNumberText returns v without the whitespace around it when it is one
-// JSON number, or nil.
-func anthNumberText(v []byte) []byte {
-	v = anthTrimSpace(v)
-	i := 0
-	if i < len(v) && v[i] == '-' {
-		i++
-	}
-	switch {
-	case i >= len(v):
-		return nil
-	case v[i] == '0':
-		i++
-	case anthIsDigit(v[i]):
-		for i < len(v) && anthIsDigit(v[i]) {
-			i++
-		}
-	default:
-		return nil
-	}
-	if i < len(v) && v[i] == '.' {
-		i++
-		if i >= len(v) || !anthIsDigit(v[i]) {
-			return nil
-		}
-		for i < len(v) && anthIsDigit(v[i]) {
-			i++
-		}
-	}
-	if i < len(v) && (v[i] == 'e' || v[i] == 'E') {
-		i++
-		if i < len(v) && (v[i] == '+' || v[i] == '-') {
-			i++
-		}
-		if i >= len(v) || !anthIsDigit(v[i]) {
-			return nil
-		}
-		for i < len(v) && anthIsDigit(v[i]) {
-			i++
-		}
-	}
-	if i != len(v) {
-		return nil
-	}
-	return v
-}
-
-// anthStringEnd returns the index after the JSON string starting at v[i] ==
-// '"', whether it holds escapes, and ok false unless it is a valid JSON
-// string of valid UTF-8.
-func anthStringEnd(v []byte, i int) (end int, escaped, ok bool) {
-	if i >= len(v) || v[i] != '"' {
-		return 0, false, false
-	}
-	start, ascii := i+1, true
-	for i++; i < len(v); i++ {
-		switch c := v[i]; {
-		case c == '"':
-			if !ascii && !utf8.Valid(v[start:i]) {
-				return 0, false, false
-			}
-			return i + 1, escaped, true
-		case c == '\\':
-			escaped = true
-			i++
-			if i >= len(v) {
-				return 0, false, false
-			}
-			switch v[i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if anthHex4(v[i+1:]) < 0 {
-					return 0, false, false
-				}
-				i += 4
-			default:
-				return 0, false, false
-			}
-		case c < ' ':
-			return 0, false, false
-		case c >= utf8.RuneSelf:
-			ascii = false
-		}
-	}
-	return 0, false, false
-}
-
-// anthHex4 decodes four hex digits, or returns -1.
-func anthHex4(b []byte) rune {
-	if len(b) < 4 {
-		return -1
-	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return -1
-		}
-		r = r*16 + rune(c)
-	}
-	return r
-}
-
-// anthScanString decodes the JSON string starting at v[i] as encoding/json
-// does, and returns the index after it; ok is false for anything but a valid
-// JSON string of valid UTF-8.
-func anthScanString(v []byte, i int) (s string, end int, ok bool) {
-	end, escaped, ok := anthStringEnd(v, i)
-	if !ok {
-		return "", 0, false
-	}
-	raw := v[i+1 : end-1]
-	if !escaped {
-		return string(raw), end, true
-	}
-	b := make([]byte, 0, len(raw))
-	for r := 0; r < len(raw); {
-		c := raw[r]
-		if c != '\\' {
-			b = append(b, c)
-			r++
-			continue
-		}
-		r++
-		switch c := raw[r]; c {
-		case 'b':
-			b = append(b, '\b')
-		case 'f':
-			b = append(b, '\f')
-		case 'n':
-			b = append(b, '\n')
-		case 'r':
-			b = append(b, '\r')
-		case 't':
-			b = append(b, '\t')
-		case 'u':
-			rr := anthHex4(raw[r+1:])
-			r += 5
-			if utf16.IsSurrogate(rr) {
-				// A pair when a valid low surrogate follows, else U+FFFD.
-				if r+1 < len(raw) && raw[r] == '\\' && raw[r+1] == 'u' {
-					if dec := utf16.DecodeRune(rr, anthHex4(raw[r+2:])); dec != utf8.RuneError {
-						b = utf8.AppendRune(b, dec)
-						r += 6
-						continue
-					}
-				}
-				rr = utf8.RuneError
-			}
-			b = utf8.AppendRune(b, rr)
-			continue
-		default: // '"', '\\', '/'
-			b = append(b, c)
-		}
-		r++
-	}
-	return string(b), end, true
-}
-
-// anthElem is one element of a messages array: a message of the common shape
-// decoded (role and text), or the raw element for encoding/json.
-type anthElem struct {
-	role, text string
-	raw        []byte
-}
-
-// anthScanMessages reads a messages array into elems. A message of the
-// common shape (role system, developer, user or assistant, written without
-// escapes; content a string, null or absent; other members only ones that
-// encoding/json ignores) is decoded; any other element is kept raw after
-// checking that it is valid JSON. ok is false unless all of v is a valid JSON
-// array.
-func anthScanMessages(v []byte, elems []anthElem) ([]anthElem, bool) {
-	i := anthSkipSpace(v, 0)
-	if i >= len(v) || v[i] != '[' {
-		return nil, false
-	}
-	i = anthSkipSpace(v, i+1)
-	if i < len(v) && v[i] == ']' {
-		return elems, anthSkipSpace(v, i+1) == len(v)
-	}
-	for {
-		e, end, ok := anthScanMessage(v, i)
-		if !ok {
-			end = anthSkipValue(v, i)
-			if end > len(v) || end <= i || !json.Valid(v[i:end]) {
-				return nil, false
-			}
-			e = anthElem{raw: v[i:end]}
-		}
-		elems = append(elems, e)
-		i = anthSkipSpace(v, end)
-		if i >= len(v) {
-			return nil, false
-		}
-		if v[i] == ']' {
-			return elems, anthSkipSpace(v, i+1) == len(v)
-		}
-		if v[i] != ',' {
-			return nil, false
-		}
-		i = anthSkipSpace(v, i+1)
-	}
-}
-
-// anthScanMessage decodes the message object starting at v[i] when it has
-// the common shape, and returns the index after it.
-func anthScanMessage(v []byte, i int) (e anthElem, end int, ok bool) {
-	if i >= len(v) || v[i] != '{' {
-		return e, 0, false
-	}
-	var role, content bool
-	for i = anthSkipSpace(v, i+1); ; i = anthSkipSpace(v, i+1) {
-		if i >= len(v) || v[i] != '"' {
-			return e, 0, false // includes {}: no role
-		}
-		ks := i
-		if i = anthSkipString(v, i); i > len(v) {
-			return e, 0, false
-		}
-		key := v[ks+1 : i-1]
-		i = anthSkipSpace(v, i)
-		if i >= len(v) || v[i] != ':' {
-			return e, 0, false
-		}
-		i = anthSkipSpace(v, i+1)
-		switch string(key) {
-		case "role":
-			end, escaped, ok := anthStringEnd(v, i)
-			if role || !ok || escaped {
-				return e, 0, false
-			}
-			role = true
-			switch string(v[i+1 : end-1]) {
-			case "system":
-				e.role = "system"
-			case "developer":
-				e.role = "developer"
-			case "user":
-				e.role = "user"
-			case "assistant":
-				e.role = "assistant"
-			default:
-				return e, 0, false
-			}
-			i = end
-		case "content":
-			if content {
-				return e, 0, false
-			}
-			content = true
-			if len(v)-i >= 4 && string(v[i:i+4]) == "null" {
-				i += 4
-				break
-			}
-			s, end, ok := anthScanString(v, i)
-			if !ok {
-				return e, 0, false
-			}
-			e.text, i = s, end
-		default:
-			if !anthIgnoredKey(key) {
-				return e, 0, false
-			}
-			end := anthSkipValue(v, i)
-			if end > len(v) || end <= i || !json.Valid(v[i:end]) {
-				return e, 0, false
-			}
-			i = end
-		}
-		i = anthSkipSpace(v, i)
-		if i >= len(v) {
-			return e, 0, false
-		}
-		if v[i] == '}' {
-			break
-		}
-		if v[i] != ',' {
-			return e, 0, false
-		}
-	}
-	if !role {
-		return e, 0, false
-	}
-	return e, i + 1, true
-}
-
-// anthIgnoredKey reports whether encoding/json surely ignores the member
-// named key when decoding an [oaiMessage]: printable ASCII without escapes,
-// and no field's name in any letter case.
-func anthIgnoredKey(key []byte) bool {
-	for _, c := range key {
-		if c < ' ' || c >= utf8.RuneSelf || c == '\\' {
-			return false
-		}
-	}
-	for _, f := range [...]string{"role", "content", "tool_calls", "tool_call_id", "refusal"} {
-		if strings.EqualFold(string(key), f) {
-			return false
-		}
-	}
-	return true
+	return b, nil
 }

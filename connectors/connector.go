@@ -1,7 +1,17 @@
-// Package connectors translates a checked plan into each upstream's native
-// request knobs and reads back which model and provider served. There is one
-// connector per upstream kind, each in its own file with its own golden
-// testdata; the set is closed and listed in [New].
+// Package connectors speaks each upstream's wire protocol, and only that: it
+// translates a chat-completions request, under a checked plan, into the
+// upstream's native request, and the upstream's answer or event stream back
+// into chat-completions form, reading back which model and provider served.
+//
+// There is one connector per upstream kind, with its own golden testdata
+// under testdata/connectors; the set is closed and listed in [New]. Each
+// lives in its own files (openai.go, openrouter.go, vercel.go, and
+// anthropic*.go for the one upstream with a shape of its own). What several
+// connectors share lives in files named for it: connector.go (the interface,
+// [TranslateError], body encoding), openaishape.go, headscan.go and
+// stream.go (reading and relaying OpenAI-shaped answers), openai_wire.go
+// (the chat-completions wire types) and sse.go. Byte-level JSON scanning
+// and string encoding are package connectors/internal/jsonscan's.
 //
 // A connector never decides what may be expressed: [compiler.Check] did that
 // once, before translation, and a connector only writes what the outcome says.
@@ -13,8 +23,10 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/sluicegw/sluice/compiler"
+	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
 )
 
 // Body is an OpenAI chat-completions request body, decoded one level deep.
@@ -43,16 +55,25 @@ type Native struct {
 	Body []byte
 }
 
+// noHeaders is the shared empty Header of a connector that sets none of its
+// own: the gateway only reads it.
+var noHeaders = http.Header{}
+
 // Attempt is one provider attempt an upstream reports having made.
 type Attempt struct {
+	// Provider is the provider tried.
 	Provider string `json:"provider"`
-	Model    string `json:"model"`
-	Status   int    `json:"status"`
+	// Model is the model tried, as the upstream names it.
+	Model string `json:"model"`
+	// Status is the HTTP status of the attempt.
+	Status int `json:"status"`
 }
 
 // Usage is the token usage an upstream reports.
 type Usage struct {
-	PromptTokens     int64 `json:"prompt_tokens"`
+	// PromptTokens counts every input token, cached or not.
+	PromptTokens int64 `json:"prompt_tokens"`
+	// CompletionTokens counts the output tokens.
 	CompletionTokens int64 `json:"completion_tokens"`
 	// CachedTokens is the part of the prompt served from the provider's
 	// prompt cache, when reported.
@@ -114,6 +135,53 @@ type Stream interface {
 	Result() Result
 }
 
+// doneData is the data of the chat-completions stream's end marker, which
+// every connector's stream relays last.
+var doneData = []byte("[DONE]")
+
+// Stable codes of a [TranslateError].
+const (
+	// CodeUnsupportedParameter: the request sets a parameter the upstream
+	// cannot honour, and dropping it would change what the answer means
+	// (n > 1, logprobs, a JSON response format, ...).
+	CodeUnsupportedParameter = "unsupported_parameter"
+	// CodeInvalidRequest: the request is malformed (a message shape, role or
+	// value the chat-completions API itself would reject).
+	CodeInvalidRequest = "invalid_request"
+)
+
+// TranslateError is a request a connector cannot translate. It is the
+// client's to fix: the gateway answers it with 400, never retries it and never
+// tries another upstream because of it.
+type TranslateError struct {
+	// Code is [CodeUnsupportedParameter] or [CodeInvalidRequest].
+	Code string
+	// Param is a JSON pointer to the offending member of the request body,
+	// e.g. "/messages/2/role"; "" when the request as a whole is at fault.
+	Param string
+	// Message says what is wrong, for the client.
+	Message string
+}
+
+// Error implements error.
+func (e *TranslateError) Error() string {
+	if e.Param == "" {
+		return e.Code + ": " + e.Message
+	}
+	return e.Code + ": " + e.Param + ": " + e.Message
+}
+
+// invalidRequest is a [TranslateError] of code [CodeInvalidRequest].
+func invalidRequest(param, format string, args ...any) *TranslateError {
+	return &TranslateError{Code: CodeInvalidRequest, Param: param, Message: fmt.Sprintf(format, args...)}
+}
+
+// unsupportedParameter is a [TranslateError] of code
+// [CodeUnsupportedParameter].
+func unsupportedParameter(param, format string, args ...any) *TranslateError {
+	return &TranslateError{Code: CodeUnsupportedParameter, Param: param, Message: fmt.Sprintf(format, args...)}
+}
+
 // Kinds lists every connector kind.
 var Kinds = []string{"anthropic", "openai", "openrouter", "vercel"}
 
@@ -166,7 +234,7 @@ func encodeBody(body Body, set ...member) []byte {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendJSONString(buf, k)
+		buf = jsonscan.AppendString(buf, k)
 		buf = append(buf, ':')
 		if v, ok := setValue(set, k); ok {
 			buf = append(buf, v...)
@@ -195,21 +263,6 @@ func setValue(set []member, k string) ([]byte, bool) {
 	return nil, false
 }
 
-// appendJSONString appends s as a JSON string. Plain printable ASCII (every
-// key and slug in practice) is copied as is; anything else goes through the
-// standard encoder.
-func appendJSONString(buf []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			b, _ := json.Marshal(s)
-			return append(buf, b...)
-		}
-	}
-	buf = append(buf, '"')
-	buf = append(buf, s...)
-	return append(buf, '"')
-}
-
 // appendStringList appends a JSON array of strings.
 func appendStringList(buf []byte, l []string) []byte {
 	buf = append(buf, '[')
@@ -217,7 +270,7 @@ func appendStringList(buf []byte, l []string) []byte {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendJSONString(buf, s)
+		buf = jsonscan.AppendString(buf, s)
 	}
 	return append(buf, ']')
 }
@@ -231,7 +284,7 @@ func (o *object) field(name string) {
 	} else {
 		o.buf = append(o.buf, ',')
 	}
-	o.buf = appendJSONString(o.buf, name)
+	o.buf = jsonscan.AppendString(o.buf, name)
 	o.buf = append(o.buf, ':')
 }
 
@@ -247,7 +300,7 @@ func (o *object) list(name string, l []string) {
 func (o *object) str(name, s string) {
 	if s != "" {
 		o.field(name)
-		o.buf = appendJSONString(o.buf, s)
+		o.buf = jsonscan.AppendString(o.buf, s)
 	}
 }
 
@@ -283,4 +336,42 @@ func CanonicalJSON(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(v)
+}
+
+// directServed maps the model id a direct provider reports back to a slug:
+// the decided slug when it is the native id sent or a dated snapshot of it,
+// "<provider>/<id>" otherwise, so a substitution stays visible — including
+// one whose id merely starts with the id sent (gpt-4o-mini for gpt-4o).
+func directServed(call *Call, provider, reported string) string {
+	if call == nil || call.Plan == nil || call.Outcome == nil {
+		return reported
+	}
+	native := call.Outcome.NativeModel
+	if reported == "" || reported == native {
+		return call.Plan.DecidedModel
+	}
+	if date, ok := strings.CutPrefix(reported, native+"-"); ok && isSnapshotDate(date) {
+		return call.Plan.DecidedModel
+	}
+	return provider + "/" + reported
+}
+
+// isSnapshotDate reports whether s is the date a provider appends to a model
+// id to name a snapshot: 2024-08-06 (OpenAI) or 20250929 (Anthropic).
+func isSnapshotDate(s string) bool {
+	digits := func(s string) bool {
+		for i := 0; i < len(s); i++ {
+			if s[i] < '0' || s[i] > '9' {
+				return false
+			}
+		}
+		return true
+	}
+	switch len(s) {
+	case 8:
+		return digits(s)
+	case 10:
+		return s[4] == '-' && s[7] == '-' && digits(s[:4]) && digits(s[5:7]) && digits(s[8:])
+	}
+	return false
 }

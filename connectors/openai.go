@@ -2,9 +2,9 @@ package connectors
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/sluicegw/sluice/compiler"
+	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
 )
 
 // openAI translates for OpenAI's own API: one provider, nothing to rank and
@@ -28,7 +28,7 @@ func (*openAI) Authorize(h http.Header, key string) { bearer(h, key) }
 
 // Translate implements [Connector.Translate].
 func (*openAI) Translate(body Body, _ *compiler.Plan, out *compiler.Outcome) (*Native, error) {
-	b := encodeBody(body, member{"model", appendJSONString(nil, out.NativeModel)})
+	b := encodeBody(body, member{"model", jsonscan.AppendString(nil, out.NativeModel)})
 	return &Native{Path: "/chat/completions", Header: noHeaders, Body: b}, nil
 }
 
@@ -49,42 +49,4 @@ func (*openAI) NewStream(call *Call) Stream {
 		res.ServedModel = directServed(call, "openai", res.ServedModel)
 		res.ServedProvider = "openai"
 	}}
-}
-
-// directServed maps the model id a direct provider reports back to a slug:
-// the decided slug when it is the native id sent or a dated snapshot of it,
-// "<provider>/<id>" otherwise, so a substitution stays visible — including
-// one whose id merely starts with the id sent (gpt-4o-mini for gpt-4o).
-func directServed(call *Call, provider, reported string) string {
-	if call == nil || call.Plan == nil || call.Outcome == nil {
-		return reported
-	}
-	native := call.Outcome.NativeModel
-	if reported == "" || reported == native {
-		return call.Plan.DecidedModel
-	}
-	if date, ok := strings.CutPrefix(reported, native+"-"); ok && isSnapshotDate(date) {
-		return call.Plan.DecidedModel
-	}
-	return provider + "/" + reported
-}
-
-// isSnapshotDate reports whether s is the date a provider appends to a model
-// id to name a snapshot: 2024-08-06 (OpenAI) or 20250929 (Anthropic).
-func isSnapshotDate(s string) bool {
-	digits := func(s string) bool {
-		for i := 0; i < len(s); i++ {
-			if s[i] < '0' || s[i] > '9' {
-				return false
-			}
-		}
-		return true
-	}
-	switch len(s) {
-	case 8:
-		return digits(s)
-	case 10:
-		return s[4] == '-' && s[7] == '-' && digits(s[:4]) && digits(s[5:7]) && digits(s[8:])
-	}
-	return false
 }

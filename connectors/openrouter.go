@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/sluicegw/sluice/compiler"
+	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
 )
 
 // openRouter translates for a marketplace upstream that serves one model from
@@ -47,7 +48,7 @@ var openRouterHeaders = http.Header{"X-Openrouter-Metadata": {"enabled"}}
 func (*openRouter) Translate(body Body, plan *compiler.Plan, out *compiler.Outcome) (*Native, error) {
 	set := make([]member, 0, 4)
 	if plan.Auto {
-		set = append(set, member{"model", appendJSONString(nil, openRouterAuto)})
+		set = append(set, member{"model", jsonscan.AppendString(nil, openRouterAuto)})
 		var plugin object
 		if plan.AutoModels != nil {
 			plugin.field("allowed_models")
@@ -56,7 +57,7 @@ func (*openRouter) Translate(body Body, plan *compiler.Plan, out *compiler.Outco
 		plugin.str("id", "auto-router")
 		set = append(set, member{"plugins", append(append([]byte{'['}, plugin.bytes()...), ']')})
 	} else {
-		set = append(set, member{"model", appendJSONString(nil, out.NativeModel)})
+		set = append(set, member{"model", jsonscan.AppendString(nil, out.NativeModel)})
 	}
 	if len(out.Chain) > 0 {
 		set = append(set, member{"models", appendStringList(nil, out.Chain)})
@@ -87,7 +88,7 @@ func (*openRouter) Response(_ *Call, body []byte) ([]byte, Result, error) {
 	if err := readOpenRouter(body, &res); err != nil {
 		return nil, res, err
 	}
-	return stripMembers(body, "openrouter_metadata", "provider"), res, nil
+	return jsonscan.StripMembers(body, "openrouter_metadata", "provider"), res, nil
 }
 
 func readOpenRouter(b []byte, res *Result) error {

@@ -44,8 +44,10 @@ func (s *SSEReader) Release() {
 // ErrSSELineTooLong is returned when one line exceeds the reader's bound.
 var ErrSSELineTooLong = errSSE("sse: line longer than 4 MiB")
 
+// errSSE is an error of the event-stream reader.
 type errSSE string
 
+// Error implements error.
 func (e errSSE) Error() string { return string(e) }
 
 // Next returns the next event's name (empty when the stream gave none) and its

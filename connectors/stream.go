@@ -3,6 +3,8 @@ package connectors
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
 )
 
 // openAIStream relays an OpenAI-shaped event stream chunk by chunk and reads
@@ -46,7 +48,7 @@ func (s *openAIStream) Event(_ []byte, data []byte, emit func([]byte) error) (bo
 			return false, err
 		}
 	}
-	if out, stripped := stripInto(s.buf[:0], data, s.strip); stripped {
+	if out, stripped := jsonscan.StripInto(s.buf[:0], data, s.strip); stripped {
 		s.buf, data = out, out
 	}
 	// The result records the error event as the caller received it.

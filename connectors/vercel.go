@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/sluicegw/sluice/compiler"
+	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
 )
 
 // vercel translates for a marketplace upstream with fewer knobs: an order, an
@@ -30,8 +31,6 @@ func (*vercel) Authorize(h http.Header, key string) { bearer(h, key) }
 
 var vercelSort = map[string]string{"cost": "cost", "latency": "ttft", "throughput": "tps"}
 
-var noHeaders = http.Header{}
-
 // Translate implements [Connector.Translate]: providerOptions.gateway with
 // order, only, models (the chain) and sort.
 func (*vercel) Translate(body Body, plan *compiler.Plan, out *compiler.Outcome) (*Native, error) {
@@ -41,7 +40,7 @@ func (*vercel) Translate(body Body, plan *compiler.Plan, out *compiler.Outcome) 
 	g.list("only", ps.Allowed)
 	g.list("models", out.Chain)
 	g.str("sort", vercelSort[ps.RankBy])
-	set := []member{{"model", appendJSONString(nil, out.NativeModel)}}
+	set := []member{{"model", jsonscan.AppendString(nil, out.NativeModel)}}
 	if gb := g.bytes(); gb != nil {
 		var po object
 		po.raw("gateway", gb)
@@ -101,7 +100,7 @@ func (*vercel) Response(_ *Call, body []byte) ([]byte, Result, error) {
 	if err := readVercel(body, &res); err != nil {
 		return nil, res, err
 	}
-	return stripMembers(body, "providerMetadata"), res, nil
+	return jsonscan.StripMembers(body, "providerMetadata"), res, nil
 }
 
 // NewStream implements [Connector.NewStream].

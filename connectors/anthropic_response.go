@@ -1,0 +1,117 @@
+package connectors
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// The anthropic connector's reading of a non-streaming answer: a Messages
+// API message becomes a chat.completion body. The stop reason and usage
+// readers serve the stream too.
+
+// Response implements [Connector.Response].
+func (c *anthropic) Response(call *Call, body []byte) ([]byte, Result, error) {
+	res := Result{ServedProvider: "anthropic"}
+	var m anthResponse
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, res, fmt.Errorf("anthropic: decode answer: %w", err)
+	}
+	if m.Type == "error" || m.Error != nil {
+		var e anthError
+		if m.Error != nil {
+			e = *m.Error
+		}
+		return nil, res, newStreamError(e)
+	}
+	if m.Type != "message" {
+		return nil, res, fmt.Errorf("anthropic: answer of type %q, want message", m.Type)
+	}
+	res.ServedModel = directServed(call, "anthropic", m.Model)
+	var tok anthTokens
+	tok.merge(m.Usage)
+	res.Usage = tok.usage()
+	res.FinishReason = anthFinish(m.StopReason)
+
+	msg := oaiOutMessage{Role: "assistant"}
+	var text strings.Builder
+	hasText := false
+	for _, b := range m.Content {
+		switch b.Type {
+		case "text":
+			text.WriteString(b.Text)
+			hasText = true
+		case "tool_use":
+			tc := oaiOutToolCall{ID: b.ID, Type: "function"}
+			tc.Function.Name = b.Name
+			tc.Function.Arguments = "{}"
+			if len(b.Input) > 0 && !anthIsNull(b.Input) {
+				var buf bytes.Buffer
+				if err := json.Compact(&buf, b.Input); err != nil {
+					return nil, res, fmt.Errorf("anthropic: tool input: %w", err)
+				}
+				tc.Function.Arguments = buf.String()
+			}
+			msg.ToolCalls = append(msg.ToolCalls, tc)
+		}
+	}
+	if hasText || len(msg.ToolCalls) == 0 {
+		s := text.String()
+		msg.Content = &s
+	}
+	out := oaiCompletion{
+		ID: m.ID, Object: "chat.completion", Created: c.now().Unix(), Model: res.ServedModel,
+		Choices: []oaiChoice{{Message: msg, Logprobs: anthNull, FinishReason: res.FinishReason}},
+		Usage:   oaiUsage{PromptTokens: tok.prompt(), CompletionTokens: tok.output, TotalTokens: tok.prompt() + tok.output},
+	}
+	out.Usage.PromptTokensDetails.CachedTokens = tok.cacheRead
+	b, err := anthMarshal(out)
+	if err != nil {
+		return nil, res, fmt.Errorf("anthropic: encode answer: %w", err)
+	}
+	return b, res, nil
+}
+
+// anthFinish maps a stop reason to a chat-completions finish reason.
+func anthFinish(stop *string) string {
+	if stop == nil {
+		return "stop"
+	}
+	switch *stop {
+	case "max_tokens", "model_context_window_exceeded":
+		return "length"
+	case "tool_use":
+		return "tool_calls"
+	case "refusal":
+		return "content_filter"
+	}
+	return "stop" // end_turn, stop_sequence, pause_turn and any new reason
+}
+
+// anthTokens is an answer's usage, totals resolved.
+type anthTokens struct {
+	input, output, cacheCreate, cacheRead int64
+}
+
+// merge takes the members a usage object reports; absent ones keep their
+// value (a stream's message_delta may repeat only output_tokens).
+func (t *anthTokens) merge(u anthUsage) {
+	set := func(dst *int64, src *int64) {
+		if src != nil {
+			*dst = *src
+		}
+	}
+	set(&t.input, u.InputTokens)
+	set(&t.output, u.OutputTokens)
+	set(&t.cacheCreate, u.CacheCreationInputTokens)
+	set(&t.cacheRead, u.CacheReadInputTokens)
+}
+
+// prompt is every input token, cached or not: the chat-completions API counts
+// cached tokens inside prompt_tokens.
+func (t anthTokens) prompt() int64 { return t.input + t.cacheCreate + t.cacheRead }
+
+func (t anthTokens) usage() Usage {
+	return Usage{PromptTokens: t.prompt(), CompletionTokens: t.output, CachedTokens: t.cacheRead}
+}
