@@ -28,7 +28,7 @@ func (c *anthropic) Response(call *Call, body []byte) ([]byte, Result, error) {
 	if m.Type != "message" {
 		return nil, res, fmt.Errorf("anthropic: answer of type %q, want message", m.Type)
 	}
-	res.ServedModel = directServed(call, "anthropic", m.Model)
+	res.ServedModel = m.Model
 	var tok anthTokens
 	tok.merge(m.Usage)
 	res.Usage = tok.usage()
@@ -61,7 +61,7 @@ func (c *anthropic) Response(call *Call, body []byte) ([]byte, Result, error) {
 		msg.Content = &s
 	}
 	out := oaiCompletion{
-		ID: m.ID, Object: "chat.completion", Created: c.now().Unix(), Model: res.ServedModel,
+		ID: m.ID, Object: "chat.completion", Created: c.now().Unix(), Model: echoModel(call, m.Model),
 		Choices: []oaiChoice{{Message: msg, Logprobs: anthNull, FinishReason: res.FinishReason}},
 		Usage:   oaiUsage{PromptTokens: tok.prompt(), CompletionTokens: tok.output, TotalTokens: tok.prompt() + tok.output},
 	}

@@ -36,7 +36,7 @@ func TestAnthropicResponseCorpus(t *testing.T) {
 			require.NoError(t, json.Unmarshal(out, &head))
 			assert.Equal(t, "chat.completion", head.Object)
 			assert.Equal(t, anthCreated.Unix(), head.Created)
-			assert.Equal(t, res.ServedModel, head.Model)
+			assert.Equal(t, echoModel(call, res.ServedModel), head.Model, "the answer names the model asked for when the one sent served")
 			// The answer reads back the same through the OpenAI-shaped reader.
 			var back Result
 			require.NoError(t, readHead(out, &back))

@@ -104,14 +104,14 @@ func (s *anthStream) messageStart(data []byte, emit func([]byte) error) error {
 		return fmt.Errorf("%w: %w", ErrAnthropicStream, err)
 	}
 	s.started = true
-	s.res.ServedModel = directServed(s.call, "anthropic", e.Message.Model)
+	s.res.ServedModel = e.Message.Model
 	s.tok.merge(e.Message.Usage)
 	s.head = append(s.head[:0], `{"id":`...)
 	s.head = jsonscan.AppendString(s.head, e.Message.ID)
 	s.head = append(s.head, `,"object":"chat.completion.chunk","created":`...)
 	s.head = strconv.AppendInt(s.head, s.now().Unix(), 10)
 	s.head = append(s.head, `,"model":`...)
-	s.head = jsonscan.AppendString(s.head, s.res.ServedModel)
+	s.head = jsonscan.AppendString(s.head, echoModel(s.call, e.Message.Model))
 	s.head = append(s.head, ',')
 	return s.emitDelta(emit, []byte(`{"role":"assistant","content":""}`))
 }

@@ -23,10 +23,10 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/sluicegw/sluice/compiler"
 	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
+	"github.com/sluicegw/sluice/guardrails"
 )
 
 // Body is an OpenAI chat-completions request body, decoded one level deep.
@@ -53,6 +53,10 @@ type Native struct {
 	Header http.Header
 	// Body is the exact JSON body sent.
 	Body []byte
+	// UsageAdded reports that the connector asked a stream for usage the
+	// caller did not ask for: the usage-only chunk that answers it is read,
+	// not relayed.
+	UsageAdded bool
 }
 
 // noHeaders is the shared empty Header of a connector that sets none of its
@@ -82,10 +86,16 @@ type Usage struct {
 
 // Result is what a connector reads back from an answer.
 type Result struct {
-	// ServedModel is the model that actually answered (a slug).
+	// ServedModel is the model the upstream said answered, as it spelled it
+	// ("" when it did not say); the gateway resolves it to a catalog slug.
 	ServedModel string
-	// ServedProvider is the provider behind the upstream that answered.
+	// ServedProvider is the provider the upstream said served, as it spelled
+	// it: a marketplace's report, or a direct upstream's own provider slug.
 	ServedProvider string
+	// Cost is what the upstream billed for the answer, in USD, when it
+	// reported it (CostReported); the gateway prices the usage otherwise.
+	Cost         float64
+	CostReported bool
 	// Attempts are the upstream's own attempts, when it reports them.
 	Attempts []Attempt
 	// Usage is the reported token usage.
@@ -121,6 +131,8 @@ type Call struct {
 	Plan *compiler.Plan
 	// Outcome is the check's verdict for this upstream.
 	Outcome *compiler.Outcome
+	// UsageAdded is the translation's [Native.UsageAdded].
+	UsageAdded bool
 }
 
 // Stream translates one streaming answer's server-sent events.
@@ -338,40 +350,16 @@ func CanonicalJSON(b []byte) ([]byte, error) {
 	return json.Marshal(v)
 }
 
-// directServed maps the model id a direct provider reports back to a slug:
-// the decided slug when it is the native id sent or a dated snapshot of it,
-// "<provider>/<id>" otherwise, so a substitution stays visible — including
-// one whose id merely starts with the id sent (gpt-4o-mini for gpt-4o).
-func directServed(call *Call, provider, reported string) string {
+// echoModel is the model a translated answer names: the request's model
+// when the upstream reports the id it was sent (or a dated snapshot of it),
+// what it reported otherwise, so a substitution stays visible to the caller.
+func echoModel(call *Call, reported string) string {
 	if call == nil || call.Plan == nil || call.Outcome == nil {
 		return reported
 	}
 	native := call.Outcome.NativeModel
-	if reported == "" || reported == native {
+	if reported == "" || reported == native || guardrails.TrimVersion(reported) == native {
 		return call.Plan.DecidedModel
 	}
-	if date, ok := strings.CutPrefix(reported, native+"-"); ok && isSnapshotDate(date) {
-		return call.Plan.DecidedModel
-	}
-	return provider + "/" + reported
-}
-
-// isSnapshotDate reports whether s is the date a provider appends to a model
-// id to name a snapshot: 2024-08-06 (OpenAI) or 20250929 (Anthropic).
-func isSnapshotDate(s string) bool {
-	digits := func(s string) bool {
-		for i := 0; i < len(s); i++ {
-			if s[i] < '0' || s[i] > '9' {
-				return false
-			}
-		}
-		return true
-	}
-	switch len(s) {
-	case 8:
-		return digits(s)
-	case 10:
-		return s[4] == '-' && s[7] == '-' && digits(s[:4]) && digits(s[5:7]) && digits(s[8:])
-	}
-	return false
+	return reported
 }

@@ -80,20 +80,16 @@ func scanUsage(s jsonscan.Scanner, i int, h *completionHead) (int, bool) {
 	if !s.Is(i, '{') {
 		return 0, false
 	}
-	u := &struct {
-		PromptTokens        int64 `json:"prompt_tokens"`
-		CompletionTokens    int64 `json:"completion_tokens"`
-		PromptTokensDetails *struct {
-			CachedTokens int64 `json:"cached_tokens"`
-		} `json:"prompt_tokens_details"`
-	}{}
+	u := &headUsage{}
 	h.Usage = u
-	return s.Fields(i, 1, []string{"prompt_tokens", "completion_tokens", "prompt_tokens_details"}, func(field, i int) (int, bool) {
+	return s.Fields(i, 1, []string{"prompt_tokens", "completion_tokens", "prompt_tokens_details", "cost"}, func(field, i int) (int, bool) {
 		switch field {
 		case 0:
 			return s.DecodeInt(i, &u.PromptTokens)
 		case 1:
 			return s.DecodeInt(i, &u.CompletionTokens)
+		case 3:
+			return s.DecodeFloat(i, &u.Cost)
 		}
 		if s.Null(i) {
 			return i + 4, true

@@ -26,27 +26,32 @@ func (*openAI) Capabilities() compiler.Capabilities {
 // Authorize implements [Connector.Authorize].
 func (*openAI) Authorize(h http.Header, key string) { bearer(h, key) }
 
-// Translate implements [Connector.Translate].
+// Translate implements [Connector.Translate]: the native model id; a
+// stream asks for usage (see [withStreamUsage]); max_tokens is sent as
+// max_completion_tokens, which OpenAI's API reference documents as
+// replacing it and its reasoning models require.
 func (*openAI) Translate(body Body, _ *compiler.Plan, out *compiler.Outcome) (*Native, error) {
-	b := encodeBody(body, member{"model", jsonscan.AppendString(nil, out.NativeModel)})
-	return &Native{Path: "/chat/completions", Header: noHeaders, Body: b}, nil
+	set := make([]member, 1, 4)
+	set[0] = member{"model", jsonscan.AppendString(nil, out.NativeModel)}
+	if mt, ok := body["max_tokens"]; ok {
+		if _, both := body["max_completion_tokens"]; !both {
+			set = append(set, member{"max_tokens", nil}, member{"max_completion_tokens", mt})
+		}
+	}
+	set, added := withStreamUsage(body, set)
+	return &Native{Path: "/chat/completions", Header: noHeaders, Body: encodeBody(body, set...), UsageAdded: added}, nil
 }
 
 // Response implements [Connector.Response].
-func (*openAI) Response(call *Call, body []byte) ([]byte, Result, error) {
-	var res Result
+func (*openAI) Response(_ *Call, body []byte) ([]byte, Result, error) {
+	res := Result{ServedProvider: "openai"}
 	if err := readHead(body, &res); err != nil {
 		return nil, res, err
 	}
-	res.ServedModel = directServed(call, "openai", res.ServedModel)
-	res.ServedProvider = "openai"
 	return body, res, nil
 }
 
 // NewStream implements [Connector.NewStream].
 func (*openAI) NewStream(call *Call) Stream {
-	return &openAIStream{read: readHead, finish: func(res *Result) {
-		res.ServedModel = directServed(call, "openai", res.ServedModel)
-		res.ServedProvider = "openai"
-	}}
+	return &openAIStream{read: readHead, res: Result{ServedProvider: "openai"}, hideUsage: call != nil && call.UsageAdded}
 }

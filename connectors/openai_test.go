@@ -6,5 +6,5 @@ import "testing"
 // relayed unchanged, and the reported model maps back to a slug (the decided
 // one for a dated snapshot of the model sent, "openai/<id>" otherwise).
 func TestOpenAIAnswerCorpus(t *testing.T) {
-	runAnswerCorpus(t, "openai")
+	runAnswerCorpus(t, "openai", nil, nil)
 }

@@ -1,6 +1,11 @@
 package connectors
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
+)
 
 // completionHead is the part of an OpenAI-shaped completion or chunk the
 // connectors read back. Upstream-specific members are decoded by each
@@ -11,13 +16,18 @@ type completionHead struct {
 	Choices  []struct {
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *struct {
-		PromptTokens        int64 `json:"prompt_tokens"`
-		CompletionTokens    int64 `json:"completion_tokens"`
-		PromptTokensDetails *struct {
-			CachedTokens int64 `json:"cached_tokens"`
-		} `json:"prompt_tokens_details"`
-	} `json:"usage"`
+	Usage *headUsage `json:"usage"`
+}
+
+// headUsage is the usage a head reports; Cost is the marketplaces' billed
+// cost in USD (OpenRouter and the Vercel AI Gateway send usage.cost).
+type headUsage struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	Cost *float64 `json:"cost"`
 }
 
 // readHead fills the result from an OpenAI-shaped body or chunk; empty fields
@@ -50,5 +60,91 @@ func applyHead(h *completionHead, res *Result) {
 		if d := h.Usage.PromptTokensDetails; d != nil {
 			res.Usage.CachedTokens = d.CachedTokens
 		}
+		if h.Usage.Cost != nil {
+			res.Cost, res.CostReported = *h.Usage.Cost, true
+		}
 	}
+}
+
+// withStreamUsage asks a stream for its usage (stream_options.include_usage)
+// when the caller did not, keeping the caller's other stream options:
+// without usage a stream's row has no tokens and no cost, and no budget is
+// charged for it. added reports that the caller did not ask, so the
+// usage-only chunk that answers is read and not relayed: the caller gets
+// what it asked for.
+func withStreamUsage(body Body, set []member) (_ []member, added bool) {
+	if string(jsonscan.TrimSpace(body["stream"])) != "true" {
+		return set, false
+	}
+	var opts map[string]json.RawMessage
+	if raw := body["stream_options"]; raw != nil && json.Unmarshal(raw, &opts) != nil {
+		return set, false // not an object: the upstream says so
+	}
+	if string(jsonscan.TrimSpace(opts["include_usage"])) == "true" {
+		return set, false
+	}
+	if opts == nil {
+		opts = map[string]json.RawMessage{}
+	}
+	opts["include_usage"] = json.RawMessage("true")
+	return append(set, member{"stream_options", encodeBody(Body(opts))}), true
+}
+
+// stripInChoices appends b to dst without the named members of each
+// choice's message and delta (where the Vercel AI Gateway puts its routing
+// report); stripped is false, and b returned as it is, when there were
+// none. The rest keeps its bytes.
+func stripInChoices(dst, b []byte, names []string) (_ []byte, stripped bool) {
+	if !mayHoldAny(b, names) {
+		return b, false
+	}
+	choices := jsonscan.Member(b, "choices")
+	if len(choices) == 0 || choices[0] != '[' {
+		return b, false
+	}
+	s := jsonscan.NewScanner(b)
+	copied := 0
+	out := dst
+	_, ok := s.Array(cap(b)-cap(choices), 1, func(e int) (int, bool) {
+		end, ok := s.Value(e, 1)
+		if !ok {
+			return 0, false
+		}
+		elem := b[e:end]
+		var spans [2][]byte
+		for j, key := range [2]string{"message", "delta"} {
+			spans[j] = jsonscan.Member(elem, key)
+		}
+		if spans[0] != nil && spans[1] != nil && cap(spans[0]) < cap(spans[1]) {
+			spans[0], spans[1] = spans[1], spans[0] // in document order
+		}
+		for _, v := range spans {
+			if len(v) == 0 || v[0] != '{' {
+				continue
+			}
+			at := cap(b) - cap(v)
+			part, did := jsonscan.StripInto(nil, v, names)
+			if !did {
+				continue
+			}
+			out = append(append(out, b[copied:at]...), part...)
+			copied = at + len(v)
+		}
+		return end, true
+	})
+	if !ok || copied == 0 {
+		return b, false
+	}
+	return append(out, b[copied:]...), true
+}
+
+// mayHoldAny reports whether any name can be a member of b: it appears in
+// quotes, or b has a \u escape that could spell it.
+func mayHoldAny(b []byte, names []string) bool {
+	for _, n := range names {
+		if bytes.Contains(b, []byte(`"`+n+`"`)) {
+			return true
+		}
+	}
+	return bytes.Contains(b, []byte(`\u`))
 }

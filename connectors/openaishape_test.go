@@ -29,11 +29,14 @@ func answerCall() *Call {
 // runAnswerCorpus reads back every case of testdata/connectors/<kind>, an
 // OpenAI-shaped upstream's corpus: one directory per case holding
 // answer.json (a non-streaming answer; golden relayed.json, or error.txt when
-// the connector refuses it) or stream.sse (a recorded event stream; golden
-// chunks.jsonl), and result.json, what the connector read back. No relayed
-// answer or chunk may keep a top-level member named in upstreamOnly: those
-// are the upstream's routing reports, which never reach sluice's callers.
-func runAnswerCorpus(t *testing.T, kind string, upstreamOnly ...string) {
+// the connector refuses it) or stream.sse (an event stream; golden
+// chunks.jsonl) — or recorded.txt naming an answer under testdata/recorded
+// that the live upstream sent — and result.json, what the connector read
+// back. No relayed answer or chunk may keep a top-level member named in
+// upstreamOnly, nor a member of a choice's message or delta named in
+// choiceOnly: those are the upstream's routing reports, which never reach
+// sluice's callers.
+func runAnswerCorpus(t *testing.T, kind string, upstreamOnly, choiceOnly []string) {
 	c, err := New(kind)
 	require.NoError(t, err)
 	corpus := filepath.Join("../testdata/connectors", kind)
@@ -44,10 +47,24 @@ func runAnswerCorpus(t *testing.T, kind string, upstreamOnly ...string) {
 		for _, n := range upstreamOnly {
 			assert.NotContains(t, top, n, "%s keeps the upstream's %q: %s", what, n, b)
 		}
+		var choices []map[string]map[string]json.RawMessage
+		_ = json.Unmarshal(top["choices"], &choices)
+		for _, c := range choices {
+			for _, part := range []string{"message", "delta"} {
+				for _, n := range choiceOnly {
+					assert.NotContains(t, c[part], n, "%s keeps the upstream's %q in its choice's %s: %s", what, n, part, b)
+				}
+			}
+		}
 	}
-	for _, dir := range caseDirs(t, corpus, "*") {
+	for _, dir := range caseDirs(t, corpus, "result.json") {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			if raw, err := os.ReadFile(filepath.Join(dir, "answer.json")); err == nil {
+			answer, stream := filepath.Join(dir, "answer.json"), filepath.Join(dir, "stream.sse")
+			if ref, err := os.ReadFile(filepath.Join(dir, "recorded.txt")); err == nil {
+				rec := filepath.Join("../testdata/recorded", strings.TrimSpace(string(ref)))
+				answer, stream = rec, rec
+			}
+			if raw, err := os.ReadFile(answer); err == nil && strings.HasSuffix(answer, ".json") {
 				relayed, res, err := c.Response(answerCall(), raw)
 				if err != nil {
 					golden(t, *updateAnswers, dir, "relayed.json", nil)
@@ -60,11 +77,15 @@ func runAnswerCorpus(t *testing.T, kind string, upstreamOnly ...string) {
 				golden(t, *updateAnswers, dir, "result.json", resultJSON(t, res))
 				return
 			}
-			raw, err := os.ReadFile(filepath.Join(dir, "stream.sse"))
-			require.NoError(t, err, "a case holds answer.json or stream.sse")
+			raw, err := os.ReadFile(stream)
+			require.NoError(t, err, "a case holds answer.json, stream.sse or recorded.txt")
 			s := c.NewStream(answerCall())
 			chunks, done, err := runStream(t, s, raw)
-			require.NoError(t, err)
+			if strings.Contains(filepath.Base(dir), "error") {
+				require.ErrorIs(t, err, ErrInBandError, "a stream ends with the upstream's error event")
+			} else {
+				require.NoError(t, err)
+			}
 			var lines bytes.Buffer
 			for i, ch := range chunks {
 				if !bytes.Equal(ch, doneData) {

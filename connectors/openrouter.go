@@ -44,15 +44,16 @@ var openRouterHeaders = http.Header{"X-Openrouter-Metadata": {"enabled"}}
 
 // Translate implements [Connector.Translate]: model, models (the chain), and
 // one provider object (order, only, ignore, sort) that applies to every model
-// of the chain.
+// of the chain, all in the upstream's own names. The upstream sorts only when
+// no order is given, so the check leaves the sort out beside an order.
 func (*openRouter) Translate(body Body, plan *compiler.Plan, out *compiler.Outcome) (*Native, error) {
 	set := make([]member, 0, 4)
 	if plan.Auto {
 		set = append(set, member{"model", jsonscan.AppendString(nil, openRouterAuto)})
 		var plugin object
-		if plan.AutoModels != nil {
+		if out.AutoModels != nil {
 			plugin.field("allowed_models")
-			plugin.buf = appendStringList(plugin.buf, plan.AutoModels)
+			plugin.buf = appendStringList(plugin.buf, out.AutoModels)
 		}
 		plugin.str("id", "auto-router")
 		set = append(set, member{"plugins", append(append([]byte{'['}, plugin.bytes()...), ']')})
@@ -62,7 +63,7 @@ func (*openRouter) Translate(body Body, plan *compiler.Plan, out *compiler.Outco
 	if len(out.Chain) > 0 {
 		set = append(set, member{"models", appendStringList(nil, out.Chain)})
 	}
-	ps := plan.Providers
+	ps := out.Providers
 	var prov object
 	prov.list("order", ps.Preferred)
 	prov.list("only", ps.Allowed)

@@ -6,5 +6,5 @@ import "testing"
 // provider the marketplace names on every answer and chunk, and its attempt
 // report, are read into the result and never relayed.
 func TestOpenRouterAnswerCorpus(t *testing.T) {
-	runAnswerCorpus(t, "openrouter", "provider", "openrouter_metadata")
+	runAnswerCorpus(t, "openrouter", []string{"provider", "openrouter_metadata"}, nil)
 }

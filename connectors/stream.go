@@ -3,6 +3,7 @@ package connectors
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 
 	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
 )
@@ -15,12 +16,18 @@ import (
 // without it, rewritten into a buffer the stream reuses, so a text delta
 // costs no allocation either way.
 type openAIStream struct {
-	read   func([]byte, *Result) error
-	strip  []string
-	finish func(*Result)
-	res    Result
-	seen   bool
-	buf    []byte // the last stripped chunk; valid until the next event
+	read func([]byte, *Result) error
+	// strip names top-level members, stripChoices members of each choice's
+	// delta, that the caller never sees.
+	strip, stripChoices []string
+	// hideUsage: the connector asked for usage the caller did not, so the
+	// usage-only chunk (choices: []) is read and not relayed.
+	hideUsage bool
+	res       Result
+	seen      bool
+	// buf and choiceBuf hold the last chunk stripped of top-level members
+	// and of choice members; valid until the next event.
+	buf, choiceBuf []byte
 }
 
 var (
@@ -28,43 +35,56 @@ var (
 	markFinish = []byte(`"finish_reason":"`)
 	markError  = []byte(`"error"`)
 	markMeta   = []byte(`_metadata"`)
-	markProvMD = []byte(`"providerMetadata"`)
 )
 
 // Event implements [Stream.Event].
 func (s *openAIStream) Event(_ []byte, data []byte, emit func([]byte) error) (bool, error) {
 	if bytes.Equal(data, doneData) {
-		if s.finish != nil {
-			s.finish(&s.res)
-			s.finish = nil
-		}
 		return true, emit(doneData)
 	}
-	read := !s.seen || bytes.Contains(data, markUsage) || bytes.Contains(data, markFinish) ||
-		bytes.Contains(data, markError) || bytes.Contains(data, markMeta) || bytes.Contains(data, markProvMD)
+	usage := bytes.Contains(data, markUsage)
+	read := !s.seen || usage || bytes.Contains(data, markFinish) ||
+		bytes.Contains(data, markError) || bytes.Contains(data, markMeta)
 	if read {
 		s.seen = true
 		if err := s.read(data, &s.res); err != nil {
 			return false, err
 		}
 	}
+	if usage && s.hideUsage && usageOnly(data) {
+		return false, nil
+	}
 	if out, stripped := jsonscan.StripInto(s.buf[:0], data, s.strip); stripped {
 		s.buf, data = out, out
 	}
-	// The result records the error event as the caller received it.
+	if out, stripped := stripInChoices(s.choiceBuf[:0], data, s.stripChoices); stripped {
+		s.choiceBuf, data = out, out
+	}
+	// The result records the error event as the caller received it. The
+	// stream ends with it: a marketplace may still send [DONE] after an
+	// error (OpenRouter does), and relaying that would let a caller take a
+	// failed stream for a whole one.
 	if read && bytes.Contains(data, markError) && inBandError(data) {
 		s.res.StreamError = string(data)
+		if err := emit(data); err != nil {
+			return false, err
+		}
+		return false, ErrInBandError
 	}
 	return false, emit(data)
 }
 
+// ErrInBandError ends a relayed stream after the upstream's own error event,
+// which the caller has received.
+var ErrInBandError = errors.New("connectors: the upstream reported an error inside the stream")
+
 // Result implements [Stream.Result].
-func (s *openAIStream) Result() Result {
-	if s.finish != nil {
-		s.finish(&s.res)
-		s.finish = nil
-	}
-	return s.res
+func (s *openAIStream) Result() Result { return s.res }
+
+// usageOnly reports whether a chunk is the usage-only chunk that
+// stream_options.include_usage asks for: its choices are an empty array.
+func usageOnly(data []byte) bool {
+	return string(jsonscan.TrimSpace(jsonscan.Member(data, "choices"))) == "[]"
 }
 
 // inBandError reports whether a chunk is an error event (a top-level "error"

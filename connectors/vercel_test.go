@@ -6,5 +6,5 @@ import "testing"
 // report (final provider, attempts) is read into the result and never
 // relayed.
 func TestVercelAnswerCorpus(t *testing.T) {
-	runAnswerCorpus(t, "vercel", "providerMetadata")
+	runAnswerCorpus(t, "vercel", nil, []string{"provider_metadata"})
 }

@@ -33,7 +33,7 @@ func ExampleCompare() {
 	// new degrades (key × model × upstream): none
 	// resolved refusals: none
 	// resolved degrades: none
-	// native bodies changed: 2
+	// native bodies changed: 1
 	//
 	// key k-rank (acme/rank/p-rank)
 	//   profile.rank_by: "latency" → "cost"
@@ -41,6 +41,4 @@ func ExampleCompare() {
 	//     providers.rank_by: "latency" → "cost"
 	//     edge: native body changed
 	//       ~ /providerOptions/gateway/sort: "ttft" → "cost"
-	//     market: native body changed
-	//       ~ /provider/sort: "latency" → "price"
 }

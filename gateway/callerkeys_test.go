@@ -146,8 +146,9 @@ func TestBudgets(t *testing.T) {
 	require.Equal(t, 200, resp.StatusCode, string(b))
 	sent := h.sent.take()
 	require.Len(t, sent, 1)
+	// The OpenAI connector sends the cap as max_completion_tokens.
 	var upstreamBody struct {
-		MaxTokens int `json:"max_tokens"`
+		MaxTokens int `json:"max_completion_tokens"`
 	}
 	require.NoError(t, json.Unmarshal(sent[0].Body, &upstreamBody))
 	require.Greater(t, upstreamBody.MaxTokens, 600)
@@ -229,7 +230,7 @@ func TestBudgetHoldsAttemptsInFlight(t *testing.T) {
 	worst := 0.0
 	for _, s := range h.sent.take() {
 		var b struct {
-			MaxTokens int `json:"max_tokens"`
+			MaxTokens int `json:"max_completion_tokens"` // as the OpenAI connector sends it
 		}
 		require.NoError(t, json.Unmarshal(s.Body, &b))
 		require.Positive(t, b.MaxTokens, "every metered attempt is capped")

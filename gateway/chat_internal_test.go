@@ -4,17 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"testing/iotest"
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/sluicegw/sluice/guardrails"
-	"github.com/sluicegw/sluice/snapshot"
 )
 
 // TestRequestIDsSortByTime: ids are 32 hex digits led by the millisecond, so
@@ -68,46 +63,4 @@ func TestReadBody(t *testing.T) {
 		_, _ = readBody(strings.NewReader(body), int64(len(body)), 1<<20)
 	})
 	require.LessOrEqual(t, allocs, 2.0, "a body of declared length is read into one buffer (plus the reader)")
-}
-
-// TestServedEndpoint: a provider reported in the upstream's own spelling is
-// recorded as the catalog's slug for the served model; an unknown one is
-// kept, lower-cased.
-func TestServedEndpoint(t *testing.T) {
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "catalog.json"), []byte(`{"models": [
-	  {"slug": "anthropic/claude-sonnet-4.5", "context_window": 200000,
-	   "endpoints": [{"provider": "anthropic", "price_in": 3, "price_out": 15},
-	                 {"provider": "amazon-bedrock", "price_in": 3, "price_out": 15},
-	                 {"provider": "google-vertex", "price_in": 3, "price_out": 15}]},
-	  {"slug": "meta-llama/llama-3.1-70b-instruct", "context_window": 128000,
-	   "endpoints": [{"provider": "deepinfra", "tag": "turbo", "price_in": 0.1, "price_out": 0.2},
-	                 {"provider": "google-ai-studio", "price_in": 0.2, "price_out": 0.3}]}
-	]}`), 0o644))
-	cat, diags := guardrails.LoadCatalog(dir)
-	require.Empty(t, diags)
-	snap := &snapshot.Snapshot{Catalog: cat}
-	tests := []struct{ model, reported, want string }{
-		{"anthropic/claude-sonnet-4.5", "anthropic", "anthropic"},
-		{"anthropic/claude-sonnet-4.5", "Anthropic", "anthropic"},
-		{"anthropic/claude-sonnet-4.5", "Amazon Bedrock", "amazon-bedrock"},
-		{"anthropic/claude-sonnet-4.5", "amazon_bedrock", "amazon-bedrock"},
-		{"anthropic/claude-sonnet-4.5", "Google", "google"},
-		{"anthropic/claude-sonnet-4.5", "Amazon", "amazon"},
-		{"anthropic/claude-sonnet-4.5", "", ""},
-		{"meta-llama/llama-3.1-70b-instruct", "DeepInfra", "deepinfra"},
-		{"meta-llama/llama-3.1-70b-instruct", "deepinfra/turbo", "deepinfra/turbo"},
-		{"meta-llama/llama-3.1-70b-instruct", "Google AI Studio", "google-ai-studio"},
-		{"meta-llama/llama-3.1-70b-instruct", "Amazon Bedrock", "amazon bedrock"},
-		{"not/in-catalog", "Amazon Bedrock", "amazon bedrock"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.model+"/"+tc.reported, func(t *testing.T) {
-			provider, _ := servedEndpoint(snap, tc.model, tc.reported)
-			require.Equal(t, tc.want, provider)
-		})
-	}
-	provider, ep := servedEndpoint(&snapshot.Snapshot{}, "openai/gpt-4o", "Azure")
-	require.Equal(t, "azure", provider, "no catalog: lower-cased")
-	require.Nil(t, ep)
 }

@@ -40,10 +40,12 @@ func TestChatOutcomes(t *testing.T) {
 		simCalls  int // -1: don't check
 		rowRefuse string
 	}{
+		// The ml team's preferred order makes the project's ranking inert on
+		// the marketplace, which sorts only when no order is given.
 		{name: "plain", secret: secretChat, body: chatBody("openai/gpt-4o", ""), status: 200,
-			served: "openai/gpt-4o", provider: "openai", degraded: []string{}, simCalls: 1},
+			served: "openai/gpt-4o", provider: "openai", degraded: []string{"ranking"}, simCalls: 1},
 		{name: "mixed-case slug folds", secret: secretChat, body: chatBody("OpenAI/GPT-4o", ""), status: 200,
-			served: "openai/gpt-4o", provider: "openai", degraded: []string{}, simCalls: 1},
+			served: "openai/gpt-4o", provider: "openai", degraded: []string{"ranking"}, simCalls: 1},
 		{name: "degraded chain on a direct upstream", secret: secretBatch, body: chatBody("openai/gpt-4o-mini", ""), status: 200,
 			served: "openai/gpt-4o-mini", provider: "openai", degraded: []string{"chain"}, simCalls: 1},
 		{name: "anthropic direct translation", secret: secretBatch, body: chatBody("openai/gpt-4o", `,"routing":{"fallbacks":[]}`), status: 200,
@@ -60,7 +62,7 @@ func TestChatOutcomes(t *testing.T) {
 			status: 400, code: "invalid_routing", simCalls: 0},
 		{name: "invalid JSON", secret: secretChat, body: `{"model":`, status: 400, code: "invalid_json", simCalls: 0},
 		{name: "chain fires", secret: secretChat, body: chatBody("openai/gpt-4o", `,"user":"chain"`), headers: []string{"X-Sim-Fault", "status=503;model=openai/gpt-4o"},
-			status: 200, served: "anthropic/claude-sonnet-4.5", provider: "anthropic", degraded: []string{}, switched: "chain", simCalls: -1},
+			status: 200, served: "anthropic/claude-sonnet-4.5", provider: "anthropic", degraded: []string{"ranking"}, switched: "chain", simCalls: -1},
 		{name: "content filter run by the upstream", secret: secretResearch, body: chatBody("openai/gpt-4o", ""), status: 200,
 			served: "openai/gpt-4o", degraded: []string{}, simCalls: 1},
 		{name: "upstream error forwarded unchanged", secret: secretBatch, body: chatBody("openai/gpt-4o", ""),

@@ -104,7 +104,7 @@ func (s *Server) row(t *turn) requestlog.Row {
 	}
 	sv := t.served
 	r.ServedModel, r.ServedProvider = sv.model, sv.provider
-	r.PromptTokens, r.CompletionTokens, r.CostUSD = sv.usage.PromptTokens, sv.usage.CompletionTokens, sv.cost
+	r.PromptTokens, r.CompletionTokens, r.CostUSD, r.CostSource = sv.usage.PromptTokens, sv.usage.CompletionTokens, sv.cost, sv.costSource
 	r.RepresentationBreak, r.CacheDiscountApplied = sv.representationBreak, sv.cacheDiscount
 	r.TTFTMS = float64(a.out.ttft.Microseconds()) / 1000
 	switch {

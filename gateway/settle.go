@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	"strings"
-
 	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/gateway/budget"
 	"github.com/sluicegw/sluice/guardrails"
@@ -15,6 +13,9 @@ type settled struct {
 	model, provider string
 	usage           connectors.Usage
 	cost            float64
+	// costSource is where cost came from: "upstream" (billed and reported),
+	// "catalog" (the served endpoint's prices), or "" (no cost known).
+	costSource string
 	// representationBreak: a model other than the decided one served, so
 	// the session's prompt cache is cold however identical the bytes.
 	representationBreak bool
@@ -35,10 +36,15 @@ func (s *Server) settle(t *turn) {
 	}
 	defer a.releaseBudget() // after the cost is charged
 	res := a.out.result
+	who := a.compiled.Served(t.snap.Catalog, res)
+	if who.ModelUnmatched {
+		s.metrics.Unmatched.WithLabelValues("model", a.target.Upstream).Inc()
+	}
+	if who.ProviderUnmatched {
+		s.metrics.Unmatched.WithLabelValues("provider", a.target.Upstream).Inc()
+	}
 	sv := &t.served
-	sv.model = strings.ToLower(res.ServedModel)
-	var ep *guardrails.Endpoint
-	sv.provider, ep = servedEndpoint(t.snap, sv.model, res.ServedProvider)
+	sv.model, sv.provider = who.Model, who.Provider
 	sv.usage = res.Usage
 	// A switch of model is a representation break: the new model's prompt
 	// cache is cold however identical the bytes, so no discount this turn.
@@ -48,72 +54,16 @@ func (s *Server) settle(t *turn) {
 	if t.pinKey != "" && sv.model != "" {
 		s.sessions.Put(t.pinKey, now)
 	}
-	sv.cost = cost(ep, res.Usage, sv.cacheDiscount)
+	switch {
+	case res.CostReported:
+		sv.cost, sv.costSource = res.Cost, "upstream"
+	case who.Endpoint != nil:
+		sv.cost, sv.costSource = cost(who.Endpoint, res.Usage, sv.cacheDiscount), "catalog"
+	}
 	if a.metered {
 		s.ledger.Add(budget.Month(t.start), sv.cost, budget.KeyScope(t.key.ID), budget.TeamScope(t.key.Org, t.key.Team))
 	}
 	s.keep(t)
-}
-
-// servedEndpoint names the provider that served the way the catalog does,
-// and returns the catalog endpoint whose prices the answer costs (nil when
-// the catalog does not have the model). Upstreams report providers in their
-// own spelling — the marketplace by display name, "Amazon Bedrock" for the
-// catalog's amazon-bedrock — so a reported name that is not a slug of the
-// served model's endpoints is matched to one ignoring case and punctuation.
-// A name no endpoint matches is kept, lower-cased (the row shows what the
-// upstream said), and priced at the model's first endpoint.
-func servedEndpoint(snap *snapshot.Snapshot, model, reported string) (string, *guardrails.Endpoint) {
-	low := strings.ToLower(reported)
-	if snap.Catalog == nil {
-		return low, nil
-	}
-	m, ok := snap.Catalog.Model(model)
-	if !ok || len(m.Endpoints) == 0 {
-		return low, nil
-	}
-	if low != "" {
-		for i, e := range m.Endpoints {
-			if e.Provider == low || e.Slug() == low {
-				return low, &m.Endpoints[i]
-			}
-		}
-		for i, e := range m.Endpoints {
-			if sameLetters(e.Provider, reported) {
-				return e.Provider, &m.Endpoints[i]
-			}
-		}
-	}
-	return low, &m.Endpoints[0]
-}
-
-// sameLetters reports whether a and b spell the same letters and digits,
-// ignoring case and everything else ("Amazon Bedrock", "amazon-bedrock").
-func sameLetters(a, b string) bool {
-	next := func(s string, i int) (byte, int) {
-		for ; i < len(s); i++ {
-			c := s[i]
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			if ('a' <= c && c <= 'z') || ('0' <= c && c <= '9') || c >= 0x80 {
-				return c, i + 1
-			}
-		}
-		return 0, i
-	}
-	i, j := 0, 0
-	for {
-		var ca, cb byte
-		ca, i = next(a, i)
-		cb, j = next(b, j)
-		if ca != cb {
-			return false
-		}
-		if ca == 0 {
-			return true
-		}
-	}
 }
 
 // cost estimates the spend of an answer from the endpoint's prices (USD per

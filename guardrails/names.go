@@ -295,7 +295,7 @@ func (c *Catalog) ReportedModel(connector, directProvider, reported string) (str
 	if id == "" {
 		return "", false
 	}
-	for _, candidate := range [2]string{id, withoutVersion(id)} {
+	for _, candidate := range [2]string{id, TrimVersion(id)} {
 		if candidate == "" {
 			continue
 		}
@@ -314,9 +314,10 @@ func (c *Catalog) ReportedModel(connector, directProvider, reported string) (str
 	return "", false
 }
 
-// withoutVersion strips one trailing date or version suffix from a model id:
-// -YYYY-MM-DD, -YYYYMMDD, or -MMDD (a month and day); "" when there is none.
-func withoutVersion(id string) string {
+// TrimVersion strips one trailing date or version suffix from a model id:
+// -YYYY-MM-DD, -YYYYMMDD, or -MMDD (a month and day), the forms upstreams
+// add to name a snapshot of a model; "" when the id has none.
+func TrimVersion(id string) string {
 	i := strings.LastIndexByte(id, '-')
 	if i < 0 {
 		return ""

@@ -67,9 +67,9 @@ func TestNameMaps(t *testing.T) {
 	require.NotZero(t, ran)
 }
 
-// TestWithoutVersion: a trailing date or version suffix is recognised only
+// TestTrimVersion: a trailing date or version suffix is recognised only
 // when it is a plausible date.
-func TestWithoutVersion(t *testing.T) {
+func TestTrimVersion(t *testing.T) {
 	for in, want := range map[string]string{
 		"gpt-4o-2024-08-06":                   "gpt-4o",
 		"openai/gpt-5.4-nano-20260317":        "openai/gpt-5.4-nano",
@@ -84,6 +84,6 @@ func TestWithoutVersion(t *testing.T) {
 		"06":                                  "",
 		"anthropic/claude-4.5-haiku-20251001": "anthropic/claude-4.5-haiku",
 	} {
-		require.Equal(t, want, withoutVersion(in), in)
+		require.Equal(t, want, TrimVersion(in), in)
 	}
 }

@@ -76,7 +76,7 @@ func (s *Snapshot) Compile(plan *compiler.Plan, upstream string, body connectors
 		return c, nil
 	}
 	c.Native = native
-	c.Call = &connectors.Call{Plan: plan, Outcome: &c.Outcome}
+	c.Call = &connectors.Call{Plan: plan, Outcome: &c.Outcome, UsageAdded: native.UsageAdded}
 	return c, nil
 }
 

@@ -32,7 +32,7 @@ type demoStep struct {
 // demoSteps exercise each outcome a compliance reviewer reads about: plain,
 // degraded, refused, a fallback chain firing, a cache hit, and a stream.
 var demoSteps = []demoStep{
-	{title: "plain: ml team, openai/gpt-4o on the marketplace", secret: "sk-sluice-demo-chat",
+	{title: "plain: ml team, openai/gpt-4o on the marketplace (its preferred order leaves the project's ranking inert there: recorded)", secret: "sk-sluice-demo-chat",
 		body: `{"model":"openai/gpt-4o","messages":[{"role":"user","content":"Summarise our Q3 incidents."}]}`},
 	{title: "degraded: batch key on the direct OpenAI upstream, which cannot walk the team's chain", secret: "sk-sluice-demo-batch",
 		body: `{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":"Classify these tickets."}]}`},

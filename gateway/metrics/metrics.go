@@ -28,6 +28,10 @@ type Metrics struct {
 	ConfigHealthy prometheus.Gauge
 	// AuthFailures counts requests refused for a missing or unknown key.
 	AuthFailures prometheus.Counter
+	// Unmatched counts answers whose reported model id or provider name
+	// matched nothing in the catalog (recorded verbatim), by kind (model,
+	// provider) and upstream.
+	Unmatched *prometheus.CounterVec
 }
 
 // New creates the collectors and registers them.
@@ -47,6 +51,8 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help: "Failed upstream attempts, by upstream and failure class."}, []string{"upstream", "class"}),
 		Fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_fallbacks_total",
 			Help: "Answers that came from an attempt after the first, by the failure that caused it."}, []string{"reason"}),
+		Unmatched: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_unmatched_names_total",
+			Help: "Answers whose reported model id or provider name matched nothing in the catalog, by kind and upstream."}, []string{"kind", "upstream"}),
 		Cache: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_cache_lookups_total",
 			Help: "Response-cache lookups by result."}, []string{"result"}),
 		Reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_config_reloads_total",
@@ -56,7 +62,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		AuthFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_auth_failures_total",
 			Help: "Requests refused for a missing or unknown API key."}),
 	}
-	reg.MustRegister(m.Requests, m.Duration, m.TTFT, m.Degraded, m.Refused, m.UpstreamErrors, m.Fallbacks, m.Cache, m.Reloads, m.ConfigHealthy, m.AuthFailures)
+	reg.MustRegister(m.Requests, m.Duration, m.TTFT, m.Degraded, m.Refused, m.UpstreamErrors, m.Fallbacks, m.Cache, m.Reloads, m.ConfigHealthy, m.AuthFailures, m.Unmatched)
 	m.ConfigHealthy.Set(1)
 	return m
 }

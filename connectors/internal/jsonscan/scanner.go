@@ -1,5 +1,7 @@
 package jsonscan
 
+import "strconv"
+
 // MaxDepth bounds the nesting a [Scanner] follows; deeper documents are
 // refused and left to encoding/json (whose own bound is 10000).
 const MaxDepth = 64
@@ -245,4 +247,24 @@ func fold(key []byte, name string) bool {
 		}
 	}
 	return true
+}
+
+// DecodeFloat decodes the number at b[i] into a new float64 stored in *dst,
+// as encoding/json decodes a number into a *float64; null leaves *dst as it
+// is. A number out of float64's range is refused (encoding/json errors on
+// it).
+func (s Scanner) DecodeFloat(i int, dst **float64) (int, bool) {
+	if s.Null(i) {
+		return i + 4, true
+	}
+	end, ok := s.Number(i)
+	if !ok {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(s.b[i:end]), 64)
+	if err != nil {
+		return 0, false
+	}
+	*dst = &f
+	return end, true
 }
