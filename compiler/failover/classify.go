@@ -257,6 +257,8 @@ func categories(class string, e *errorBody) []string {
 //	Anthropic:     {"type": "error", "error": {"type": "...", "message": "..."}}
 //	OpenRouter:    {"error": {"code": 403, "message": "...",
 //	               "metadata": {"error_type": "...", "reasons": [...], "raw": ...}}}
+//	               or, for availability errors, {"error": {"message": "...",
+//	               "error_type": "...", "http_status": 429, "availability": {...}}}
 type errorBody struct {
 	envelope  string // top-level "type" ("error" for Anthropic)
 	code      string // error.code when a string
@@ -264,7 +266,7 @@ type errorBody struct {
 	typ       string // error.type
 	message   string // error.message (or error, when it is a string)
 	innerCode string // error.innererror.code
-	metaType  string // error.metadata.error_type
+	metaType  string // error.metadata.error_type, else error.error_type
 	raw       string // error.metadata.raw, as text
 	filtered  []string
 	reasons   []string
@@ -286,7 +288,10 @@ type wireError struct {
 		ContentFilterResult map[string]json.RawMessage `json:"content_filter_result"`
 	} `json:"innererror"`
 	ContentFilterResult map[string]json.RawMessage `json:"content_filter_result"`
-	Metadata            *struct {
+	// ErrorType is OpenRouter's availability error type, which it puts in
+	// the error itself as well as in its metadata.
+	ErrorType json.RawMessage `json:"error_type"`
+	Metadata  *struct {
 		ErrorType    json.RawMessage `json:"error_type"`
 		Reasons      json.RawMessage `json:"reasons"`
 		FlaggedInput json.RawMessage `json:"flagged_input"`
@@ -343,8 +348,11 @@ func parseErrorBody(body []byte) errorBody {
 		}
 		sort.Strings(e.filtered)
 	}
+	e.metaType = str(w.ErrorType)
 	if m := w.Metadata; m != nil {
-		e.metaType = str(m.ErrorType)
+		if t := str(m.ErrorType); t != "" {
+			e.metaType = t
+		}
 		var reasons []json.RawMessage
 		if json.Unmarshal(m.Reasons, &reasons) == nil {
 			for _, r := range reasons {
