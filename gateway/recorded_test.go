@@ -1,0 +1,201 @@
+package gateway_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicegw/sluice/gateway"
+	"github.com/sluicegw/sluice/gateway/requestlog"
+)
+
+// recordedDir holds the answers the live upstreams sent (see its README.md),
+// each upstream's cases.json saying what the request log must make of them,
+// and config/, the configuration the replay runs on.
+const recordedDir = "../testdata/recorded"
+
+// recordedCase is one entry of testdata/recorded/<upstream>/cases.json.
+type recordedCase struct {
+	File             string   `json:"file"`
+	Upstream         string   `json:"upstream"`
+	Model            string   `json:"model"`
+	Stream           bool     `json:"stream"`
+	Fallbacks        []string `json:"fallbacks"`
+	ServedModel      string   `json:"served_model"`
+	ServedProvider   string   `json:"served_provider"`
+	SwitchReason     string   `json:"switch_reason"`
+	PromptTokens     int64    `json:"prompt_tokens"`
+	CompletionTokens int64    `json:"completion_tokens"`
+	CostUSD          float64  `json:"cost_usd"`
+	CostSource       string   `json:"cost_source"`
+	Status           int      `json:"status"`
+}
+
+// headerReplay names the recorded answer the replay upstream serves; the
+// gateway forwards it (forward_headers in testdata/recorded/config).
+const headerReplay = "X-Replay"
+
+// replayUpstream serves, for each request, the recorded answer its
+// X-Replay header names (<upstream>/<file>), with the recorded status and
+// content type, byte for byte.
+func replayUpstream(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		name := r.Header.Get(headerReplay)
+		body, err := os.ReadFile(filepath.Join(recordedDir, name))
+		if err != nil || strings.Contains(name, "..") {
+			http.Error(w, "no recording "+name, http.StatusTeapot)
+			return
+		}
+		var meta struct {
+			Response struct {
+				Status int `json:"status"`
+			} `json:"response"`
+		}
+		stem := strings.TrimSuffix(strings.TrimSuffix(name, ".json"), ".sse")
+		if raw, err := os.ReadFile(filepath.Join(recordedDir, stem+".meta.json")); err == nil {
+			_ = json.Unmarshal(raw, &meta)
+		}
+		if meta.Response.Status == 0 {
+			meta.Response.Status = http.StatusOK
+		}
+		if strings.HasSuffix(name, ".sse") {
+			w.Header().Set("Content-Type", "text/event-stream")
+		} else {
+			w.Header().Set("Content-Type", "application/json")
+		}
+		w.WriteHeader(meta.Response.Status)
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestRecordedAnswers replays every answer the four upstreams were recorded
+// sending through the gateway and checks the request-log row a reviewer
+// reads — the catalog's model and provider with no switch reason, the
+// recorded usage, the cost from the right source — and that the caller sees
+// no upstream routing report.
+func TestRecordedAnswers(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, os.DirFS(filepath.Join(recordedDir, "config"))))
+	toml, err := os.ReadFile(filepath.Join(dir, "sluice.toml"))
+	require.NoError(t, err)
+	toml = append([]byte("[server]\nforward_headers = [\""+headerReplay+"\"]\n\n[store]\nflush_interval = \"20ms\"\n\n"), toml...)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sluice.toml"), toml, 0o644))
+	t.Setenv("SLUICE_REPLAY_KEY", "sk-platform-replay")
+
+	up := replayUpstream(t)
+	srv, err := gateway.New(gateway.Options{ConfigDir: dir, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		UpstreamURLs: map[string]string{"market": up.URL, "edge": up.URL, "openai": up.URL, "anthropic": up.URL}})
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		ts.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Close(ctx)
+	})
+
+	ran := 0
+	for _, kind := range []string{"openrouter", "vercel", "openai", "anthropic"} {
+		raw, err := os.ReadFile(filepath.Join(recordedDir, kind, "cases.json"))
+		require.NoError(t, err)
+		var cases []recordedCase
+		require.NoError(t, json.Unmarshal(raw, &cases))
+		for _, c := range cases {
+			ran++
+			t.Run(kind+"/"+c.File, func(t *testing.T) {
+				req := map[string]any{"model": c.Model, "messages": []any{map[string]string{"role": "user", "content": "Hello"}}}
+				if c.Stream {
+					req["stream"] = true
+				}
+				if c.Fallbacks != nil {
+					req["routing"] = map[string]any{"fallbacks": c.Fallbacks}
+				}
+				body, _ := json.Marshal(req)
+				hr, err := http.NewRequest(http.MethodPost, ts.URL+"/v1/chat/completions", bytes.NewReader(body))
+				require.NoError(t, err)
+				hr.Header.Set("Authorization", "Bearer sk-replay-"+c.Upstream)
+				hr.Header.Set(headerReplay, kind+"/"+c.File)
+				resp, err := http.DefaultClient.Do(hr)
+				require.NoError(t, err)
+				answer, err := io.ReadAll(resp.Body)
+				require.NoError(t, err)
+				require.NoError(t, resp.Body.Close())
+				require.Equal(t, http.StatusOK, resp.StatusCode, string(answer))
+				noRoutingReport(t, answer, c.Stream)
+
+				row := waitRow(t, srv, resp.Header.Get(gateway.HeaderRequestID))
+				require.Equal(t, c.Status, row.Status)
+				require.Equal(t, c.ServedModel, row.ServedModel)
+				require.Equal(t, c.ServedProvider, row.ServedProvider)
+				require.Equal(t, c.SwitchReason, row.RoutingSwitchReason)
+				require.Equal(t, c.PromptTokens, row.PromptTokens)
+				require.Equal(t, c.CompletionTokens, row.CompletionTokens)
+				require.Equal(t, c.CostSource, row.CostSource)
+				require.InDelta(t, c.CostUSD, row.CostUSD, 1e-12)
+				require.Equal(t, []string{}, row.RoutingDegraded)
+			})
+		}
+	}
+	require.Greater(t, ran, 50)
+}
+
+// noRoutingReport checks that what the caller received holds no marketplace
+// routing report: OpenRouter's top-level provider and metadata, the Vercel AI
+// Gateway's provider_metadata inside the choices.
+func noRoutingReport(t *testing.T, answer []byte, stream bool) {
+	t.Helper()
+	objects := [][]byte{answer}
+	if stream {
+		objects = objects[:0]
+		sc := bufio.NewScanner(bytes.NewReader(answer))
+		sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+		for sc.Scan() {
+			if data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: ")); ok && !bytes.Equal(data, []byte("[DONE]")) {
+				objects = append(objects, bytes.Clone(data))
+			}
+		}
+		require.NotEmpty(t, objects, "the stream relayed no chunk")
+	}
+	for _, o := range objects {
+		var top map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(o, &top), "%s", o)
+		require.NotContains(t, top, "provider", "the marketplace's provider reached the caller: %s", o)
+		require.NotContains(t, top, "openrouter_metadata")
+		require.NotContains(t, top, "providerMetadata")
+		require.NotContains(t, string(o), `"provider_metadata"`, "the routing report reached the caller: %s", o)
+	}
+}
+
+// waitRow returns the request-log row of a request once the writer has
+// stored it.
+func waitRow(t *testing.T, srv *gateway.Server, id string) requestlog.Row {
+	t.Helper()
+	require.NotEmpty(t, id)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		page, err := srv.Store().Query(context.Background(), requestlog.Filter{Limit: requestlog.MaxLimit})
+		require.NoError(t, err)
+		for _, r := range page.Rows {
+			if r.RequestID == id {
+				return r
+			}
+		}
+		require.False(t, time.Now().After(deadline), "no request-log row for %s after 5s", id)
+		time.Sleep(10 * time.Millisecond)
+	}
+}
