@@ -36,8 +36,9 @@
 # STREAM_WARMUP streams, and its idle RSS and goroutines read before the ramp.
 # --token-rate adds the variant that measures CPU per chunk: RATE_STREAMS
 # (1000) streams of RATE_CHUNKS (100) chunks RATE_INTERVAL (25ms) apart.
-# PROFILE=1 saves each sluice and bare-proxy step's heap and goroutine
-# profiles in the middle of the hold to the run's output directory.
+# PROFILE=1 saves each sluice and bare-proxy step's heap profile (after a
+# forced collection, so it perturbs that step's RSS a little), MemStats and
+# goroutine stacks in the middle of the hold to the run's output directory.
 #
 # The pinned and open-streams tables go to stdout and bench/out/<time>/table.md;
 # with WRITE_DOC=1 they are appended under "## Pinned cores and open streams"
@@ -620,7 +621,12 @@ data_dir = "data"'; gw_pid=$SL_PID ;;
     [ "$target" = bare ] && dbg=$BPD
     # the warm-up (about one stream's length), the settle, the ramp, half the hold
     sleep $(( STREAM_WARMUP_SECONDS + 1 + STREAM_RAMP + STREAM_HOLD / 2 ))
-    curl -s -m 30 -o "$OUT/$name-heap.pb.gz" "http://$dbg/debug/pprof/heap" || true
+    # gc=1: the in-use figures are those of a collection made now, not of
+    # the last one (which, with streams allocating nothing per chunk, may
+    # date from the ramp); debug=1 ends with the runtime's MemStats (heap,
+    # stacks), read after that collection.
+    curl -s -m 30 -o "$OUT/$name-heap.pb.gz" "http://$dbg/debug/pprof/heap?gc=1" || true
+    curl -s -m 30 -o "$OUT/$name-heap.txt" "http://$dbg/debug/pprof/heap?debug=1" || true
     curl -s -m 30 -o "$OUT/$name-goroutines.txt" "http://$dbg/debug/pprof/goroutine?debug=1" || true
     log "open $variant $target streams=$n: profiles saved as ${name}-*"
   fi
@@ -695,21 +701,31 @@ TABLE=$("$BIN/report" "${report_args[@]}")
 printf '%s\n' "$TABLE" | tee "$OUT/table.md"
 log "$STEPS steps measured; results in ${OUT#"$ROOT"/}"
 
+# doc_insert DOC SECTION INTRO BLOCKFILE: puts BLOCKFILE at the end of the
+# "## SECTION" part of DOC (before the next "## " heading), or appends the
+# section, its intro and the block when DOC has no such section.
+doc_insert() {
+  local doc=$1 section=$2 intro=$3 block=$4
+  if grep -qxF "$section" "$doc"; then
+    awk -v sec="$section" -v bf="$block" '
+      function dump(  l) { while ((getline l < bf) > 0) print l; close(bf) }
+      $0 == sec { insec = 1; print; next }
+      insec && /^## / { dump(); insec = 0 }
+      { print; last = $0 }
+      END { if (insec) { if (last != "") print ""; dump() } }' "$doc" > "$doc.tmp" && mv "$doc.tmp" "$doc"
+  else
+    { printf '\n%s\n\n%s\n\n' "$section" "$intro"; cat "$block"; } >> "$doc"
+  fi
+}
+
 if [ "$WRITE_DOC" = 1 ]; then
-  DOC="$ROOT/docs/perf.md"
-  last_h2=$(grep '^## ' "$DOC" | tail -1 || true)
   section="## Side by side"
   intro='Produced by `bash bench/compare.sh` (issue 9): every target measured in one run, interleaved; see `bench/` for the tools.'
   if [ "$SHARED" = 0 ]; then
     section="## Pinned cores and open streams"
     intro='Produced by `bash bench/compare.sh --all`: see the section above for what it measures.'
   fi
-  {
-    if [ "$last_h2" != "$section" ]; then
-      printf '\n%s\n\n%s\n' "$section" "$intro"
-    fi
-    printf '\n### Run of %s\n' "$(date -u +'%Y-%m-%d %H:%M UTC')"
-    printf '%s\n' "$TABLE"
-  } >> "$DOC"
-  log "appended to docs/perf.md"
+  { printf '### Run of %s\n' "$(date -u +'%Y-%m-%d %H:%M UTC')"; printf '%s\n\n' "$TABLE"; } > "$WORK/doc-block.md"
+  doc_insert "$ROOT/docs/perf.md" "$section" "$intro" "$WORK/doc-block.md"
+  log "added to docs/perf.md under \"$section\""
 fi
