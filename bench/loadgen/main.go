@@ -81,8 +81,8 @@ type Result struct {
 	Requests    int               `json:"requests"`
 	OK          int               `json:"ok"`
 	Errors      int               `json:"errors"`
-	ErrorSample []string          `json:"error_sample,omitempty"`
-	StoppedBy   string            `json:"stopped_by"` // "n" or "d"
+	ErrorSample []string          `json:"error_sample,omitempty"` // up to 3 distinct messages
+	StoppedBy   string            `json:"stopped_by"`             // "n" or "d"
 	Seconds     float64           `json:"seconds"`
 	RPS         float64           `json:"throughput_rps"`
 	Latency     Percentiles       `json:"latency_ms"`
@@ -434,7 +434,7 @@ func summarize(samples []sample, elapsed time.Duration, stream bool) *Result {
 	for _, s := range samples {
 		if s.err != "" {
 			res.Errors++
-			if len(res.ErrorSample) < 3 {
+			if len(res.ErrorSample) < 3 && !slices.Contains(res.ErrorSample, s.err) {
 				res.ErrorSample = append(res.ErrorSample, s.err)
 			}
 			continue

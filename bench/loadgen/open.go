@@ -37,6 +37,8 @@ const (
 	// openBufSize sizes each stream's reader: SSE events are a few hundred
 	// bytes, and thousands of readers are alive at once.
 	openBufSize = 4 << 10
+	// errorBackoff is how long a worker waits after a failed stream.
+	errorBackoff = 100 * time.Millisecond
 )
 
 // OpenConfig is one open-streams run.
@@ -299,7 +301,8 @@ func RunOpen(ctx context.Context, cfg OpenConfig) (*Result, error) {
 }
 
 // holdOpen runs workers streaming back to back: worker w starts at
-// start + ramp·w/workers and starts no stream after deadline.
+// start + ramp·w/workers and starts no stream after deadline; after a failed
+// stream it waits errorBackoff.
 func holdOpen(ctx context.Context, workers int, start time.Time, ramp time.Duration, deadline time.Time, do func(context.Context) sample) []sample {
 	per := make([][]sample, workers)
 	var wg sync.WaitGroup
@@ -309,7 +312,13 @@ func holdOpen(ctx context.Context, workers int, start time.Time, ramp time.Durat
 				return
 			}
 			for ctx.Err() == nil && time.Now().Before(deadline) {
-				per[w] = append(per[w], do(ctx))
+				s := do(ctx)
+				per[w] = append(per[w], s)
+				if s.err != "" {
+					// A target that refuses or cuts streams is not hammered
+					// in a tight loop by thousands of workers at once.
+					sleepCtx(ctx, min(errorBackoff, time.Until(deadline)))
+				}
 			}
 		})
 	}

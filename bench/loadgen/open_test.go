@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -227,5 +228,29 @@ func TestLongLineIsOneEvent(t *testing.T) {
 	s := one(context.Background(), srv.Client(), &cfg, requestBody(&cfg), 16)
 	if s.err != "" || s.chunks != 1 {
 		t.Fatalf("chunks %d, err %q: want 1 event and [DONE]", s.chunks, s.err)
+	}
+}
+
+// TestOpenBacksOffAfterErrors: a target that refuses every stream gets at
+// most one attempt per worker per errorBackoff (timers never fire early, so
+// the bound holds however slow the machine), and every attempt is an error.
+func TestOpenBacksOffAfterErrors(t *testing.T) {
+	var served atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		http.Error(w, `{"error":{"message":"no"}}`, http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	const workers, hold = 4, 3 * errorBackoff
+	res, err := RunOpen(context.Background(), OpenConfig{Config: Config{URL: srv.URL, Timeout: 5 * time.Second}, Workers: workers, Hold: hold})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := workers * (int(hold/errorBackoff) + 1)
+	if res.Requests < 1 || res.Requests > limit || res.Errors != res.Requests || int(served.Load()) != res.Requests {
+		t.Fatalf("%d streams, %d errors, %d served: want 1..%d, all errors", res.Requests, res.Errors, served.Load(), limit)
+	}
+	if len(res.ErrorSample) != 1 || !strings.Contains(res.ErrorSample[0], "status 503") {
+		t.Fatalf("error sample %q: want the one distinct message", res.ErrorSample)
 	}
 }
