@@ -361,6 +361,8 @@ func every(stop <-chan struct{}, d time.Duration, f func(time.Time)) {
 	}
 }
 
+// inHold reports whether now is in the hold: after the ramp, before the
+// deadline.
 func inHold(now, rampEnd, deadline time.Time) bool {
 	return !now.Before(rampEnd) && now.Before(deadline)
 }
@@ -373,6 +375,7 @@ type intRange struct {
 	lo, hi int
 }
 
+// newRange returns an empty range.
 func newRange() *intRange { return &intRange{} }
 
 func (r *intRange) add(v int) {
