@@ -6,7 +6,12 @@
 //
 //	go run ./bench/bareproxy -addr 127.0.0.1:0 -target http://127.0.0.1:9000 -addr-file /tmp/bp.addr
 //
-// Both the listen address and the target must be on loopback.
+// With -debug-addr it also serves, on that separate listener, GET /metrics
+// (go_goroutines in the Prometheus text format, as sluice's /metrics has it)
+// and Go's runtime profiles under /debug/pprof/, so the open-streams benchmark
+// counts its goroutines and profiles its memory the way it does sluice's.
+//
+// Both listen addresses and the target must be on loopback.
 package main
 
 import (
@@ -18,9 +23,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/http/pprof"
 	"net/url"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 )
@@ -29,7 +36,18 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address (loopback only)")
 	target := flag.String("target", "", "upstream base URL (loopback only), e.g. http://127.0.0.1:9000")
 	addrFile := flag.String("addr-file", "", "write the bound address to this file once listening")
+	debugAddr := flag.String("debug-addr", "", "also serve /metrics (go_goroutines) and /debug/pprof/ here (loopback only); default off")
+	debugFile := flag.String("debug-addr-file", "", "write the debug listener's bound address to this file")
 	flag.Parse()
+	if err := raiseNoFile(); err != nil {
+		fmt.Fprintln(os.Stderr, "bareproxy: raising the open-file limit:", err)
+	}
+	if *debugAddr != "" {
+		if err := serveDebug(*debugAddr, *debugFile); err != nil {
+			fmt.Fprintln(os.Stderr, "bareproxy:", err)
+			os.Exit(1)
+		}
+	}
 	if err := run(*addr, *target, *addrFile); err != nil {
 		fmt.Fprintln(os.Stderr, "bareproxy:", err)
 		os.Exit(1)
@@ -42,6 +60,56 @@ func loopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// raiseNoFile raises the soft limit on open files to the hard one: a proxied
+// stream holds two connections. (Go's runtime already does this at start
+// since Go 1.19; doing it here says so where it matters.)
+func raiseNoFile() error {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return err
+	}
+	if lim.Cur >= lim.Max {
+		return nil
+	}
+	lim.Cur = lim.Max
+	return syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+}
+
+// debugHandler serves go_goroutines in the Prometheus text format at
+// /metrics, and Go's runtime profiles under /debug/pprof/.
+func debugHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprintf(w, "# HELP go_goroutines Number of goroutines that currently exist.\n# TYPE go_goroutines gauge\ngo_goroutines %d\n",
+			runtime.NumGoroutine())
+	})
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	return mux
+}
+
+// serveDebug starts the debug listener on addr (loopback only) in the
+// background and writes its bound address to file, if one is named.
+func serveDebug(addr, file string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || !loopback(host) {
+		return fmt.Errorf("-debug-addr %q: loopback only", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	if file != "" {
+		if err := os.WriteFile(file, []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	go func() { _ = (&http.Server{Handler: debugHandler(), ReadHeaderTimeout: 10 * time.Second}).Serve(ln) }()
+	return nil
 }
 
 // maxBody bounds a buffered request body, like the gateway's max_body_bytes.

@@ -2,9 +2,20 @@
 // tests on loopback. POST /v1/chat/completions (and /chat/completions) answers
 // a fixed completion whose model echoes the request's, usage included; with
 // "stream": true it answers an SSE stream of -chunks chunks, each flushed,
-// ending with "data: [DONE]". There is no artificial delay unless -delay says.
+// ending with "data: [DONE]". There is no artificial delay unless -delay,
+// -first-token or -interval says.
 //
 //	go run ./bench/fakeupstream -addr 127.0.0.1:0 -addr-file /tmp/up.addr
+//
+// The shape of a real model's stream, held open for seconds (the open-streams
+// benchmark): the headers at once, the first event 300 ms later, then 20
+// content chunks 250 ms apart, about 5.3 s a stream:
+//
+//	go run ./bench/fakeupstream -first-token 300ms -chunks 20 -interval 250ms
+//
+// and its token-rate variant, 100 chunks 25 ms apart:
+//
+//	go run ./bench/fakeupstream -first-token 300ms -chunks 100 -interval 25ms
 //
 // It listens on loopback only: any other address is refused at start.
 package main
@@ -30,8 +41,14 @@ func main() {
 	addrFile := flag.String("addr-file", "", "write the bound address to this file once listening")
 	chunks := flag.Int("chunks", 20, "content chunks per stream")
 	delay := flag.Duration("delay", 0, "artificial delay before answering (and between stream chunks)")
+	first := flag.Duration("first-token", 0, "streams: after the headers, wait this long before the first event")
+	interval := flag.Duration("interval", 0, "streams: wait this long before each content chunk (added to -delay)")
 	flag.Parse()
-	if err := run(*addr, *addrFile, &Upstream{Chunks: *chunks, Delay: *delay}); err != nil {
+	if err := raiseNoFile(); err != nil {
+		fmt.Fprintln(os.Stderr, "fakeupstream: raising the open-file limit:", err)
+	}
+	up := &Upstream{Chunks: *chunks, Delay: *delay, FirstToken: *first, Interval: *interval}
+	if err := run(*addr, *addrFile, up); err != nil {
 		fmt.Fprintln(os.Stderr, "fakeupstream:", err)
 		os.Exit(1)
 	}
@@ -75,11 +92,35 @@ func loopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// raiseNoFile raises the soft limit on open files to the hard one: a stream
+// held open costs this process a connection, and the open-streams benchmark
+// holds thousands. (Go's runtime already does this at start since Go 1.19;
+// doing it here says so where it matters.)
+func raiseNoFile() error {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return err
+	}
+	if lim.Cur >= lim.Max {
+		return nil
+	}
+	lim.Cur = lim.Max
+	return syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+}
+
 // Upstream answers chat completions.
 type Upstream struct {
 	Chunks int           // content chunks per stream (before the finish and usage chunk)
-	Delay  time.Duration // artificial delay; 0 = none
-	Served atomic.Int64  // requests answered
+	Delay  time.Duration // artificial delay before answering and before each content chunk; 0 = none
+	// FirstToken is how long a stream waits, after its headers are flushed,
+	// before its first event (the role chunk): the model's time to first
+	// token. 0 = none.
+	FirstToken time.Duration
+	// Interval is how long a stream waits before each content chunk, on top
+	// of Delay: the model's time per token. 0 = none.
+	Interval time.Duration
+	Served   atomic.Int64 // requests answered
+	Open     atomic.Int64 // streams being written now
 }
 
 // Handler returns the HTTP handler.
@@ -88,7 +129,21 @@ func (u *Upstream) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/chat/completions", u.chat)
 	mux.HandleFunc("POST /chat/completions", u.chat)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /stats", u.stats)
 	return mux
+}
+
+// Stats is the body of GET /stats: what the upstream has served and how
+// many streams it is writing now, so a benchmark can check from the far side
+// of a gateway that its streams are really open end to end.
+type Stats struct {
+	Served int64 `json:"served"`
+	Open   int64 `json:"open"`
+}
+
+func (u *Upstream) stats(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(Stats{Served: u.Served.Load(), Open: u.Open.Load()})
 }
 
 type chatRequest struct {
@@ -124,7 +179,7 @@ func (u *Upstream) chat(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(body)
 		return
 	}
-	u.stream(w, model)
+	u.stream(w, r, model)
 }
 
 // completion is the fixed non-streaming answer; model is already quoted.
@@ -134,14 +189,45 @@ func completion(model string) []byte {
 		`"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":10,"total_tokens":22}}` + "\n")
 }
 
-// stream writes the SSE answer: a role chunk, Chunks content chunks, a finish
-// chunk with usage, then [DONE]; every event is flushed on its own.
-func (u *Upstream) stream(w http.ResponseWriter, model string) {
+// stream writes the SSE answer: the headers, FirstToken later a role chunk,
+// Chunks content chunks each Delay+Interval after the one before, a finish
+// chunk with usage, then [DONE]; every event is flushed on its own. A client
+// that goes away ends the stream at its next write (or at once, while it
+// waits).
+func (u *Upstream) stream(w http.ResponseWriter, r *http.Request, model string) {
+	u.Open.Add(1)
+	defer u.Open.Add(-1)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	fl, _ := w.(http.Flusher)
+	if fl != nil && u.FirstToken > 0 {
+		fl.Flush() // the headers now, the first token later, as a model does
+	}
+	// One timer per stream, reset for every wait: a stream costs no garbage
+	// per chunk, so the upstream stays cheap beside the gateway it feeds.
+	var timer *time.Timer
+	wait := func(d time.Duration) bool {
+		if d <= 0 {
+			return true
+		}
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Reset(d)
+		}
+		select {
+		case <-timer.C:
+			return true
+		case <-r.Context().Done():
+			timer.Stop()
+			return false
+		}
+	}
+	if !wait(u.FirstToken) {
+		return
+	}
 	head := `data: {"id":"` + fixedID + `","object":"chat.completion.chunk","created":` + strconv.Itoa(fixedCreated) +
 		`,"model":` + model + `,"choices":[{"index":0,"delta":`
 	buf := make([]byte, 0, 512)
@@ -160,8 +246,8 @@ func (u *Upstream) stream(w http.ResponseWriter, model string) {
 		return
 	}
 	for i := range u.Chunks {
-		if u.Delay > 0 {
-			time.Sleep(u.Delay)
+		if !wait(u.Delay + u.Interval) {
+			return
 		}
 		if !send(`{"content":"tok` + strconv.Itoa(i) + ` "},"finish_reason":null}]}` + "\n\n") {
 			return

@@ -2,11 +2,13 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 // flushCounter records the body and counts flushes.
@@ -128,5 +130,86 @@ func TestLoopbackOnly(t *testing.T) {
 	}
 	if err := run("0.0.0.0:0", "", &Upstream{}); err == nil || !strings.Contains(err.Error(), "loopback only") {
 		t.Fatalf("run on 0.0.0.0: %v, want a loopback refusal", err)
+	}
+}
+
+// sseEvents returns the data payloads of an SSE body, in order.
+func sseEvents(t *testing.T, body string) []string {
+	t.Helper()
+	var events []string
+	for line := range strings.SplitSeq(body, "\n") {
+		if data, ok := strings.CutPrefix(line, "data: "); ok {
+			events = append(events, data)
+		}
+	}
+	return events
+}
+
+// TestOpenStreamShape: with a first-token delay and an interval the stream
+// has the same events as without, the headers are flushed before the first
+// event (one flush more), and /stats counts it served and no longer open.
+// The delays are a few milliseconds: the test asserts shape, never timing.
+func TestOpenStreamShape(t *testing.T) {
+	cases := []struct {
+		name           string
+		up             *Upstream
+		extraFlushes   int
+		contentChunks  int
+		completionToks string
+	}{
+		{"no delays", &Upstream{Chunks: 3}, 0, 3, `"completion_tokens":3`},
+		{"first token and interval", &Upstream{Chunks: 3, FirstToken: time.Millisecond, Interval: time.Millisecond}, 1, 3, `"completion_tokens":3`},
+		{"interval only", &Upstream{Chunks: 4, Interval: time.Millisecond}, 0, 4, `"completion_tokens":4`},
+		{"token-rate shape", &Upstream{Chunks: 100, FirstToken: time.Millisecond, Interval: 10 * time.Microsecond}, 1, 100, `"completion_tokens":100`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := post(t, tc.up, `{"model":"m","stream":true}`)
+			events := sseEvents(t, rec.Body.String())
+			if len(events) != tc.contentChunks+3 || events[len(events)-1] != "[DONE]" {
+				t.Fatalf("%d events, want %d ending in [DONE]: %q", len(events), tc.contentChunks+3, events)
+			}
+			if !strings.Contains(events[0], `"role":"assistant"`) || !strings.Contains(events[len(events)-2], tc.completionToks) {
+				t.Fatalf("first or last event out of shape: %q / %q", events[0], events[len(events)-2])
+			}
+			if rec.flushes != len(events)+tc.extraFlushes {
+				t.Fatalf("%d flushes for %d events, want %d", rec.flushes, len(events), len(events)+tc.extraFlushes)
+			}
+			if tc.up.Served.Load() != 1 || tc.up.Open.Load() != 0 {
+				t.Fatalf("served %d, open %d after one stream; want 1, 0", tc.up.Served.Load(), tc.up.Open.Load())
+			}
+		})
+	}
+}
+
+// TestStreamEndsWhenTheClientGoes: a client that is gone before the first
+// token gets the headers and nothing else, and the stream is no longer open.
+func TestStreamEndsWhenTheClientGoes(t *testing.T) {
+	up := &Upstream{Chunks: 20, FirstToken: time.Hour, Interval: time.Hour}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rec := &flushCounter{ResponseRecorder: httptest.NewRecorder()}
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/v1/chat/completions", strings.NewReader(`{"model":"m","stream":true}`))
+	up.Handler().ServeHTTP(rec, req) // returns at once: the wait sees the cancelled context
+	if rec.Code != http.StatusOK || rec.flushes != 1 || len(sseEvents(t, rec.Body.String())) != 0 {
+		t.Fatalf("status %d, %d flushes, body %q: want 200, the headers flushed once, no event", rec.Code, rec.flushes, rec.Body)
+	}
+	if up.Open.Load() != 0 {
+		t.Fatalf("open = %d after the client went, want 0", up.Open.Load())
+	}
+}
+
+func TestStatsEndpoint(t *testing.T) {
+	up := &Upstream{Chunks: 1}
+	post(t, up, `{"model":"m"}`)
+	post(t, up, `{"model":"m","stream":true}`)
+	rec := httptest.NewRecorder()
+	up.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/stats", nil))
+	var st Stats
+	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
+		t.Fatalf("/stats: %v: %s", err, rec.Body)
+	}
+	if st != (Stats{Served: 2, Open: 0}) {
+		t.Fatalf("/stats = %+v, want served 2, open 0", st)
 	}
 }

@@ -7,9 +7,20 @@
 //	        -model openai/gpt-4o-mini -stream -c 32 -n 20000 -d 10s -watch 1234
 //
 // Both -n (total requests) and -d (duration) bound the run: it stops issuing
-// requests at whichever comes first. Only loopback hosts are accepted
-// (127.0.0.0/8, ::1, localhost), and every connection is checked to go to a
-// loopback address.
+// requests at whichever comes first.
+//
+// With -open W it holds W streams open instead (open.go): W workers ramped
+// in over -ramp, each streaming back to back for -hold more, and it reports
+// per stream what the first watched process grew by (RSS, threads, and
+// goroutines read from -goroutines), its CPU per stream and per event, and
+// TTFB added over the upstream's own -upstream-ttfb:
+//
+//	loadgen -url ... -key sk-... -model openai/gpt-4o-mini -open 4000 -ramp 5s -hold 20s \
+//	        -upstream-ttfb 300ms -watch 1234 -goroutines http://127.0.0.1:8080/metrics \
+//	        -upstream-stats http://127.0.0.1:9000/stats
+//
+// Only loopback hosts are accepted (127.0.0.0/8, ::1, localhost), and every
+// connection is checked to go to a loopback address.
 package main
 
 import (
@@ -70,14 +81,19 @@ type Result struct {
 	Requests    int               `json:"requests"`
 	OK          int               `json:"ok"`
 	Errors      int               `json:"errors"`
-	ErrorSample []string          `json:"error_sample,omitempty"`
-	StoppedBy   string            `json:"stopped_by"` // "n" or "d"
+	ErrorSample []string          `json:"error_sample,omitempty"` // up to 3 distinct messages
+	StoppedBy   string            `json:"stopped_by"`             // "n" or "d"
 	Seconds     float64           `json:"seconds"`
 	RPS         float64           `json:"throughput_rps"`
 	Latency     Percentiles       `json:"latency_ms"`
 	TTFB        *Percentiles      `json:"ttfb_ms,omitempty"`
 	Watched     []WatchResult     `json:"watch,omitempty"`
-	StartedAt   time.Time         `json:"started_at"`
+	// CoreBusyPct is each CPU's busy share over the measured part of the
+	// run, from /proc/stat: whoever used it (with pinned cores it shows
+	// whether the load generator's core kept up).
+	CoreBusyPct []float64  `json:"core_busy_pct,omitempty"`
+	Open        *OpenStats `json:"open,omitempty"` // open-streams mode only
+	StartedAt   time.Time  `json:"started_at"`
 }
 
 // Percentiles are in milliseconds.
@@ -96,6 +112,7 @@ type WatchResult struct {
 	CPUMsPerReq  float64 `json:"cpu_ms_per_req"`
 	PeakRSSKB    int64   `json:"peak_rss_kb"` // highest VmRSS sampled during the run
 	VmHWMKB      int64   `json:"vm_hwm_kb"`   // the kernel's high-water mark (process lifetime)
+	ThreadsMax   int64   `json:"threads_max"` // most threads sampled during the run
 	SampleErrors int     `json:"sample_errors,omitempty"`
 }
 
@@ -138,12 +155,26 @@ func main() {
 	watch := flag.String("watch", "", "comma-separated PIDs whose CPU time and peak RSS to report")
 	flag.StringVar(&cfg.Label, "label", "", "label copied into the JSON result")
 	flag.Var(metaFlag(cfg.Meta), "meta", "key=value copied into the result's \"meta\" object (repeatable)")
+	var oc OpenConfig
+	flag.IntVar(&oc.Workers, "open", 0, "open-streams mode: hold this many streams open (0 = off; -c, -n, -d and -stream are then unused)")
+	flag.DurationVar(&oc.Ramp, "ramp", 5*time.Second, "open-streams: start the workers spread over this")
+	flag.DurationVar(&oc.Hold, "hold", 20*time.Second, "open-streams: after the ramp, keep starting streams this long (bound)")
+	flag.DurationVar(&oc.UpstreamTTFB, "upstream-ttfb", 0, "open-streams: the upstream's own first-token delay, subtracted for the added TTFB")
+	flag.StringVar(&oc.GoroutinesURL, "goroutines", "", "open-streams: loopback URL answering go_goroutines for the first watched PID")
+	flag.StringVar(&oc.UpstreamStatsURL, "upstream-stats", "", "open-streams: the fake upstream's /stats URL, to count streams open at the far side")
+	flag.DurationVar(&oc.Settle, "settle", time.Second, "open-streams: pause after the warm-up before reading idle RSS and goroutines")
 	flag.Parse()
 	pids, err := parsePIDs(*watch)
 	if err == nil {
 		cfg.Watch = pids
 		var res *Result
-		if res, err = Run(context.Background(), cfg); err == nil {
+		if oc.Workers > 0 {
+			oc.Config = cfg
+			res, err = RunOpen(context.Background(), oc)
+		} else {
+			res, err = Run(context.Background(), cfg)
+		}
+		if err == nil {
 			enc := json.NewEncoder(os.Stdout)
 			_ = enc.Encode(res)
 			return
@@ -229,7 +260,9 @@ func loopbackDialer() *net.Dialer {
 }
 
 type sample struct {
+	start     time.Time
 	lat, ttfb time.Duration
+	chunks    int // stream events received, [DONE] not counted
 	err       string
 }
 
@@ -238,11 +271,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	body, _ := json.Marshal(map[string]any{
-		"model":    cfg.Model,
-		"messages": []map[string]string{{"role": "user", "content": "Say hello in five words."}},
-		"stream":   cfg.Stream,
-	})
+	body := requestBody(&cfg)
 	tr := &http.Transport{
 		DialContext:         loopbackDialer().DialContext,
 		MaxIdleConns:        cfg.C * 2,
@@ -252,7 +281,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: cfg.Timeout}
-	do := func(ctx context.Context) sample { return one(ctx, client, &cfg, body) }
+	do := func(ctx context.Context) sample { return one(ctx, client, &cfg, body, 16<<10) }
 
 	if cfg.Warmup > 0 {
 		runPhase(ctx, cfg.C, cfg.Warmup, maxDuration, do)
@@ -266,9 +295,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		watchers[i] = w
 	}
+	cores0, _ := readCoreTimes()
 	started := time.Now()
 	samples, stoppedBy := runPhase(ctx, cfg.C, cfg.N, cfg.D, do)
 	elapsed := time.Since(started)
+	cores1, _ := readCoreTimes()
 
 	res := summarize(samples, elapsed, cfg.Stream)
 	if len(cfg.Meta) > 0 {
@@ -276,6 +307,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.Label, res.URL, res.Model, res.Stream, res.Concurrency = cfg.Label, cfg.URL, cfg.Model, cfg.Stream, cfg.C
 	res.StoppedBy, res.StartedAt = stoppedBy, started.UTC()
+	res.CoreBusyPct = coreBusy(cores0, cores1)
 	for _, w := range watchers {
 		res.Watched = append(res.Watched, w.stop(res.Requests))
 	}
@@ -315,10 +347,27 @@ func runPhase(ctx context.Context, c, n int, d time.Duration, do func(context.Co
 	return all, "n"
 }
 
+// requestBody is the chat request every worker sends.
+func requestBody(cfg *Config) []byte {
+	body, _ := json.Marshal(map[string]any{
+		"model":    cfg.Model,
+		"messages": []map[string]string{{"role": "user", "content": "Say hello in five words."}},
+		"stream":   cfg.Stream,
+	})
+	return body
+}
+
 // one sends a request and reads the whole answer. A stream must end with
-// "data: [DONE]"; its TTFB is the time to its first "data:" line.
-func one(ctx context.Context, client *http.Client, cfg *Config, body []byte) sample {
+// "data: [DONE]"; its TTFB is the time to its first "data:" line, and it
+// counts its "data:" events but [DONE]. bufSize sizes the stream's reader.
+func one(ctx context.Context, client *http.Client, cfg *Config, body []byte, bufSize int) sample {
 	start := time.Now()
+	s := exchange(ctx, client, cfg, body, bufSize, start)
+	s.start = start
+	return s
+}
+
+func exchange(ctx context.Context, client *http.Client, cfg *Config, body []byte, bufSize int, start time.Time) sample {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.URL, bytes.NewReader(body))
 	if err != nil {
 		return sample{err: err.Error()}
@@ -346,32 +395,37 @@ func one(ctx context.Context, client *http.Client, cfg *Config, body []byte) sam
 		return sample{lat: time.Since(start)}
 	}
 	var ttfb time.Duration
-	done := false
-	br := bufio.NewReaderSize(resp.Body, 16<<10)
+	done, chunks, midLine := false, 0, false
+	br := bufio.NewReaderSize(resp.Body, bufSize)
 	for {
 		line, err := br.ReadSlice('\n')
-		if bytes.HasPrefix(line, []byte("data:")) {
+		if !midLine && bytes.HasPrefix(line, []byte("data:")) {
 			if ttfb == 0 {
 				ttfb = time.Since(start)
 			}
 			if bytes.Equal(bytes.TrimSpace(line[5:]), []byte("[DONE]")) {
 				done = true
+			} else {
+				chunks++
 			}
 		}
-		if errors.Is(err, bufio.ErrBufferFull) {
+		// A line longer than the buffer comes in pieces: only its first
+		// piece starts a line.
+		midLine = errors.Is(err, bufio.ErrBufferFull)
+		if midLine {
 			continue
 		}
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return sample{err: err.Error()}
+			return sample{err: err.Error(), chunks: chunks}
 		}
 	}
 	if !done {
-		return sample{err: "stream ended without data: [DONE]"}
+		return sample{err: "stream ended without data: [DONE]", chunks: chunks}
 	}
-	return sample{lat: time.Since(start), ttfb: ttfb}
+	return sample{lat: time.Since(start), ttfb: ttfb, chunks: chunks}
 }
 
 func summarize(samples []sample, elapsed time.Duration, stream bool) *Result {
@@ -380,7 +434,7 @@ func summarize(samples []sample, elapsed time.Duration, stream bool) *Result {
 	for _, s := range samples {
 		if s.err != "" {
 			res.Errors++
-			if len(res.ErrorSample) < 3 {
+			if len(res.ErrorSample) < 3 && !slices.Contains(res.ErrorSample, s.err) {
 				res.ErrorSample = append(res.ErrorSample, s.err)
 			}
 			continue
@@ -443,6 +497,7 @@ type watcher struct {
 	pid       int
 	cpu0      int64
 	peak      atomic.Int64
+	threads   atomic.Int64
 	sampleErr atomic.Int64
 	stopc     chan struct{}
 	done      chan struct{}
@@ -480,13 +535,16 @@ func (w *watcher) sample() {
 	if st.rss > w.peak.Load() {
 		w.peak.Store(st.rss)
 	}
+	if st.threads > w.threads.Load() {
+		w.threads.Store(st.threads)
+	}
 }
 
 func (w *watcher) stop(requests int) WatchResult {
 	close(w.stopc)
 	<-w.done
 	w.sample()
-	r := WatchResult{PID: w.pid, PeakRSSKB: w.peak.Load(), SampleErrors: int(w.sampleErr.Load())}
+	r := WatchResult{PID: w.pid, PeakRSSKB: w.peak.Load(), ThreadsMax: w.threads.Load(), SampleErrors: int(w.sampleErr.Load())}
 	if cpu, err := cpuTicks(w.pid); err == nil {
 		r.CPUMs = float64(cpu-w.cpu0) * 1000 / clockTicks
 		if requests > 0 {
@@ -530,7 +588,7 @@ func parseStatCPU(stat string) (int64, error) {
 	return ut + st, nil
 }
 
-type status struct{ rss, hwm int64 }
+type status struct{ rss, hwm, threads int64 }
 
 func readStatus(pid int) (status, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -540,7 +598,7 @@ func readStatus(pid int) (status, error) {
 	return parseStatus(string(b)), nil
 }
 
-// parseStatus reads VmRSS and VmHWM (kB) from /proc/PID/status.
+// parseStatus reads VmRSS and VmHWM (kB) and Threads from /proc/PID/status.
 func parseStatus(s string) status {
 	var st status
 	for line := range strings.SplitSeq(s, "\n") {
@@ -554,6 +612,8 @@ func parseStatus(s string) status {
 			dst = &st.rss
 		case "VmHWM":
 			dst = &st.hwm
+		case "Threads":
+			dst = &st.threads
 		default:
 			continue
 		}
@@ -563,4 +623,55 @@ func parseStatus(s string) status {
 		}
 	}
 	return st
+}
+
+// coreTimes is one CPU's line of /proc/stat: busy and total jiffies.
+type coreTimes struct{ busy, total int64 }
+
+// readCoreTimes reads the per-CPU lines ("cpu0", "cpu1", …) of /proc/stat.
+func readCoreTimes() ([]coreTimes, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return nil, err
+	}
+	return parseCoreTimes(string(b)), nil
+}
+
+// parseCoreTimes reads the per-CPU lines of a /proc/stat text; idle and
+// iowait count as not busy.
+func parseCoreTimes(stat string) []coreTimes {
+	var out []coreTimes
+	for line := range strings.SplitSeq(stat, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || !strings.HasPrefix(f[0], "cpu") || f[0] == "cpu" {
+			continue
+		}
+		// user nice system idle iowait irq softirq steal [guest guest_nice]:
+		// guest time is already in user and nice; steal is the hypervisor's.
+		var ct coreTimes
+		for i, v := range f[1:min(len(f), 9)] {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			ct.total += n
+			if i != 3 && i != 4 && i != 7 {
+				ct.busy += n
+			}
+		}
+		out = append(out, ct)
+	}
+	return out
+}
+
+// coreBusy is each CPU's busy share, in percent, between two readings; nil
+// when they do not match.
+func coreBusy(a, b []coreTimes) []float64 {
+	if len(a) == 0 || len(a) != len(b) {
+		return nil
+	}
+	out := make([]float64, len(a))
+	for i := range a {
+		if dt := b[i].total - a[i].total; dt > 0 {
+			out[i] = math.Round(1000*float64(b[i].busy-a[i].busy)/float64(dt)) / 10
+		}
+	}
+	return out
 }

@@ -4,6 +4,10 @@
 // the repeats per target, mode and concurrency, latency added over the
 // direct call, and the issue's budgets checked against the same run.
 //
+// Each block of steps has its own tables: "main" and "log" (every process
+// sharing both cores; this file), "pinned" (each gateway on a core of its
+// own; pinned.go) and "open" (streams held open; open.go).
+//
 //	go run ./bench/report -in results.jsonl -note "..." > table.md
 package main
 
@@ -38,6 +42,8 @@ type result struct {
 		PeakRSSKB   int64   `json:"peak_rss_kb"`
 		VmHWMKB     int64   `json:"vm_hwm_kb"`
 	} `json:"watch"`
+	CoreBusyPct []float64  `json:"core_busy_pct"`
+	Open        *openStats `json:"open"`
 }
 
 type key struct {
@@ -232,6 +238,29 @@ func concurrencies(cs map[key]*cell, block string) []int {
 }
 
 func write(w io.Writer, results []result, ns notes) {
+	if hasBlock(results, "main") || hasBlock(results, "log") {
+		writeShared(w, results)
+	}
+	writePinned(w, results)
+	writeOpen(w, results)
+	writeLoad(w, results)
+	for _, n := range ns {
+		fmt.Fprintln(w, "\n- "+n)
+	}
+}
+
+func hasBlock(results []result, block string) bool {
+	for _, r := range results {
+		if r.Meta["block"] == block {
+			return true
+		}
+	}
+	return false
+}
+
+// writeShared writes the tables of the run where every process shares both
+// cores: the main matrix, the request-log block and their budgets.
+func writeShared(w io.Writer, results []result) {
 	cs := cells(results)
 	modeName := map[string]string{"json": "non-streaming", "stream": "streaming (20 chunks)"}
 	for _, mode := range []string{"json", "stream"} {
@@ -273,10 +302,6 @@ func write(w io.Writer, results []result, ns notes) {
 	}
 	writeLog(w, cs)
 	writeBudgets(w, cs, results)
-	writeLoad(w, results)
-	for _, n := range ns {
-		fmt.Fprintln(w, "\n- "+n)
-	}
 }
 
 // logBackends are the request-log block's targets besides the log-off

@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -78,5 +81,91 @@ func TestReportMediansAndBudgets(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("report lacks %q\n%s", want, got)
 		}
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite testdata/*.md from the report of testdata/*.jsonl")
+
+// TestGolden renders every testdata/<case>.jsonl and compares it with
+// testdata/<case>.md (regenerate with -update and review the diff); then
+// checks the verdicts worked out by hand for each case, so a wrong golden
+// file cannot pass unnoticed.
+func TestGolden(t *testing.T) {
+	verdicts := map[string][]string{
+		"pinned": {
+			// medians: json sluice 9,000 / Portkey 1,000 / bare 8,800; stream 4,000 / 600 / 4,100
+			"c=32 json throughput ≥ 8× Portkey's: 9,000 / 1,000 req/s = 9.0× — held",
+			"c=32 json throughput ≥ 1.00× the bare proxy's: 9,000 vs 8,800 req/s = 1.02× — held",
+			"c=32 json CPU per request ≤ 1.0× the bare proxy's: 0.110 vs 0.105 ms = 1.05× — **missed**",
+			"c=32 stream throughput ≥ 8× Portkey's: 4,000 / 600 req/s = 6.7× — **missed**",
+			"c=32 stream throughput ≥ 0.95× the bare proxy's: 4,000 vs 4,100 req/s = 0.98× — held",
+			"c=32 stream CPU per request ≤ 1.1× the bare proxy's: 0.230 vs 0.210 ms = 1.10× — held",
+			"| sluice | 32 | 9,000 | 3.556 | 10.667 | 0.110 | 99.0 % | 82.0 % | 50.8 | 0 |",
+			"| direct (no hop) | 32 | 20,000 | 1.600 | 4.800 | 0.040 | – | 82.0 % | 15.6 | 0 |",
+		},
+		"pinned-no-portkey": {
+			"c=32 json throughput ≥ 8× Portkey's: not evaluated (Portkey not measured)",
+			"c=32 json throughput ≥ 1.00× the bare proxy's: 8,000 vs 8,800 req/s = 0.91× — **missed**",
+			"c=32 json CPU per request ≤ 1.0× the bare proxy's: 0.100 vs 0.105 ms = 0.95× — held",
+			"c=32 stream: not evaluated (sluice not measured at c=32)",
+		},
+		"open": {
+			"8,000 open streams with zero errors: 0 errors, least held 7,990 — held",
+			"memory per open stream at 1,000 ≤ 60 KiB and ≤ ½ the bare proxy's: 46.00 KiB vs 101.00 KiB — held",
+			"memory per open stream at 4,000 ≤ 60 KiB and ≤ ½ the bare proxy's: 56.00 KiB vs 106.00 KiB — **missed**", // 56 > 106/2,
+			"memory per open stream at 8,000 ≤ 60 KiB and ≤ ½ the bare proxy's: 63.00 KiB vs 131.00 KiB — **missed**",
+			"added TTFB p99 at 4,000 streams ≤ the bare proxy's: +13.000 vs +11.000 ms — **missed**",
+			"CPU per event at 1,000 token-rate streams ≤ the bare proxy's: 30.00 vs 35.00 µs — held",
+			"| sluice | 4,000 | 4,000 / 3,990 | 29.3 | 248.0 | 56.00 | 2.00 | 9 | 0.704 | 32.00 | 301.300 | +1.300 | 313.000 | +13.000 | 35.5 % | 0 |",
+			"| direct (no hop) | 1,000 | 1,000 / 1,000 | – | – | – | – | – | – | – | 300.400 | +0.400 | 303.000 | +3.000 | – | 0 |",
+			"| Portkey 1.15.2 | 8,000 | 8,000 / 8,000 | 29.3 | 2771.5 | 351.00 | – | 11 |",
+		},
+		"open-errors": {
+			"8,000 open streams with zero errors: 3 errors, least held 7,000 — **missed**",
+			"memory per open stream at 8,000 ≤ 60 KiB and ≤ ½ the bare proxy's: 40.00 KiB; ≤ 60 KiB — held; ½ the bare proxy's not evaluated",
+			"added TTFB p99 at 4,000 streams ≤ the bare proxy's: not evaluated",
+			"CPU per event ≤ the bare proxy's: not evaluated",
+		},
+	}
+	ins, err := filepath.Glob("testdata/*.jsonl")
+	if err != nil || len(ins) != len(verdicts) {
+		t.Fatalf("testdata: %v, %d cases; want the %d cases the verdicts name", err, len(ins), len(verdicts))
+	}
+	for _, in := range ins {
+		name := strings.TrimSuffix(filepath.Base(in), ".jsonl")
+		t.Run(name, func(t *testing.T) {
+			f, err := os.Open(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			results, err := read(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			write(&out, results, nil)
+			golden := strings.TrimSuffix(in, ".jsonl") + ".md"
+			if *update {
+				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != string(want) {
+				t.Errorf("report differs from %s (run with -update and review the diff):\n%s", golden, out.String())
+			}
+			for _, v := range verdicts[name] {
+				if !strings.Contains(out.String(), v) {
+					t.Errorf("report lacks %q", v)
+				}
+			}
+			if strings.Contains(out.String(), "(issue 9, this run)") {
+				t.Error("the shared-core budgets appear without a shared-core block")
+			}
+		})
 	}
 }
