@@ -13,8 +13,9 @@ const module = "github.com/sluicegw/sluice"
 // stages lists the top-level packages in pipeline order: a package may
 // import only packages of earlier stages, and its own stage's packages
 // (a stage's subpackages). schemas and the module root (the embedded data
-// files) come before every stage.
-var stages = []string{"", "schemas", "profiles", "guardrails", "compiler", "connectors", "snapshot", "gateway", "diff", "cmd", "bench"}
+// files) come before every stage; deploy (the image, compose file and
+// chart, with tests that load their configurations) after every one.
+var stages = []string{"", "schemas", "profiles", "guardrails", "compiler", "connectors", "snapshot", "gateway", "diff", "cmd", "bench", "deploy"}
 
 // stageOf returns the stage index of an import path inside the module, or
 // -1 for a path outside it.

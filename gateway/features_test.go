@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -412,6 +413,33 @@ func TestRequestLogOff(t *testing.T) {
 	require.ErrorIs(t, err, fs.ErrNotExist, "no request-log database is created")
 	_, err = os.Stat(filepath.Join(h.dir, "data", "spool"))
 	require.ErrorIs(t, err, fs.ErrNotExist, "no spool either")
+}
+
+// TestLogLevel: [server] log_level sets the level of the gateway's logger,
+// and a reload changes it live. The per-request lines are "info": "warn"
+// silences them, "debug" lets them through again.
+func TestLogLevel(t *testing.T) {
+	h := newHarness(t, [2]string{"[server]\n", "[server]\nlog_level = \"warn\"\n"})
+	require.Equal(t, slog.LevelWarn, h.level.Level())
+	quiet, _ := h.post(secretChat, chatBody("openai/gpt-4o", ""))
+	require.Equal(t, 200, quiet.StatusCode)
+	h.rows(1)
+
+	editConfig(t, h.dir, [2]string{`log_level = "warn"`, `log_level = "debug"`})
+	require.Empty(t, h.srv.Reload())
+	require.Equal(t, slog.LevelDebug, h.level.Level())
+	loud, _ := h.post(secretChat, chatBody("openai/gpt-4o", `,"temperature":0.5`))
+	require.Equal(t, 200, loud.StatusCode)
+	h.rows(2)
+	// The row is queryable once a batch is written, after the line.
+	require.Eventually(t, func() bool { return strings.Contains(h.logs.String(), loud.Header.Get(gateway.HeaderRequestID)) },
+		5*time.Second, 10*time.Millisecond, "a request line at debug level")
+	require.NotContains(t, h.logs.String(), quiet.Header.Get(gateway.HeaderRequestID), "no request line at warn level")
+
+	// A broken reload keeps the level of the configuration that serves.
+	editConfig(t, h.dir, [2]string{`log_level = "debug"`, `log_level = "loud"`})
+	require.NotEmpty(t, h.srv.Reload())
+	require.Equal(t, slog.LevelDebug, h.level.Level())
 }
 
 // TestLogRequests: [server] log_requests picks which requests get a log

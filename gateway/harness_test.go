@@ -52,7 +52,10 @@ type harness struct {
 	srv  *gateway.Server
 	ts   *httptest.Server
 	logs *syncBuffer
-	sent *recorder
+	// level is the logger's level, which the gateway sets from [server]
+	// log_level.
+	level *slog.LevelVar
+	sent  *recorder
 }
 
 // recorder is the gateway's upstream transport in tests: it records the
@@ -172,18 +175,20 @@ func newHarnessSim(t *testing.T, prep func(dir string), simCfg func(*simulator.C
 	_, err := sim.Start()
 	require.NoError(t, err)
 	logs := &syncBuffer{}
+	level := new(slog.LevelVar)
 	sent := &recorder{base: gateway.NewTransport()}
 	srv, err := gateway.New(gateway.Options{
 		Transport:  sent,
 		ConfigDir:  dir,
-		Logger:     slog.New(slog.NewJSONHandler(logs, nil)),
+		Logger:     slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: level})),
+		LogLevel:   level,
 		AdminToken: adminToken,
 		UpstreamURLs: map[string]string{"market": sim.URL("openrouter"), "edge": sim.URL("vercel"),
 			"openai": sim.URL("openai"), "anthropic": sim.URL("anthropic")},
 	})
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv.Handler())
-	h := &harness{t: t, dir: dir, sim: sim, srv: srv, ts: ts, logs: logs, sent: sent}
+	h := &harness{t: t, dir: dir, sim: sim, srv: srv, ts: ts, logs: logs, level: level, sent: sent}
 	t.Cleanup(func() {
 		ts.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -43,8 +43,14 @@ import (
 type Options struct {
 	// ConfigDir is the configuration directory. Required.
 	ConfigDir string
-	// Logger receives structured logs. Default: JSON to stderr.
+	// Logger receives structured logs. Default: JSON to stderr, at the
+	// level of [server] log_level.
 	Logger *slog.Logger
+	// LogLevel, when set, is set to [server] log_level at start and after
+	// every good reload: build Logger's handler on it
+	// (slog.HandlerOptions.Level) for its level to follow the
+	// configuration. Default nil: a given Logger keeps its own level.
+	LogLevel *slog.LevelVar
 	// Registry receives the metrics. Default: a new registry with the Go and
 	// process collectors.
 	Registry *prometheus.Registry
@@ -97,7 +103,10 @@ type reloadError struct {
 // error is returned with every located diagnostic.
 func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+		if opts.LogLevel == nil {
+			opts.LogLevel = new(slog.LevelVar)
+		}
+		opts.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: opts.LogLevel}))
 	}
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
@@ -109,6 +118,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, log: opts.Logger, reg: opts.Registry, metrics: metrics.New(opts.Registry)}
 	cfg := snap.Config
+	s.setLogLevel(cfg.Server.LogLevel)
 	s.cache = lru.New[string, *cachedAnswer](cfg.Cache.MaxEntries, cfg.Cache.TTL.Duration)
 	s.sessions = lru.New[string, snapshot.Pin](cfg.Sessions.MaxEntries, cfg.Sessions.TTL.Duration)
 	s.planner = failover.NewPlanner(failover.PlannerOptions{})
@@ -236,6 +246,7 @@ func (s *Server) Reload() profiles.Diagnostics {
 		return diags
 	}
 	old := s.snap.Swap(snap)
+	s.setLogLevel(snap.Config.Server.LogLevel)
 	// The cache and the pins keep their entries under the new bounds and
 	// time to live.
 	s.cache.Configure(snap.Config.Cache.MaxEntries, snap.Config.Cache.TTL.Duration)
@@ -245,6 +256,19 @@ func (s *Server) Reload() profiles.Diagnostics {
 	s.metrics.ConfigHealthy.Set(1)
 	s.log.Info("config reloaded", "revision", snap.Revision, "previous", old.Revision)
 	return nil
+}
+
+// setLogLevel sets Options.LogLevel, when there is one, to a [server]
+// log_level name ("debug", "info", "warn", "error"; the schema admits no
+// other, and anything else leaves the level as it is).
+func (s *Server) setLogLevel(name string) {
+	if s.opts.LogLevel == nil {
+		return
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(name)); err == nil {
+		s.opts.LogLevel.Set(l)
+	}
 }
 
 // Close flushes the request log and the budget ledger within the context's

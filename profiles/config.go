@@ -73,6 +73,10 @@ type Server struct {
 	// clients), "all", or "off". Every request has its request-log row
 	// whatever this says. Default "errors".
 	LogRequests string `toml:"log_requests" json:"log_requests"`
+	// LogLevel is the least severe level the gateway logs: "debug", "info",
+	// "warn" or "error". The per-request lines of LogRequests are "info", so
+	// "warn" or "error" silences them. It reloads live. Default "info".
+	LogLevel string `toml:"log_level" json:"log_level"`
 }
 
 // Store configures the request log.
@@ -400,6 +404,9 @@ func (c *Config) applyDefaults() {
 	}
 	if s.LogRequests == "" {
 		s.LogRequests = "errors"
+	}
+	if s.LogLevel == "" {
+		s.LogLevel = "info"
 	}
 	if s.ShutdownTimeout.Duration == 0 {
 		s.ShutdownTimeout.Duration = 30 * time.Second

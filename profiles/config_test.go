@@ -32,6 +32,7 @@ func TestStoreDefaults(t *testing.T) {
 			require.Equal(t, tc.wantKind, cfg.Store.Kind)
 			require.Equal(t, tc.wantBatch, cfg.Store.BatchSize)
 			require.Equal(t, "errors", cfg.Server.LogRequests)
+			require.Equal(t, "info", cfg.Server.LogLevel)
 		})
 	}
 }

@@ -37,6 +37,7 @@ func commands() []command {
 		{"diff", "compile every key, model and upstream under two config revisions and report what changed", runDiff},
 		{"keys", "hash a key secret (keys hash) or make a new one (keys new)", runKeys},
 		{"test", "run the guardrails' Rego unit tests (*_test.rego)", runTest},
+		{"version", "print the module version, VCS commit and Go version (--json)", runVersion},
 		{"help", "list the subcommands", runHelp},
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -75,6 +77,9 @@ func TestCLI(t *testing.T) {
 		{name: "test --run selecting nothing", args: []string{"test", "--config", demoDir, "--run", "deny"}, code: 1,
 			contains: []string{`sluice test: guardrails: no test name matches "deny"`}},
 		{name: "test bad --run", args: []string{"test", "--config", demoDir, "--run", "("}, code: 2, contains: []string{"sluice test: --run: "}},
+		{name: "version", args: []string{"version"}, code: 0, contains: []string{"sluice ", "\ncommit ", "\ngo     " + runtime.Version() + "\n"}},
+		{name: "version json", args: []string{"version", "--json"}, code: 0, contains: []string{`"version": "`, `"commit": "`, `"go": "` + runtime.Version() + `"`}},
+		{name: "version stray argument", args: []string{"version", "now"}, code: 2},
 		{name: "test missing dir", args: []string{"test", "--config", "/nonexistent"}, code: 1, contains: []string{"no such file or directory"}},
 	}
 	for _, tc := range tests {
@@ -125,4 +130,29 @@ func TestKeysNewRoundTrips(t *testing.T) {
 	code, out, _ = runCLI(t, secret, "keys", "hash")
 	require.Equal(t, 0, code)
 	require.Equal(t, hash+"\n", out)
+}
+
+func TestVersionFrom(t *testing.T) {
+	yes, no := true, false
+	stamped := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/sluicegw/sluice", Version: "v0.0.0-20261201120000-0123456789ab+dirty"},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef"}, {Key: "vcs.time", Value: "2026-12-01T12:00:00Z"}, {Key: "vcs.modified", Value: "true"}}}
+	clean := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.2.0"},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "fedcba"}, {Key: "vcs.modified", Value: "false"}}}
+	bare := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}}
+	for _, tc := range []struct {
+		name            string
+		bi              *debug.BuildInfo
+		version, commit string // link-time fallbacks
+		want            versionInfo
+	}{
+		{"VCS stamp", stamped, "", "", versionInfo{Version: "v0.0.0-20261201120000-0123456789ab+dirty", Commit: "0123456789abcdef", Modified: &yes, CommitTime: "2026-12-01T12:00:00Z", Go: "go1.26.8"}},
+		{"the stamp wins over link-time values", clean, "v9", "zzz", versionInfo{Version: "v1.2.0", Commit: "fedcba", Modified: &no, Go: "go1.26.8"}},
+		{"no stamp: link-time values", bare, "v1.3.0", "abc123", versionInfo{Version: "v1.3.0", Commit: "abc123", Go: "go1.26.8"}},
+		{"nothing known", bare, "", "", versionInfo{Version: "(devel)", Commit: "unknown", Go: "go1.26.8"}},
+		{"no build information", nil, "", "", versionInfo{Version: "(devel)", Commit: "unknown", Go: runtime.Version()}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, versionFrom(tc.bi, tc.version, tc.commit))
+		})
+	}
 }

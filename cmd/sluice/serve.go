@@ -26,8 +26,11 @@ func runServe(env *cliEnv, args []string) int {
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
-	logger := slog.New(slog.NewJSONHandler(env.stderr, nil))
-	srv, err := gateway.New(gateway.Options{ConfigDir: *dir, Logger: logger, AdminToken: os.Getenv(AdminTokenEnv)})
+	// The level follows [server] log_level, live: the gateway sets it at
+	// start and after every good reload.
+	level := new(slog.LevelVar)
+	logger := slog.New(slog.NewJSONHandler(env.stderr, &slog.HandlerOptions{Level: level}))
+	srv, err := gateway.New(gateway.Options{ConfigDir: *dir, Logger: logger, LogLevel: level, AdminToken: os.Getenv(AdminTokenEnv)})
 	if err != nil {
 		printLoadError(env, err)
 		return 1
