@@ -100,6 +100,9 @@ func sampleRows(n int) []Row {
 			r.RepresentationBreak = true
 			r.CacheDiscountApplied = true
 		}
+		if i%8 == 5 {
+			r.RequestRouting = true
+		}
 		if i%9 == 3 {
 			r.RefusedCode = "policy_denied"
 			r.Status = 403

@@ -69,6 +69,11 @@ type Row struct {
 	// LatencyMS is the total latency and TTFTMS the time to first token, in milliseconds.
 	LatencyMS float64 `json:"latency_ms"`
 	TTFTMS    float64 `json:"ttft_ms"`
+	// RequestRouting is true when the request carried its own routing
+	// object (the request rung of the ladder): its plan then depended on
+	// more than the key's configuration, which `sluice diff --traffic`
+	// reports. Rows recorded before the column existed read false.
+	RequestRouting bool `json:"request_routing"`
 }
 
 // normalized returns r as stores keep it: TS in UTC truncated to the

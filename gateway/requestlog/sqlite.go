@@ -31,7 +31,8 @@ type sqliteStore struct {
 	path string
 }
 
-// sqliteSchema is applied at open; every statement is idempotent.
+// sqliteSchema creates the table as first released; init applies it, then
+// sqliteColumns, then sqliteIndexes.
 var sqliteSchema = []string{
 	`CREATE TABLE IF NOT EXISTS requests (
 		ts_ms INTEGER NOT NULL,
@@ -63,6 +64,17 @@ var sqliteSchema = []string{
 		latency_ms REAL NOT NULL DEFAULT 0,
 		ttft_ms REAL NOT NULL DEFAULT 0
 	)`,
+}
+
+// sqliteColumns are the columns added to requests after its first release,
+// in order: init adds each one the table lacks (SQLite has no ADD COLUMN IF
+// NOT EXISTS), before the indexes that may name them.
+var sqliteColumns = []struct{ name, ddl string }{
+	{"request_routing", "ALTER TABLE requests ADD COLUMN request_routing INTEGER NOT NULL DEFAULT 0"},
+}
+
+// sqliteIndexes follow the columns; every statement is idempotent.
+var sqliteIndexes = []string{
 	// Newest-first paging walks this index backwards.
 	`CREATE INDEX IF NOT EXISTS requests_ts ON requests (ts_ms, request_id)`,
 	`CREATE INDEX IF NOT EXISTS requests_org_ts ON requests (org, ts_ms)`,
@@ -83,7 +95,7 @@ var rowColumns = []string{
 	"routing_switch_reason", "routing_degraded", "refused_code", "fallback_reason",
 	"attempts", "status", "stream", "cache_hit", "representation_break",
 	"cache_discount_applied", "prompt_tokens", "completion_tokens", "cost_usd",
-	"latency_ms", "ttft_ms",
+	"latency_ms", "ttft_ms", "request_routing",
 }
 
 // OpenSQLite opens (creating if needed) the SQLite request log at path, in
@@ -146,11 +158,9 @@ func (s *sqliteStore) init() error {
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return s.openErr(err)
 	}
-	for _, stmt := range sqliteSchema {
-		if _, err := conn.ExecContext(ctx, stmt); err != nil {
-			_, _ = conn.ExecContext(ctx, "ROLLBACK")
-			return s.openErr(err)
-		}
+	if err := applySQLiteSchema(ctx, conn); err != nil {
+		_, _ = conn.ExecContext(ctx, "ROLLBACK")
+		return s.openErr(err)
 	}
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
 		_, _ = conn.ExecContext(ctx, "ROLLBACK")
@@ -158,6 +168,34 @@ func (s *sqliteStore) init() error {
 	}
 	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", sqliteBusyTimeout.Milliseconds())); err != nil {
 		return s.openErr(err)
+	}
+	return nil
+}
+
+// applySQLiteSchema creates the table, adds the columns it lacks, then
+// creates the indexes, inside the caller's transaction.
+func applySQLiteSchema(ctx context.Context, conn *sql.Conn) error {
+	for _, stmt := range sqliteSchema {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	for _, c := range sqliteColumns {
+		var n int
+		if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM pragma_table_info('requests') WHERE name = ?", c.name).Scan(&n); err != nil {
+			return fmt.Errorf("check column %s: %w", c.name, err)
+		}
+		if n > 0 {
+			continue
+		}
+		if _, err := conn.ExecContext(ctx, c.ddl); err != nil {
+			return fmt.Errorf("add column %s: %w", c.name, err)
+		}
+	}
+	for _, stmt := range sqliteIndexes {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -175,7 +213,7 @@ func (s *sqliteStore) openErr(err error) error {
 
 // sqliteRowsPerInsert is how many rows one INSERT statement carries: one
 // statement per row spends most of its time in the driver, not in SQLite.
-// 32 rows × 28 columns stays far below SQLite's bound on parameters.
+// 32 rows × 29 columns stays far below SQLite's bound on parameters.
 const sqliteRowsPerInsert = 32
 
 // sqliteInsertSQL returns an INSERT of n rows.
@@ -198,7 +236,7 @@ var (
 // Insert implements [Store.Insert]: one transaction, sqliteRowsPerInsert
 // rows per statement. It runs on the driver's connection (through
 // [sql.Conn.Raw]) with one argument slice reused for every statement:
-// database/sql would otherwise copy and check all 896 arguments of each
+// database/sql would otherwise copy and check all 928 arguments of each
 // statement, which cost more than SQLite's own work on the hot path.
 func (s *sqliteStore) Insert(ctx context.Context, rows []Row) error {
 	if len(rows) == 0 {
@@ -291,7 +329,7 @@ func setRowArgs(args []driver.NamedValue, r Row) {
 		r.RoutingSwitchReason, string(degraded), r.RefusedCode, r.FallbackReason,
 		int64(r.Attempts), int64(r.Status), r.Stream, r.CacheHit, r.RepresentationBreak,
 		r.CacheDiscountApplied, r.PromptTokens, r.CompletionTokens, r.CostUSD,
-		r.LatencyMS, r.TTFTMS,
+		r.LatencyMS, r.TTFTMS, r.RequestRouting,
 	} {
 		args[i].Value = v
 	}
@@ -324,7 +362,7 @@ func (s *sqliteStore) Query(ctx context.Context, f Filter) (Page, error) {
 			&r.RoutingSwitchReason, &degraded, &r.RefusedCode, &r.FallbackReason,
 			&r.Attempts, &r.Status, &r.Stream, &r.CacheHit, &r.RepresentationBreak,
 			&r.CacheDiscountApplied, &r.PromptTokens, &r.CompletionTokens, &r.CostUSD,
-			&r.LatencyMS, &r.TTFTMS); err != nil {
+			&r.LatencyMS, &r.TTFTMS, &r.RequestRouting); err != nil {
 			return Page{}, fmt.Errorf("requestlog: sqlite scan: %w", err)
 		}
 		r.TS = time.UnixMilli(tsMS).UTC()

@@ -60,3 +60,35 @@ func TestSQLiteUsesWAL(t *testing.T) {
 	require.NoError(t, s.(*sqliteStore).db.QueryRow("PRAGMA journal_mode").Scan(&mode))
 	require.Equal(t, "wal", mode)
 }
+
+// TestSQLiteAddsNewColumnsToAnOldFile opens a file made by a release whose
+// table lacked request_routing: open adds it, old rows read false, and a
+// second open adds nothing.
+func TestSQLiteAddsNewColumnsToAnOldFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "requests.db")
+	old, err := sql.Open("sqlite", "file:"+path)
+	require.NoError(t, err)
+	_, err = old.Exec(sqliteSchema[0])
+	require.NoError(t, err)
+	_, err = old.Exec("INSERT INTO requests (ts_ms, request_id, team) VALUES (?, 'old-1', 'ml')", baseTS.UnixMilli())
+	require.NoError(t, err)
+	require.NoError(t, old.Close())
+
+	s, err := OpenSQLite(path)
+	require.NoError(t, err)
+	p, err := s.Query(t.Context(), Filter{})
+	require.NoError(t, err)
+	require.Len(t, p.Rows, 1)
+	require.Equal(t, "old-1", p.Rows[0].RequestID)
+	require.False(t, p.Rows[0].RequestRouting)
+	require.NoError(t, s.Insert(t.Context(), []Row{{TS: baseTS, RequestID: "new-1", RequestRouting: true}}))
+	require.NoError(t, s.Close())
+
+	s, err = OpenSQLite(path) // the column exists now: nothing to add
+	require.NoError(t, err)
+	defer s.Close()
+	p, err = s.Query(t.Context(), Filter{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"old-1", "new-1"}, ids(p.Rows))
+	require.True(t, p.Rows[1].RequestRouting)
+}
