@@ -113,6 +113,11 @@ type Store interface {
 	// Query returns one page of rows matching f, newest first
 	// (ts desc, request_id desc). A malformed f.Cursor yields ErrBadCursor.
 	Query(ctx context.Context, f Filter) (Page, error)
+	// Traffic counts the rows matching f per combination (key, team,
+	// decided model, upstream, route, request_routing), in one grouped
+	// query in the database, never by reading rows one by one; ordered by
+	// those fields. `sluice diff --traffic` weighs a change with it.
+	Traffic(ctx context.Context, f TrafficFilter) ([]TrafficCount, error)
 	// Ping checks that the store answers.
 	Ping(ctx context.Context) error
 	// Close releases the store's connections.

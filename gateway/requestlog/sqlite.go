@@ -81,6 +81,12 @@ var sqliteIndexes = []string{
 	`CREATE INDEX IF NOT EXISTS requests_team_ts ON requests (team, ts_ms)`,
 	`CREATE INDEX IF NOT EXISTS requests_project_ts ON requests (project, ts_ms)`,
 	`CREATE INDEX IF NOT EXISTS requests_provider_ts ON requests (served_provider, ts_ms)`,
+	// Covers the Traffic query in its grouping order: the groups stream out
+	// of one index walk, ts_ms tested in the index and the table never
+	// read. Led by ts_ms instead, the walk would be a range but the
+	// grouping a sort of every row in it: measured 5-7 s against 0.8-1 s
+	// for a million rows (docs/perf.md).
+	`CREATE INDEX IF NOT EXISTS requests_traffic ON requests (key_id, team, decided_model, upstream, route, ts_ms, request_routing)`,
 	`CREATE TABLE IF NOT EXISTS requestlog_meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)`,
 	// A real write: BEGIN IMMEDIATE alone succeeds on a read-only file, and
 	// the statements above write nothing once the schema exists.
