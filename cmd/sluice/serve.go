@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluicegw/sluice/diff"
 	"github.com/sluicegw/sluice/gateway"
 	"github.com/sluicegw/sluice/profiles"
 )
@@ -27,7 +28,7 @@ func runServe(env *cliEnv, args []string) int {
 		return code
 	}
 	logger := slog.New(slog.NewJSONHandler(env.stderr, nil))
-	srv, err := gateway.New(gateway.Options{ConfigDir: *dir, Logger: logger, AdminToken: os.Getenv(AdminTokenEnv)})
+	srv, err := gateway.New(gateway.Options{ConfigDir: *dir, Logger: logger, AdminToken: os.Getenv(AdminTokenEnv), WhatIf: diff.WhatIf})
 	if err != nil {
 		printLoadError(env, err)
 		return 1
