@@ -230,7 +230,7 @@ func Weigh(r *Report, counts []requestlog.TrafficCount, topts TrafficOptions) *T
 		}
 	}
 	for i := range r.Routes {
-		w.routes[r.Routes[i].Model] = &r.Routes[i]
+		w.routes[strings.ToLower(r.Routes[i].Model)] = &r.Routes[i]
 	}
 	t := &Traffic{From: topts.From.UTC(), To: topts.To.UTC(), Days: topts.To.Sub(topts.From).Hours() / 24,
 		Teams: nonNil(slices.Clone(topts.Teams)), ByTeam: []TeamWeight{}, Impacts: []Impact{}, Untouched: []Untouched{}}
