@@ -12,6 +12,10 @@ import (
 // The JSON form always has every impact.
 const markdownImpacts = 50
 
+// markdownUntouched bounds the lines of changes without traffic in the
+// markdown form, for the same reason.
+const markdownUntouched = 100
+
 // markdownUntouchedModels bounds the models listed per line of changes
 // without traffic in text and markdown.
 const markdownUntouchedModels = 8
@@ -219,7 +223,11 @@ func (t *Traffic) markdown() string {
 	}
 	if len(t.Untouched) > 0 {
 		fmt.Fprintf(&b, "\n<details><summary>%s with no recorded traffic</summary>\n\n", plural(len(t.Untouched), "change"))
-		for _, u := range t.Untouched {
+		for i, u := range t.Untouched {
+			if i == markdownUntouched {
+				fmt.Fprintf(&b, "- …and %d more (every one is in the JSON form)\n", len(t.Untouched)-markdownUntouched)
+				break
+			}
 			fmt.Fprintf(&b, "- %s\n", mdCell(u.line()))
 		}
 		b.WriteString("\n</details>\n")

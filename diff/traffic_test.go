@@ -3,6 +3,8 @@ package diff
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,4 +83,25 @@ func TestWeighCountsOnlyChangedCombinations(t *testing.T) {
 	require.Equal(t, []Impact{{Effect: EffectRerouted, Detail: "providers.rank_by", Team: "rank", Key: "k-rank", Model: "openai/gpt-4o",
 		Upstream: "market", Requests: 11, PerDay: 5.5, RequestRouting: 2}}, tr.Impacts)
 	require.Equal(t, 2.0, tr.Days)
+}
+
+// TestMarkdownStaysCommentSized: a pull-request comment has a size limit,
+// so the markdown lists the heaviest impacts and the first changes without
+// traffic, and says how many more the JSON form has.
+func TestMarkdownStaysCommentSized(t *testing.T) {
+	tr := &Traffic{Days: 7}
+	for i := range markdownImpacts + 10 {
+		tr.Impacts = append(tr.Impacts, Impact{Effect: EffectRefused, Detail: "model_forbidden", Key: fmt.Sprintf("k-%03d", i), Requests: int64(1000 - i)})
+	}
+	for i := range markdownUntouched + 20 {
+		tr.Untouched = append(tr.Untouched, Untouched{Effect: EffectRerouted, Detail: "providers.rank_by", Key: fmt.Sprintf("u-%03d", i),
+			Models: []string{"a/1", "a/2", "a/3", "a/4", "a/5", "a/6", "a/7", "a/8", "a/9", "a/10"}})
+	}
+	md := tr.markdown()
+	require.Equal(t, markdownImpacts, strings.Count(md, "| would refuse: model_forbidden |"))
+	require.Contains(t, md, "…and 10 more (every one is in the JSON form).")
+	require.Equal(t, markdownUntouched, strings.Count(md, "- rerouted: providers.rank_by"))
+	require.Contains(t, md, "- …and 20 more (every one is in the JSON form)")
+	require.Contains(t, md, "a/7, a/8 and 2 more", "models are listed up to a bound too")
+	require.Contains(t, tr.text(), "k-059", "the text form lists every impact")
 }
