@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/sluicegw/sluice/gateway/requestlog"
 	"github.com/sluicegw/sluice/guardrails"
 	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/snapshot"
@@ -36,15 +38,7 @@ func writeFile(tb testing.TB, dir, name, content string) {
 // makes every key group compile.
 func synthetic(tb testing.TB, head, catalogChange bool) string {
 	dir := tb.TempDir()
-	authors := func(i int) string {
-		switch i % 40 {
-		case 0:
-			return "openai"
-		case 1:
-			return "anthropic"
-		}
-		return fmt.Sprintf("author-%02d", i%40)
-	}
+	authors := syntheticAuthor
 	var models []map[string]any
 	for i := 0; i < 400; i++ {
 		var eps []any
@@ -163,6 +157,17 @@ content_filter := "pii-redact" if input.principal.team == "team-8"
 	return dir
 }
 
+// syntheticAuthor is the author of the synthetic catalog's model i.
+func syntheticAuthor(i int) string {
+	switch i % 40 {
+	case 0:
+		return "openai"
+	case 1:
+		return "anthropic"
+	}
+	return fmt.Sprintf("author-%02d", i%40)
+}
+
 func loadPair(tb testing.TB, catalogChange bool) (*snapshot.Snapshot, *snapshot.Snapshot) {
 	base, d := snapshot.Load(synthetic(tb, false, false))
 	if len(d) > 0 {
@@ -241,4 +246,54 @@ func TestSyntheticDiff(t *testing.T) {
 			t.Errorf("key %s of %s changed", k.Key, k.Base.Team)
 		}
 	}
+}
+
+// BenchmarkDiffTraffic measures `sluice diff --traffic` end to end on the
+// real-size configuration (100 keys × 402 models × 4 upstreams) and a
+// SQLite request log of one million requests over 7 days, one per
+// combination and then some: the grouped query, the comparison and the
+// weighing. The log is written before the timed part.
+func BenchmarkDiffTraffic(b *testing.B) {
+	const n = 1_000_000
+	ctx := context.Background()
+	base, head := loadPair(b, false)
+	store, err := requestlog.OpenSQLite(filepath.Join(b.TempDir(), "requests.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	upstreams := []string{"market", "edge", "openai", "anthropic"}
+	start := time.Now()
+	for lo := 0; lo < n; lo += 10_000 {
+		rows := make([]requestlog.Row, 0, 10_000)
+		for i := lo; i < lo+10_000; i++ {
+			m := i / 100 % 400
+			r := requestlog.Row{TS: from.Add(time.Duration(i) * (7 * 24 * time.Hour / n)), RequestID: fmt.Sprintf("r%08d", i),
+				Org: "acme", Team: fmt.Sprintf("team-%d", i%100%10), KeyID: fmt.Sprintf("k-%03d", i%100),
+				DecidedModel: fmt.Sprintf("%s/model-%03d", syntheticAuthor(m), m), Upstream: upstreams[i/40_000%4],
+				RequestRouting: i%7 == 0, Status: 200}
+			if i%50 == 1 {
+				r.Route, r.DecidedModel, r.Upstream = "assistant", "author-02/model-002", "market"
+			}
+			rows = append(rows, r)
+		}
+		if err := store.Insert(ctx, rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Logf("wrote %d rows in %v", n, time.Since(start).Round(time.Millisecond))
+	topts := TrafficOptions{From: from, To: from.Add(7 * 24 * time.Hour)}
+	var r *Report
+	for b.Loop() {
+		base.Issuer, head.Issuer = freshIssuer(base), freshIssuer(head)
+		if r, err = CompareTraffic(ctx, base, head, Options{}, store, topts); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if r.Traffic.Requests != n || r.Traffic.Affected == 0 || r.Traffic.Totals.Refused == 0 {
+		b.Fatalf("traffic %+v", r.Traffic.Totals)
+	}
+	b.ReportMetric(float64(r.Traffic.Affected), "affected-requests")
+	b.ReportMetric(float64(len(r.Traffic.Impacts)), "impacts")
 }

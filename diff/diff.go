@@ -66,6 +66,9 @@ type Report struct {
 	Keys []KeyChange `json:"keys"`
 	// Compared says how much was compiled.
 	Compared Compared `json:"compared"`
+	// Traffic weighs the changes by recorded requests; set by
+	// [CompareTraffic] (sluice diff --traffic), absent otherwise.
+	Traffic *Traffic `json:"traffic,omitempty"`
 }
 
 // Compared says what [Compare] covered.
@@ -176,6 +179,11 @@ type ModelChange struct {
 	Providers []FieldChange `json:"providers,omitempty"`
 	// Upstreams lists per-upstream changes, sorted by upstream then model.
 	Upstreams []CompiledChange `json:"upstreams,omitempty"`
+
+	// allRefused says, for a route alias, whether every target is refused
+	// in base and in head: a target refused in head is then no detour but
+	// the request's refusal, which weighing the change by traffic needs.
+	allRefused [2]bool
 }
 
 // ListChange is an ordered list that changed: both values and the entries
@@ -460,7 +468,7 @@ func (c *comparison) compareModel(bg, hg *group, model string, sum *Summary) (*M
 	if err != nil {
 		return nil, err
 	}
-	mc := &ModelChange{Model: model, Route: b.route || h.route}
+	mc := &ModelChange{Model: model, Route: b.route || h.route, allRefused: [2]bool{b.route && allRefused(b.entries), h.route && allRefused(h.entries)}}
 	changed := b.route != h.route
 	if b.plan != nil && h.plan != nil {
 		bf, hf := b.plan.Refused != nil, h.plan.Refused != nil
@@ -513,6 +521,16 @@ func (c *comparison) compareModel(bg, hg *group, model string, sum *Summary) (*M
 		return nil, nil
 	}
 	return mc, nil
+}
+
+// allRefused reports whether every entry is refused (false for none).
+func allRefused(es []entry) bool {
+	for _, e := range es {
+		if e.refused == "" {
+			return false
+		}
+	}
+	return len(es) > 0
 }
 
 // compareEntry compares one combination: outcome and bytes first, a member

@@ -64,7 +64,28 @@
 //	      }]
 //	    }]
 //	  }],
-//	  "compared": {"keys": 12, "models": 9, "upstreams": 4, "groups": 3}
+//	  "compared": {"keys": 12, "models": 9, "upstreams": 4, "groups": 3},
+//	  "traffic": {                             // only with --traffic ([CompareTraffic])
+//	    "from": "2026-01-01T00:00:00Z", "to": "2026-01-08T00:00:00Z", "days": 7,
+//	    "teams": [],                           // the team filter; [] = every team
+//	    "requests": 6871,                      // recorded in the window
+//	    "affected": 1807,                      // with at least one effect
+//	    "request_routing": 207,                // of affected: brought their own routing object
+//	    "totals": {"refused": 1400, "unrefused": 0, "degraded": 0, "undegraded": 0,
+//	               "chain_dropped": 307, "chain_added": 0, "rerouted": 100, "affected": 1807},
+//	    "by_team": [{"team": "chain", "refused": 1400, ..., "affected": 1807}],
+//	    "impacts": [{                          // combinations with traffic, heaviest first
+//	      "effect": "refused", "detail": "model_forbidden",
+//	      "team": "chain", "key": "k-chain", "model": "mistralai/mistral-large",
+//	      "upstream": "market", "route": "",   // route: the alias asked for, "" for a model
+//	      "requests": 1400, "per_day": 200, "request_routing": 200
+//	    }],
+//	    "untouched": [{                        // changes no recorded request used
+//	      "effect": "chain_dropped", "detail": "mistralai/mistral-large",
+//	      "team": "chain", "key": "k-chain", "upstream": "edge",   // "": every upstream
+//	      "models": ["anthropic/claude-haiku-4.5", "pool → meta-llama/llama-3.1-70b-instruct"]
+//	    }]
+//	  }
 //	}
 //
 // Rules: lists are sorted (keys by id, models by slug, upstream entries by
@@ -86,4 +107,16 @@
 // models_newly_forbidden/allowed (a route target that becomes forbidden
 // shows as its upstream entry's refusal). Members are only added within a
 // format; the format number changes if one is removed or changes meaning.
+//
+// # Traffic
+//
+// "traffic" weighs the changes by the request log (see docs/diff.md for
+// what each effect means). Effects are "refused", "unrefused", "degraded",
+// "undegraded", "chain_dropped", "chain_added" and "rerouted"; a request
+// counts once under each effect of its combination, and once in
+// "affected". "impacts" are sorted by requests (descending), then effect in
+// that order, team, key, model, upstream, route and detail; "untouched" by
+// effect, team, key, upstream and detail, its models sorted. "per_day" is
+// requests over "days", to the hundredth. "by_team" is sorted by refused,
+// then affected, descending, then team.
 package diff

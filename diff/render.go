@@ -36,6 +36,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, row := range r.summaryRows() {
 		fmt.Fprintf(&b, "%s: %s\n", row[0], row[1])
 	}
+	if r.Traffic != nil {
+		b.WriteString("\n")
+		b.WriteString(r.Traffic.text())
+	}
 	if len(r.Upstreams) > 0 {
 		b.WriteString("\n")
 		b.WriteString(r.upstreamText())
@@ -67,6 +71,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	b.WriteString("| change | count |\n| --- | --- |\n")
 	for _, row := range r.summaryRows() {
 		fmt.Fprintf(&b, "| %s | %s |\n", row[0], mdCodes(row[1]))
+	}
+	if r.Traffic != nil {
+		b.WriteString(r.Traffic.markdown())
 	}
 	if len(r.Upstreams) > 0 {
 		b.WriteString("\n**Upstreams**\n\n")

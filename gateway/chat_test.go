@@ -119,6 +119,8 @@ func TestChatOutcomes(t *testing.T) {
 			}
 			require.Equal(t, tc.switched, row.RoutingSwitchReason)
 			require.Equal(t, tc.switched != "", row.RepresentationBreak)
+			// Only a routing object the gateway understood is a request rung.
+			require.Equal(t, strings.Contains(tc.body, `"routing"`) && tc.code != "invalid_routing", row.RequestRouting, "request_routing")
 			if tc.simCalls >= 0 {
 				require.Equal(t, tc.simCalls, len(h.sim.Calls()), "upstream attempts")
 			}

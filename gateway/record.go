@@ -79,6 +79,7 @@ func (s *Server) row(t *turn) requestlog.Row {
 		return r // refused before the body was understood
 	}
 	r.Stream, r.DecidedModel, r.Route = t.req.Stream, t.req.Model, t.routeName()
+	r.RequestRouting = t.req.Routing != nil
 	if t.decided != "" {
 		r.DecidedModel = t.decided
 	}

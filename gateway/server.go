@@ -35,6 +35,7 @@ import (
 	"github.com/sluicegw/sluice/gateway/metrics"
 	"github.com/sluicegw/sluice/gateway/requestlog"
 	"github.com/sluicegw/sluice/gateway/state"
+	"github.com/sluicegw/sluice/gateway/ui"
 	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/snapshot"
 )
@@ -66,6 +67,9 @@ type Options struct {
 	// Store is the request-log store. Default: opened from [store] in
 	// sluice.toml.
 	Store requestlog.Store
+	// WhatIf serves the compliance pages' what-if view (the binary passes
+	// diff.WhatIf). Default nil: the view says it is not available.
+	WhatIf ui.WhatIfFunc
 }
 
 // Server is the gateway. Create it with [New]; serve [Server.Handler]; stop

@@ -15,5 +15,6 @@ func (s *Server) uiHandler() http.Handler {
 		AdminToken: s.opts.AdminToken,
 		Snapshot:   func() *snapshot.Snapshot { return s.snap.Load() },
 		Logger:     s.log,
+		WhatIf:     s.opts.WhatIf,
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluicegw/sluice/diff"
 	"github.com/sluicegw/sluice/gateway"
 	"github.com/sluicegw/sluice/profiles"
 )
@@ -30,7 +31,7 @@ func runServe(env *cliEnv, args []string) int {
 	// start and after every good reload.
 	level := new(slog.LevelVar)
 	logger := slog.New(slog.NewJSONHandler(env.stderr, &slog.HandlerOptions{Level: level}))
-	srv, err := gateway.New(gateway.Options{ConfigDir: *dir, Logger: logger, LogLevel: level, AdminToken: os.Getenv(AdminTokenEnv)})
+	srv, err := gateway.New(gateway.Options{ConfigDir: *dir, Logger: logger, LogLevel: level, AdminToken: os.Getenv(AdminTokenEnv), WhatIf: diff.WhatIf})
 	if err != nil {
 		printLoadError(env, err)
 		return 1

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicegw/sluice/gateway/requestlog"
+	"github.com/sluicegw/sluice/gateway/requestlog/chtest"
 	"github.com/sluicegw/sluice/gateway/simulator"
 	"github.com/sluicegw/sluice/guardrails"
 )
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
-	os.Exit(m.Run())
+	os.Exit(chtest.Main(m)) // stops the shared ClickHouse server of the traffic cases
 }
 
 type served struct {

@@ -411,6 +411,7 @@ func appendColumns(b driver.Batch, rows []Row) error {
 		chain, degraded                       = make([][]string, n), make([][]string, n)
 		attempts, status                      = make([]int32, n), make([]int32, n)
 		stream, cacheHit, reprBreak, discount = make([]uint8, n), make([]uint8, n), make([]uint8, n), make([]uint8, n)
+		routing                               = make([]uint8, n)
 		cost, latency, ttft                   = make([]float64, n), make([]float64, n), make([]float64, n)
 		strs                                  [15][]string
 	)
@@ -436,13 +437,14 @@ func appendColumns(b driver.Batch, rows []Row) error {
 		reprBreak[i], discount[i] = b2u(r.RepresentationBreak), b2u(r.CacheDiscountApplied)
 		prompt[i], completion[i] = r.PromptTokens, r.CompletionTokens
 		cost[i], latency[i], ttft[i] = r.CostUSD, r.LatencyMS, r.TTFTMS
+		routing[i] = b2u(r.RequestRouting)
 	}
 	// Order matches chInsertSQL: ts, then rowColumns.
 	cols := []any{ts, tsMS,
 		strs[0], strs[1], strs[2], strs[3], strs[4], strs[5], strs[6], strs[7], strs[8],
 		chain, strs[9], strs[10], strs[11], degraded, strs[12], strs[13],
 		attempts, status, stream, cacheHit, reprBreak, discount,
-		prompt, completion, cost, latency, ttft, strs[14]}
+		prompt, completion, cost, latency, ttft, strs[14], routing}
 	for i, c := range cols {
 		if err := b.Column(i).Append(c); err != nil {
 			return fmt.Errorf("column %d: %w", i, err)
@@ -473,19 +475,21 @@ func (s *clickhouseStore) Query(ctx context.Context, f Filter) (Page, error) {
 			tsMS                                  int64
 			attempts, status                      int32
 			stream, cacheHit, reprBreak, discount uint8
+			routing                               uint8
 		)
 		if err := rs.Scan(&tsMS, &r.RequestID, &r.Org, &r.Team, &r.Project, &r.KeyID, &r.SessionID, &r.Route,
 			&r.Upstream, &r.DecidedModel, &r.Chain, &r.ServedModel, &r.ServedProvider,
 			&r.RoutingSwitchReason, &r.RoutingDegraded, &r.RefusedCode, &r.FallbackReason,
 			&attempts, &status, &stream, &cacheHit, &reprBreak,
 			&discount, &r.PromptTokens, &r.CompletionTokens, &r.CostUSD,
-			&r.LatencyMS, &r.TTFTMS, &r.CostSource); err != nil {
+			&r.LatencyMS, &r.TTFTMS, &r.CostSource, &routing); err != nil {
 			return Page{}, fmt.Errorf("requestlog: clickhouse %s: scan: %w", s.addr, err)
 		}
 		r.TS = time.UnixMilli(tsMS).UTC()
 		r.Attempts, r.Status = int(attempts), int(status)
 		r.Stream, r.CacheHit = stream != 0, cacheHit != 0
 		r.RepresentationBreak, r.CacheDiscountApplied = reprBreak != 0, discount != 0
+		r.RequestRouting = routing != 0
 		rows = append(rows, r.normalized())
 	}
 	if err := rs.Err(); err != nil {

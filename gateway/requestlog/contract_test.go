@@ -101,6 +101,9 @@ func sampleRows(n int) []Row {
 			r.RepresentationBreak = true
 			r.CacheDiscountApplied = true
 		}
+		if i%8 == 5 {
+			r.RequestRouting = true
+		}
 		if i%9 == 3 {
 			r.RefusedCode = "policy_denied"
 			r.Status = 403
@@ -341,4 +344,71 @@ func runStoreContract(t *testing.T, b backend) {
 	})
 
 	t.Run("summarize", func(t *testing.T) { runSummarizeContract(t, b) })
+
+	t.Run("traffic", func(t *testing.T) { runTrafficContract(t, b) })
+}
+
+// runTrafficContract checks a store's grouped counts against CountTraffic
+// over varied rows, and against counts written out by hand over a few.
+func runTrafficContract(t *testing.T, b backend) {
+	s := b.open(t)
+	in := sampleRows(240)
+	require.NoError(t, s.Insert(testCtx(t), in))
+	cases := []struct {
+		name string
+		f    TrafficFilter
+	}{
+		{"all", TrafficFilter{}},
+		{"from", TrafficFilter{From: baseTS.Add(40 * time.Second)}},
+		{"to between milliseconds", TrafficFilter{To: baseTS.Add(30*time.Second + 500*time.Microsecond)}},
+		{"window", TrafficFilter{From: baseTS.Add(10 * time.Second), To: baseTS.Add(2 * time.Minute)}},
+		{"one team", TrafficFilter{Teams: []string{"ads"}}},
+		{"two teams and a window", TrafficFilter{Teams: []string{"ads", "infra"}, From: baseTS.Add(time.Minute)}},
+		{"no such team", TrafficFilter{Teams: []string{"nobody"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.Traffic(testCtx(t), tc.f)
+			require.NoError(t, err)
+			want := CountTraffic(in, tc.f)
+			require.Equal(t, want, got)
+			var total int64
+			for _, c := range got {
+				total += c.Requests
+			}
+			n := 0
+			for _, r := range in {
+				if r = r.normalized(); (tc.f.From.IsZero() || !r.TS.Before(tc.f.From)) && (tc.f.To.IsZero() || r.TS.Before(tc.f.To)) &&
+					(len(tc.f.Teams) == 0 || slices.Contains(tc.f.Teams, r.Team)) {
+					n++
+				}
+			}
+			require.Equal(t, int64(n), total, "every selected row counted once")
+			if tc.name == "no such team" {
+				require.Empty(t, got)
+				require.NotNil(t, got)
+			}
+		})
+	}
+
+	t.Run("known counts", func(t *testing.T) {
+		s := b.open(t)
+		row := func(id string, key, model, upstream, route string, routing bool) Row {
+			return Row{TS: baseTS, RequestID: id, Team: "ml", KeyID: key, DecidedModel: model, Upstream: upstream, Route: route, RequestRouting: routing}
+		}
+		require.NoError(t, s.Insert(testCtx(t), []Row{
+			row("a", "k-chat", "x-ai/grok-4", "market", "", false),
+			row("b", "k-chat", "x-ai/grok-4", "market", "", false),
+			row("c", "k-chat", "x-ai/grok-4", "market", "", true),
+			row("d", "k-chat", "x-ai/grok-4", "edge", "", false),
+			row("e", "k-chat", "openai/gpt-4o", "market", "assistant", false),
+		}))
+		got, err := s.Traffic(testCtx(t), TrafficFilter{})
+		require.NoError(t, err)
+		require.Equal(t, []TrafficCount{
+			{KeyID: "k-chat", Team: "ml", DecidedModel: "openai/gpt-4o", Upstream: "market", Route: "assistant", Requests: 1},
+			{KeyID: "k-chat", Team: "ml", DecidedModel: "x-ai/grok-4", Upstream: "edge", Requests: 1},
+			{KeyID: "k-chat", Team: "ml", DecidedModel: "x-ai/grok-4", Upstream: "market", Requests: 3, WithRouting: 1},
+		}, got)
+	})
 }

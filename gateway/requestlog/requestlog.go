@@ -73,6 +73,11 @@ type Row struct {
 	// LatencyMS is the total latency and TTFTMS the time to first token, in milliseconds.
 	LatencyMS float64 `json:"latency_ms"`
 	TTFTMS    float64 `json:"ttft_ms"`
+	// RequestRouting is true when the request carried its own routing
+	// object (the request rung of the ladder): its plan then depended on
+	// more than the key's configuration, which `sluice diff --traffic`
+	// reports. Rows recorded before the column existed read false.
+	RequestRouting bool `json:"request_routing"`
 }
 
 // normalized returns r as stores keep it: TS in UTC truncated to the
@@ -112,6 +117,11 @@ type Store interface {
 	// Query returns one page of rows matching f, newest first
 	// (ts desc, request_id desc). A malformed f.Cursor yields ErrBadCursor.
 	Query(ctx context.Context, f Filter) (Page, error)
+	// Traffic counts the rows matching f per combination (key, team,
+	// decided model, upstream, route, request_routing), in one grouped
+	// query in the database, never by reading rows one by one; ordered by
+	// those fields. `sluice diff --traffic` weighs a change with it.
+	Traffic(ctx context.Context, f TrafficFilter) ([]TrafficCount, error)
 	// Ping checks that the store answers.
 	Ping(ctx context.Context) error
 	// Close releases the store's connections.

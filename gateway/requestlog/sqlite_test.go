@@ -1,11 +1,9 @@
 package requestlog
 
 import (
-	"context"
 	"database/sql"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -63,41 +61,38 @@ func TestSQLiteUsesWAL(t *testing.T) {
 	require.Equal(t, "wal", mode)
 }
 
-// TestSQLiteAddsColumnsToAnOlderFile: a request log written before a column
-// existed gets it when opened, keeps its rows (the new column at its
-// default), and records the new column from then on.
-func TestSQLiteAddsColumnsToAnOlderFile(t *testing.T) {
+// TestSQLiteAddsNewColumnsToAnOldFile opens a file made by the first
+// release, whose table lacked every column of sqliteColumns: open adds them,
+// old rows read their defaults, new rows keep theirs, and a second open adds
+// nothing.
+func TestSQLiteAddsNewColumnsToAnOldFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "requests.db")
-	db, err := sql.Open("sqlite", "file:"+path)
+	old, err := sql.Open("sqlite", "file:"+path)
 	require.NoError(t, err)
-	old := strings.Replace(sqliteSchema[0], ",\n\t\tcost_source TEXT NOT NULL DEFAULT ''", "", 1)
-	require.NotEqual(t, sqliteSchema[0], old, "the first release's table had no cost_source")
-	_, err = db.Exec(old)
+	_, err = old.Exec(sqliteSchema[0])
 	require.NoError(t, err)
-	_, err = db.Exec("INSERT INTO requests (ts_ms, request_id, cost_usd) VALUES (1764547200000, 'old-row', 0.5)")
+	_, err = old.Exec("INSERT INTO requests (ts_ms, request_id, team, cost_usd) VALUES (?, 'old-1', 'ml', 0.5)", baseTS.UnixMilli())
 	require.NoError(t, err)
-	require.NoError(t, db.Close())
+	require.NoError(t, old.Close())
 
 	s, err := OpenSQLite(path)
 	require.NoError(t, err)
-	ctx := context.Background()
-	require.NoError(t, s.Insert(ctx, []Row{{TS: time.UnixMilli(1764547201000), RequestID: "new-row", CostUSD: 0.25, CostSource: "upstream"}}))
-	page, err := s.Query(ctx, Filter{})
+	p, err := s.Query(t.Context(), Filter{})
 	require.NoError(t, err)
-	require.Len(t, page.Rows, 2)
-	require.Equal(t, "new-row", page.Rows[0].RequestID)
-	require.Equal(t, "upstream", page.Rows[0].CostSource)
-	require.Equal(t, "old-row", page.Rows[1].RequestID)
-	require.Equal(t, "", page.Rows[1].CostSource)
-	require.Equal(t, 0.5, page.Rows[1].CostUSD)
-
+	require.Len(t, p.Rows, 1)
+	require.Equal(t, "old-1", p.Rows[0].RequestID)
+	require.False(t, p.Rows[0].RequestRouting)
+	require.Equal(t, "", p.Rows[0].CostSource)
+	require.Equal(t, 0.5, p.Rows[0].CostUSD)
+	require.NoError(t, s.Insert(t.Context(), []Row{{TS: baseTS, RequestID: "new-1", RequestRouting: true, CostUSD: 0.25, CostSource: "upstream"}}))
 	require.NoError(t, s.Close())
 
-	// Opening the upgraded file again adds nothing twice.
-	s, err = OpenSQLite(path)
+	s, err = OpenSQLite(path) // the columns exist now: nothing to add
 	require.NoError(t, err)
 	defer s.Close()
-	page, err = s.Query(ctx, Filter{})
+	p, err = s.Query(t.Context(), Filter{})
 	require.NoError(t, err)
-	require.Len(t, page.Rows, 2)
+	require.Equal(t, []string{"old-1", "new-1"}, ids(p.Rows))
+	require.True(t, p.Rows[1].RequestRouting)
+	require.Equal(t, "upstream", p.Rows[1].CostSource)
 }

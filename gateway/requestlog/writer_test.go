@@ -65,8 +65,11 @@ func (m *memStore) Insert(ctx context.Context, rows []Row) error {
 }
 
 func (m *memStore) Query(context.Context, Filter) (Page, error) { return Page{}, nil }
-func (m *memStore) Ping(context.Context) error                  { return nil }
-func (m *memStore) Close() error                                { return nil }
+func (m *memStore) Traffic(context.Context, TrafficFilter) ([]TrafficCount, error) {
+	return nil, nil
+}
+func (m *memStore) Ping(context.Context) error { return nil }
+func (m *memStore) Close() error               { return nil }
 
 func (m *memStore) stored() []string {
 	m.mu.Lock()

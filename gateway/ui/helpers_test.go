@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	sluice "github.com/sluicegw/sluice"
+	"github.com/sluicegw/sluice/diff"
 	"github.com/sluicegw/sluice/gateway"
 	"github.com/sluicegw/sluice/gateway/requestlog"
 )
@@ -64,6 +65,7 @@ func newEnvStore(t *testing.T, store requestlog.Store) *env {
 		Logger:     slog.New(slog.NewTextHandler(testLogWriter{t}, nil)),
 		AdminToken: adminToken,
 		Store:      store,
+		WhatIf:     diff.WhatIf,
 	})
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv.Handler())

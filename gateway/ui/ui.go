@@ -67,6 +67,10 @@ type Options struct {
 	MaxSessions int
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// WhatIf weighs the change from the serving configuration to another
+	// directory by the request log, for the admin's what-if page. Default
+	// nil: the page says it is not available.
+	WhatIf WhatIfFunc
 }
 
 // handler serves the pages.
@@ -76,10 +80,12 @@ type handler struct {
 	sess  *sessions
 	pages map[string]*template.Template
 	mux   *http.ServeMux
+	// whatIfSlot admits one what-if run at a time.
+	whatIfSlot chan struct{}
 }
 
 // page names; each is templates/<name>.html rendered inside the layout.
-var pageNames = []string{"login", "overview", "rows", "detail", "error"}
+var pageNames = []string{"login", "overview", "rows", "detail", "whatif", "error"}
 
 // New returns the handler of the compliance pages. It serves paths under
 // /ui/ (mount it at /ui without stripping the prefix) and panics when a
@@ -103,7 +109,7 @@ func New(opts Options) http.Handler {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	h := &handler{opts: opts, log: opts.Logger, pages: map[string]*template.Template{},
+	h := &handler{opts: opts, log: opts.Logger, pages: map[string]*template.Template{}, whatIfSlot: make(chan struct{}, 1),
 		sess: newSessions(opts.MaxSessions, opts.SessionIdle, opts.SessionMaxAge, opts.Now)}
 	funcs := template.FuncMap{"join": strings.Join}
 	for _, name := range pageNames {
@@ -124,6 +130,7 @@ func New(opts Options) http.Handler {
 	mux.HandleFunc("GET /ui/rows", h.authed(h.rows))
 	mux.HandleFunc("GET /ui/rows.csv", h.authed(h.rowsCSV))
 	mux.HandleFunc("GET /ui/rows/{id}", h.authed(h.detail))
+	mux.HandleFunc("GET /ui/whatif", h.authed(h.whatIf))
 	mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", http.FileServerFS(static)))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		h.errorPage(w, r, nil, http.StatusNotFound, "No such page.")

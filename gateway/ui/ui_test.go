@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	sluice "github.com/sluicegw/sluice"
 	"github.com/sluicegw/sluice/gateway/requestlog"
 )
 
@@ -393,9 +394,82 @@ func TestRequestLogOff(t *testing.T) {
 	e := newEnvStore(t, requestlog.Off())
 	admin := e.browser()
 	admin.mustLogin(adminToken)
-	for _, path := range []string{"/ui/", "/ui/rows", "/ui/rows.csv"} {
+	for _, path := range []string{"/ui/", "/ui/rows", "/ui/rows.csv", "/ui/whatif?dir=" + url.QueryEscape(e.dir)} {
 		p := admin.get(path)
 		require.Equal(t, http.StatusNotFound, p.status, path)
 		require.Contains(t, p.body, "The request log is off", path)
+	}
+}
+
+// TestWhatIf: the admin points the what-if view at a directory whose
+// guardrail forbids the ml team's model; the page weighs the change by the
+// seeded rows, as sluice diff --traffic does. Analysts cannot use it, and a
+// directory that is relative or does not load is refused with the reason.
+func TestWhatIf(t *testing.T) {
+	e := newEnv(t)
+	head := t.TempDir()
+	require.NoError(t, os.CopyFS(head, sluice.DemoConfig()))
+	require.NoError(t, os.WriteFile(filepath.Join(head, "guardrails", "whatif.rego"), []byte(
+		"package sluice.guardrails\n\ndeny_models contains \"openai/gpt-4o\" if input.principal.team == \"ml\"\n"), 0o644))
+	broken := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(broken, "sluice.toml"), []byte("[[keys]\n"), 0o644))
+	window := url.Values{"from": {e.now.AddDate(0, 0, -6).Format(time.DateOnly)}, "to": {e.now.Format(time.DateOnly)}}
+	link := func(dir string, extra ...string) string {
+		q := url.Values{"dir": {dir}, "from": window["from"], "to": window["to"]}
+		for i := 0; i+1 < len(extra); i += 2 {
+			q.Set(extra[i], extra[i+1])
+		}
+		return "/ui/whatif?" + q.Encode()
+	}
+
+	analyst := e.browser()
+	analyst.mustLogin(secretAnalyst)
+	p := analyst.get("/ui/")
+	require.NotContains(t, p.body, `id="nav-whatif"`)
+	p = analyst.get(link(head))
+	require.Equal(t, http.StatusForbidden, p.status)
+	require.NotContains(t, p.body, "whatif-result")
+
+	admin := e.browser()
+	admin.mustLogin(adminToken)
+	p = admin.get("/ui/whatif")
+	require.Equal(t, http.StatusOK, p.status)
+	require.Contains(t, p.body, `id="nav-whatif" class="current"`)
+	require.Contains(t, p.body, `id="whatif-form"`)
+	require.NotContains(t, p.body, "whatif-result")
+
+	// Ten seeded requests of k-chat (team ml) asked for openai/gpt-4o.
+	want := len(e.matching(func(r requestlog.Row) bool { return r.KeyID == "k-chat" && r.DecidedModel == "openai/gpt-4o" }))
+	require.Equal(t, 10, want)
+	p = admin.get(link(head))
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, `<tr class="impact refused" data-effect="refused" data-key="k-chat" data-model="openai/gpt-4o"><td class="num">10</td>`)
+	require.Contains(t, p.body, `<tr data-team="ml"><td>ml</td><td class="num">10</td>`)
+	require.Contains(t, p.body, "would refuse 10 requests")
+	require.Contains(t, p.body, "31 requests recorded", "every seeded row of the window, the removed key's too")
+	require.NotContains(t, p.body, `data-key="k-research"`)
+
+	// Another team's traffic only: the change weighs nothing.
+	p = admin.get(link(head, "team", "research"))
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, "10 requests recorded, <strong>0</strong> on changed combinations")
+
+	for _, tc := range []struct {
+		name, path string
+		status     int
+		want       string
+	}{
+		{"relative directory", link("testdata/demo"), http.StatusBadRequest, "must be an absolute path"},
+		{"directory that does not load", link(broken), http.StatusUnprocessableEntity, "sluice.toml:1"},
+		{"missing directory", link(filepath.Join(head, "nope")), http.StatusUnprocessableEntity, "read_error"},
+		{"bad window", link(head, "from", "yesterday"), http.StatusBadRequest, "Invalid window"},
+		{"reversed window", link(head, "from", e.now.Format(time.DateOnly), "to", e.now.AddDate(0, 0, -3).Format(time.DateOnly)), http.StatusBadRequest, "from must be before to"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := admin.get(tc.path)
+			require.Equal(t, tc.status, p.status, p.body)
+			require.Contains(t, p.body, tc.want)
+			require.NotContains(t, p.body, "whatif-result")
+		})
 	}
 }

@@ -1,0 +1,276 @@
+package diff
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// markdownImpacts bounds the impact table of the markdown form: a
+// pull-request comment has a size limit, and the heaviest rows come first.
+// The JSON form always has every impact.
+const markdownImpacts = 50
+
+// markdownUntouched bounds the lines of changes without traffic in the
+// markdown form, for the same reason.
+const markdownUntouched = 100
+
+// markdownUntouchedModels bounds the models listed per line of changes
+// without traffic in text and markdown.
+const markdownUntouchedModels = 8
+
+// phrase says an effect on n requests the way a reviewer reads it:
+// "would refuse 12,408 requests (1,772/day)".
+func phrase(effect, detail string, n int64, perDayV float64) string {
+	reqs := plural64(n, "request") + " (" + rate(perDayV) + "/day)"
+	switch effect {
+	case EffectRefused:
+		return "would refuse " + reqs + " with " + detail
+	case EffectUnrefused:
+		return "would no longer refuse " + reqs + " (was " + detail + ")"
+	case EffectDegraded:
+		return "newly degraded (" + detail + ") for " + reqs
+	case EffectUndegraded:
+		return "no longer degraded (" + detail + ") for " + reqs
+	case EffectChainDropped:
+		return "chain entry dropped (" + detail + ") for " + reqs
+	case EffectChainAdded:
+		return "chain entry added (" + detail + ") for " + reqs
+	}
+	return "rerouted (" + detail + ") for " + reqs
+}
+
+// effectTitle names an effect in tables and in the list of changes without
+// traffic.
+func effectTitle(effect, detail string) string {
+	switch effect {
+	case EffectRefused:
+		return "would refuse: " + detail
+	case EffectUnrefused:
+		return "would no longer refuse: " + detail
+	case EffectDegraded:
+		return "newly degraded: " + detail
+	case EffectUndegraded:
+		return "no longer degraded: " + detail
+	case EffectChainDropped:
+		return "chain entry dropped: " + detail
+	case EffectChainAdded:
+		return "chain entry added: " + detail
+	}
+	return "rerouted: " + detail
+}
+
+// where says which requests an impact concerns: "team ml, key k-chat,
+// model x-ai/grok-4 on market".
+func (im *Impact) where() string {
+	s := "team " + orNone(im.Team) + ", key " + im.Key + ", model " + im.Model
+	if im.Route != "" {
+		s += " (route " + im.Route + ")"
+	}
+	return s + " on " + orNone(im.Upstream)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// window is the traffic window in words.
+func (t *Traffic) window() string {
+	s := fmt.Sprintf("%s to %s (%s days)", t.From.Format("2006-01-02 15:04Z"), t.To.Format("2006-01-02 15:04Z"), trimFloat(t.Days))
+	if len(t.Teams) > 0 {
+		s += ", teams " + strings.Join(t.Teams, ", ")
+	}
+	return s
+}
+
+// weightRow is one total of a [Weight].
+type weightRow struct {
+	label string
+	n     int64
+}
+
+// rows are the totals shared by text and markdown.
+func (w Weight) rows() []weightRow {
+	return []weightRow{
+		{"would be refused", w.Refused},
+		{"would no longer be refused", w.Unrefused},
+		{"newly degraded", w.Degraded},
+		{"no longer degraded", w.Undegraded},
+		{"chain entries dropped", w.ChainDropped},
+		{"chain entries added", w.ChainAdded},
+		{"rerouted", w.Rerouted},
+	}
+}
+
+// text renders the traffic section for a terminal.
+func (t *Traffic) text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "traffic %s: %s recorded, %s on changed combinations", t.window(), plural64(t.Requests, "request"), grouped(t.Affected))
+	if t.RequestRouting > 0 {
+		fmt.Fprintf(&b, " (%s of them brought their own routing object and are counted under the closest combination)", grouped(t.RequestRouting))
+	}
+	b.WriteString("\n")
+	for i, row := range t.Totals.rows() {
+		if i == 0 || row.n > 0 { // refusals always: they are what --fail-over gates on
+			fmt.Fprintf(&b, "  %s: %s (%s/day)\n", row.label, grouped(row.n), rate(perDay(row.n, t.Days)))
+		}
+	}
+	if len(t.ByTeam) > 0 {
+		b.WriteString("by team:\n")
+		for _, tw := range t.ByTeam {
+			fmt.Fprintf(&b, "  %s: %s\n", orNone(tw.Team), tw.brief())
+		}
+	}
+	if len(t.Impacts) > 0 {
+		b.WriteString("heaviest first:\n")
+		for i := range t.Impacts {
+			im := &t.Impacts[i]
+			fmt.Fprintf(&b, "  %s: %s%s\n", phrase(im.Effect, im.Detail, im.Requests, im.PerDay), im.where(), routingNote(im.RequestRouting))
+		}
+	}
+	if len(t.Untouched) > 0 {
+		b.WriteString("changes with no recorded traffic:\n")
+		for _, u := range t.Untouched {
+			fmt.Fprintf(&b, "  %s\n", u.line())
+		}
+	}
+	return b.String()
+}
+
+func routingNote(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" [%s with their own routing object]", grouped(n))
+}
+
+// brief is a team's weight in one line, its non-zero effects only.
+func (w Weight) brief() string {
+	var parts []string
+	for _, p := range []struct {
+		n    int64
+		name string
+	}{{w.Refused, "refused"}, {w.Unrefused, "no longer refused"}, {w.Degraded, "degraded"}, {w.Undegraded, "no longer degraded"},
+		{w.ChainDropped, "chain dropped"}, {w.ChainAdded, "chain added"}, {w.Rerouted, "rerouted"}} {
+		if p.n > 0 {
+			parts = append(parts, p.name+" "+grouped(p.n))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// line renders one group of changes without traffic.
+func (u *Untouched) line() string {
+	s := effectTitle(u.Effect, u.Detail) + " — team " + orNone(u.Team) + ", key " + u.Key
+	if u.Upstream != "" {
+		s += " on " + u.Upstream
+	}
+	if len(u.Models) > 0 {
+		ms := u.Models
+		more := ""
+		if len(ms) > markdownUntouchedModels {
+			more = fmt.Sprintf(" and %d more", len(ms)-markdownUntouchedModels)
+			ms = ms[:markdownUntouchedModels]
+		}
+		s += ": " + strings.Join(ms, ", ") + more
+	}
+	return s
+}
+
+// markdown renders the traffic section of a pull-request comment.
+func (t *Traffic) markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n**Traffic** %s: %s recorded, %s on changed combinations", t.window(), plural64(t.Requests, "request"), grouped(t.Affected))
+	if t.RequestRouting > 0 {
+		fmt.Fprintf(&b, " (%s of them brought their own routing object and are counted under the closest combination)", grouped(t.RequestRouting))
+	}
+	b.WriteString(".\n\n| requests | count | per day |\n| --- | ---: | ---: |\n")
+	for i, row := range t.Totals.rows() {
+		if i == 0 || row.n > 0 {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", row.label, grouped(row.n), rate(perDay(row.n, t.Days)))
+		}
+	}
+	if len(t.ByTeam) > 0 {
+		b.WriteString("\n**By team**\n\n| team | refused | no longer refused | degraded | no longer degraded | chain dropped | chain added | rerouted |\n" +
+			"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		for _, tw := range t.ByTeam {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", mdCell(orNone(tw.Team)), grouped(tw.Refused), grouped(tw.Unrefused),
+				grouped(tw.Degraded), grouped(tw.Undegraded), grouped(tw.ChainDropped), grouped(tw.ChainAdded), grouped(tw.Rerouted))
+		}
+	}
+	if len(t.Impacts) > 0 {
+		b.WriteString("\n**Heaviest first**\n\n| requests | per day | change | team | key | model | upstream |\n| ---: | ---: | --- | --- | --- | --- | --- |\n")
+		for i, im := range t.Impacts {
+			if i == markdownImpacts {
+				fmt.Fprintf(&b, "\n…and %d more (every one is in the JSON form).\n", len(t.Impacts)-markdownImpacts)
+				break
+			}
+			model := "`" + im.Model + "`"
+			if im.Route != "" {
+				model += " (route `" + im.Route + "`)"
+			}
+			change := effectTitle(im.Effect, im.Detail)
+			if im.RequestRouting > 0 {
+				change += fmt.Sprintf(" (%s with own routing)", grouped(im.RequestRouting))
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | `%s` | %s | %s |\n", grouped(im.Requests), rate(im.PerDay), mdCell(change),
+				mdCell(orNone(im.Team)), im.Key, model, mdCell(orNone(im.Upstream)))
+		}
+	}
+	if len(t.Untouched) > 0 {
+		fmt.Fprintf(&b, "\n<details><summary>%s with no recorded traffic</summary>\n\n", plural(len(t.Untouched), "change"))
+		for i, u := range t.Untouched {
+			if i == markdownUntouched {
+				fmt.Fprintf(&b, "- …and %d more (every one is in the JSON form)\n", len(t.Untouched)-markdownUntouched)
+				break
+			}
+			fmt.Fprintf(&b, "- %s\n", mdCell(u.line()))
+		}
+		b.WriteString("\n</details>\n")
+	}
+	return b.String()
+}
+
+// mdCell keeps a value from breaking a table row.
+func mdCell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// grouped writes n with thousands separators: 12408 → "12,408".
+func grouped(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// rate writes a per-day figure: whole and grouped from 10 on, one decimal
+// below.
+func rate(v float64) string {
+	if v < 10 {
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return grouped(int64(v + 0.5))
+}
+
+// trimFloat writes a day count without trailing zeros: 7, 1.5.
+func trimFloat(v float64) string { return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64) }
+
+func plural64(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return grouped(n) + " " + noun + "s"
+}
