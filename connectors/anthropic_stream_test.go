@@ -15,10 +15,11 @@ import (
 
 func TestAnthropicStreamCorpus(t *testing.T) {
 	c := anthTestConnector()
-	call := anthTestCall()
-	for _, dir := range caseDirs(t, anthCorpus, "stream.sse") {
+	dirs, answers := anthAnswerCases(t, "stream.sse")
+	for i, dir := range dirs {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			raw, err := os.ReadFile(filepath.Join(dir, "stream.sse"))
+			call := anthCaseCall(t, dir)
+			raw, err := os.ReadFile(answers[i])
 			require.NoError(t, err)
 			s := c.NewStream(call)
 			chunks, done, err := runStream(t, s, raw)
@@ -170,8 +171,9 @@ func TestAnthropicStreamEventName(t *testing.T) {
 }
 
 func FuzzAnthropicStream(f *testing.F) {
-	for _, dir := range caseDirs(f, anthCorpus, "stream.sse") {
-		b, err := os.ReadFile(filepath.Join(dir, "stream.sse"))
+	_, answers := anthAnswerCases(f, "stream.sse")
+	for _, path := range answers {
+		b, err := os.ReadFile(path)
 		if err != nil {
 			f.Fatal(err)
 		}

@@ -61,11 +61,18 @@ func (c anthContent) MarshalJSON() ([]byte, error) {
 	return anthMarshal([]anthBlock(c))
 }
 
-// anthBlock is a content block of any type: text, image, tool_use or
-// tool_result. Members not used by a type stay empty and are omitted.
+// anthBlock is a content block of any type: text, image, tool_use,
+// tool_result, thinking or redacted_thinking. Members not used by a type stay
+// empty and are omitted.
 type anthBlock struct {
-	Type      string           `json:"type"`
-	Text      string           `json:"text,omitempty"`
+	Type string `json:"type"`
+	Text string `json:"text,omitempty"`
+	// Thinking and Signature are a thinking block's, Data a
+	// redacted_thinking block's: pointers, so that a block replayed with an
+	// empty text still sends the member the upstream requires.
+	Thinking  *string          `json:"thinking,omitempty"`
+	Signature *string          `json:"signature,omitempty"`
+	Data      *string          `json:"data,omitempty"`
 	Source    *anthImageSource `json:"source,omitempty"`
 	ID        string           `json:"id,omitempty"`
 	Name      string           `json:"name,omitempty"`
@@ -121,15 +128,24 @@ type anthResponse struct {
 	Error      *anthError      `json:"error"`
 }
 
-// anthRespBlock is a content block of an answer. Types other than text and
-// tool_use (thinking, server tool blocks, ...) are skipped.
+// anthRespBlock is a content block of an answer: text, tool_use, thinking
+// (its text and signature) or redacted_thinking (its data). Other types
+// (server tool blocks, ...) are skipped.
 type anthRespBlock struct {
-	Type  string          `json:"type"`
-	Text  string          `json:"text"`
-	ID    string          `json:"id"`
-	Name  string          `json:"name"`
-	Input json.RawMessage `json:"input"`
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
+	Data      string          `json:"data"`
 }
+
+// anthReasoningFormat is the format the reasoning_details of an answer name
+// for Anthropic's thinking blocks, as the marketplaces that serve its models
+// write it; only entries of this format are sent back as thinking blocks.
+const anthReasoningFormat = "anthropic-claude-v1"
 
 // anthUsage is the token usage of an answer. Pointers tell a member that is
 // absent from one that is zero (a stream's message_delta repeats only some).
@@ -335,6 +351,15 @@ func anthAppendBlock(b []byte, k *anthBlock) ([]byte, error) {
 	if k.Text != "" {
 		b = append(b, `,"text":`...)
 		b = jsonscan.AppendString(b, k.Text)
+	}
+	for _, m := range [...]struct {
+		name string
+		s    *string
+	}{{`,"thinking":`, k.Thinking}, {`,"signature":`, k.Signature}, {`,"data":`, k.Data}} {
+		if m.s != nil {
+			b = append(b, m.name...)
+			b = jsonscan.AppendString(b, *m.s)
+		}
 	}
 	if s := k.Source; s != nil {
 		b = append(b, `,"source":{"type":`...)
