@@ -133,6 +133,11 @@ func TestAnthropicStreamProtocolErrors(t *testing.T) {
 		{"not JSON", []string{string(start), `{"type":`}},
 		{"second start", []string{string(start), string(start)}},
 		{"arguments for a text block", []string{string(start), `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{}"}}`}},
+		{"thinking for a text block", []string{string(start), `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+			`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"x"}}`}},
+		{"signature for a redacted block", []string{string(start), `{"type":"content_block_start","index":0,"content_block":{"type":"redacted_thinking","data":"EmwK"}}`,
+			`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQB"}}`}},
+		{"thinking for no block", []string{string(start), `{"type":"content_block_delta","index":5,"delta":{"type":"thinking_delta","thinking":"x"}}`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
