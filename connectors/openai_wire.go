@@ -16,6 +16,10 @@ type oaiMessage struct {
 	// Refusal is an assistant message's refusal, replayed from an answer
 	// the model declined (its content is then null).
 	Refusal *string `json:"refusal"`
+	// ReasoningDetails is an assistant message's reasoning, replayed from
+	// an answer (or joined from a stream's deltas) as the marketplaces
+	// write it: an array of reasoning.text and reasoning.encrypted entries.
+	ReasoningDetails json.RawMessage `json:"reasoning_details"`
 }
 
 // oaiPart is one content part of a message.
