@@ -86,8 +86,10 @@ type anthTranslation struct {
 	fast bool // read the common shapes by hand (see translate)
 
 	maxTokens, maxCompletion int64
-	toolChoice               json.RawMessage
-	parallel                 bool
+	// thinkingBudget is the thinking member's budget_tokens, 0 when unset.
+	thinkingBudget int64
+	toolChoice     json.RawMessage
+	parallel       bool
 	// passThrough are the members sent untouched, in sorted order.
 	passThrough []string
 }
@@ -128,6 +130,11 @@ func (t *anthTranslation) member(k string, v json.RawMessage) error {
 		t.req.Tools, err = anthTools(v)
 	case "tool_choice":
 		t.toolChoice = v
+	case "thinking":
+		// The upstream's own member: sent untouched, its budget read for
+		// the default token limit.
+		t.thinkingBudget = anthThinkingBudget(v)
+		t.passThrough = append(t.passThrough, k) // keys are sorted
 	case "parallel_tool_calls":
 		var ok bool
 		if t.parallel, ok = anthBool(v, t.fast); !ok {
@@ -236,12 +243,20 @@ func anthCheckUnsupported(k string, v json.RawMessage) (known bool, err error) {
 // settle resolves what depends on several members: the token limit
 // (max_completion_tokens over max_tokens, else the default) and the tool
 // choice, which needs the tools and parallel_tool_calls.
+//
+// The upstream counts thinking inside max_tokens and requires the thinking
+// budget to be below it, so without a limit of the caller's a thinking
+// budget is added to the default: the answer keeps the default's room
+// beyond the thinking. A limit the caller set is sent as set, and the
+// upstream judges it against the budget.
 func (t *anthTranslation) settle() error {
 	switch {
 	case t.maxCompletion > 0:
 		t.req.MaxTokens = t.maxCompletion
 	case t.maxTokens > 0:
 		t.req.MaxTokens = t.maxTokens
+	case t.thinkingBudget > 0:
+		t.req.MaxTokens = t.thinkingBudget + anthDefaultMaxTokens
 	}
 	tc, err := anthToolChoiceOf(t.toolChoice, len(t.req.Tools) > 0, t.parallel)
 	if err != nil {
@@ -292,6 +307,13 @@ func anthAppendPassThrough(b []byte, body Body, keys []string) ([]byte, error) {
 		b = append(append(b, ':'), body[k]...)
 	}
 	return append(b, '}'), nil
+}
+
+// anthThinkingBudget reads the thinking member's budget_tokens: a positive
+// integer of at most nine digits, else 0 (an odd value is the upstream's to
+// judge; the default limit then stays as it is).
+func anthThinkingBudget(v json.RawMessage) int64 {
+	return int64(max(jsonscan.SmallInt(jsonscan.Member(v, "budget_tokens")), 0))
 }
 
 // anthPositiveInt reads member k, a positive integer.
