@@ -43,8 +43,64 @@ func TestAnthropicTranslateCorpus(t *testing.T) {
 			assert.Equal(t, string(native.Body), string(again.Body))
 			golden(t, *updateAnthropic, dir, "native.json", indentJSON(t, native.Body))
 			golden(t, *updateAnthropic, dir, "error.txt", nil)
+			// A case built from recorded traffic asks what the live
+			// upstream was asked.
+			if _, rec := anthRecorded(t, dir); rec != "" {
+				want, err := os.ReadFile(rec)
+				require.NoError(t, err)
+				assert.Equal(t, anthEquivalent(t, want), anthEquivalent(t, native.Body), "the translation differs from the recorded request %s", rec)
+			}
 		})
 	}
+}
+
+// anthEquivalent spells a Messages request one way, so that a translation
+// compares with a request a live client sent: the model is left out (the
+// test call decides it); a content, system prompt or tool result given as a
+// string is the one text block it stands for; members at their default
+// (stream, disable_parallel_tool_use: false; an empty tool description) are
+// left out; objects' members are sorted.
+func anthEquivalent(t testing.TB, b []byte) string {
+	t.Helper()
+	var req map[string]any
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.UseNumber()
+	require.NoError(t, dec.Decode(&req))
+	blocks := func(v any) any {
+		if s, ok := v.(string); ok {
+			return []any{map[string]any{"type": "text", "text": s}}
+		}
+		return v
+	}
+	delete(req, "model")
+	if req["stream"] == false {
+		delete(req, "stream")
+	}
+	if _, ok := req["system"]; ok {
+		req["system"] = blocks(req["system"])
+	}
+	msgs, _ := req["messages"].([]any)
+	for _, m := range msgs {
+		m := m.(map[string]any)
+		m["content"] = blocks(m["content"])
+		for _, b := range m["content"].([]any) {
+			if b := b.(map[string]any); b["type"] == "tool_result" {
+				b["content"] = blocks(b["content"])
+			}
+		}
+	}
+	tools, _ := req["tools"].([]any)
+	for _, tool := range tools {
+		if tool := tool.(map[string]any); tool["description"] == "" {
+			delete(tool, "description")
+		}
+	}
+	if tc, ok := req["tool_choice"].(map[string]any); ok && tc["disable_parallel_tool_use"] == false {
+		delete(tc, "disable_parallel_tool_use")
+	}
+	out, err := json.MarshalIndent(req, "", "  ")
+	require.NoError(t, err)
+	return string(out)
 }
 
 // anthAssertNative checks the invariants of any translated body: valid JSON,
