@@ -202,6 +202,8 @@ func TestAnthropicTranslateErrors(t *testing.T) {
 		{`{"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{}}]}]}`, CodeInvalidRequest, "/messages/0/tool_calls/0/function/name"},
 		{`{"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"custom","custom":{}}]}]}`, CodeUnsupportedParameter, "/messages/0/tool_calls/0/type"},
 		{`{"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"[1]"}}]}]}`, CodeInvalidRequest, "/messages/0/tool_calls/0/function/arguments"},
+		{`{"messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":"usage"}`, CodeInvalidRequest, "/stream_options"},
+		{`{"messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":"yes"}}`, CodeInvalidRequest, "/stream_options/include_usage"},
 		{`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","reasoning_details":{"type":"reasoning.text"}}]}`, CodeInvalidRequest, "/messages/1/reasoning_details"},
 		{`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","reasoning_details":["x"]}]}`, CodeInvalidRequest, "/messages/1/reasoning_details/0"},
 		{`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","reasoning_details":[{"type":"reasoning.text","format":7}]}]}`, CodeInvalidRequest, "/messages/1/reasoning_details/0/format"},
@@ -272,6 +274,8 @@ func TestAnthropicTranslateDetails(t *testing.T) {
 			`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":"a"}],"thinking":{"type":"adaptive"}}`},
 		{"an odd budget is the upstream's to judge", `{"messages":[{"role":"user","content":"a"}],"thinking":{"type":"enabled","budget_tokens":"lots"}}`,
 			`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":"a"}],"thinking":{"type":"enabled","budget_tokens":"lots"}}`},
+		{"stream options are read, not sent", `{"messages":[{"role":"user","content":"a"}],"stream":true,"stream_options":{"include_usage":true,"include_obfuscation":false}}`,
+			`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":"a"}],"stream":true}`},
 		{"an empty assistant turn is left out", `{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":""},{"role":"user","content":"b"}]}`,
 			`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]}`},
 	}
@@ -285,6 +289,29 @@ func TestAnthropicTranslateDetails(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, string(n.Body))
 		})
+	}
+}
+
+// A stream's usage chunk goes to a caller that asked for it
+// (stream_options.include_usage): the translation says UsageAdded otherwise.
+func TestAnthropicTranslateUsageAdded(t *testing.T) {
+	c := anthTestConnector()
+	call := anthTestCall()
+	for body, want := range map[string]bool{
+		`{"messages":[{"role":"user","content":"a"}],"stream":true}`:                                           true,
+		`{"messages":[{"role":"user","content":"a"}],"stream":true,"stream_options":{"include_usage":true}}`:   false,
+		`{"messages":[{"role":"user","content":"a"}],"stream":true,"stream_options":{"include_usage":false}}`:  true,
+		`{"messages":[{"role":"user","content":"a"}],"stream":true,"stream_options":{"include_usage":null}}`:   true,
+		`{"messages":[{"role":"user","content":"a"}],"stream":true,"stream_options":{}}`:                       true,
+		`{"messages":[{"role":"user","content":"a"}],"stream":true,"stream_options":null}`:                     true,
+		`{"messages":[{"role":"user","content":"a"}],"stream":false,"stream_options":{"include_usage":false}}`: false,
+		`{"messages":[{"role":"user","content":"a"}]}`:                                                         false,
+	} {
+		b, err := ParseBody([]byte(body))
+		require.NoError(t, err)
+		n, err := c.Translate(b, call.Plan, call.Outcome)
+		require.NoError(t, err, body)
+		assert.Equal(t, want, n.UsageAdded, body)
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 
 // NewStream implements [Connector.NewStream].
 func (c *anthropic) NewStream(call *Call) Stream {
-	return &anthStream{call: call, now: c.now, res: Result{ServedProvider: "anthropic"}}
+	return &anthStream{call: call, now: c.now, res: Result{ServedProvider: "anthropic"}, hideUsage: call != nil && call.UsageAdded}
 }
 
 // anthStream translates one Messages API event stream into chat.completion
@@ -26,6 +26,9 @@ func (c *anthropic) NewStream(call *Call) Stream {
 type anthStream struct {
 	call *Call
 	now  func() time.Time
+	// hideUsage: the caller did not ask for usage (the call's UsageAdded),
+	// so the usage is read into the result and no usage chunk is relayed.
+	hideUsage bool
 
 	started, done bool
 	// head is `{"id":…,"object":"chat.completion.chunk","created":…,"model":…,`,
@@ -256,11 +259,17 @@ func (s *anthStream) messageDelta(data []byte, emit func([]byte) error) error {
 	return emit(s.buf)
 }
 
-// messageStop ends the stream: a last chunk with the usage, and the end
-// marker.
+// messageStop ends the stream: a last chunk with the usage, as the
+// chat-completions API sends it to a caller that set
+// stream_options.include_usage (no choices, the usage), and the end marker.
+// A caller that did not ask gets no usage chunk; the result has the usage
+// either way.
 func (s *anthStream) messageStop(emit func([]byte) error) error {
 	s.done = true
 	s.res.Usage = s.tok.usage()
+	if s.hideUsage {
+		return emit(doneData)
+	}
 	s.buf = append(s.buf[:0], s.head...)
 	s.buf = append(s.buf, `"choices":[],"usage":{"prompt_tokens":`...)
 	s.buf = strconv.AppendInt(s.buf, s.tok.prompt(), 10)

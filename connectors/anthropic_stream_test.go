@@ -39,9 +39,23 @@ func TestAnthropicStreamCorpus(t *testing.T) {
 				golden(t, *updateAnthropic, dir, "error.txt", []byte(err.Error()+"\n"))
 			} else {
 				assert.True(t, done, "stream ended without message_stop")
-				require.NotEmpty(t, chunks)
+				require.Greater(t, len(chunks), 1)
 				assert.Equal(t, doneData, chunks[len(chunks)-1])
 				golden(t, *updateAnthropic, dir, "error.txt", nil)
+				// The usage chunk, last before the end, goes to a caller
+				// that asked for it, and only to one.
+				usage := 0
+				for _, ch := range chunks {
+					if bytes.Contains(ch, []byte(`"choices":[]`)) {
+						usage++
+					}
+				}
+				if call.UsageAdded {
+					assert.Zero(t, usage, "a usage chunk the caller did not ask for")
+				} else {
+					assert.Equal(t, 1, usage)
+					assert.Contains(t, string(chunks[len(chunks)-2]), `"choices":[],"usage":{`)
+				}
 			}
 			res := s.Result()
 			assert.Equal(t, "anthropic", res.ServedProvider)
@@ -52,6 +66,7 @@ func TestAnthropicStreamCorpus(t *testing.T) {
 				assert.Equal(t, "error", res.FinishReason)
 			} else {
 				assert.Empty(t, res.StreamError)
+				assert.Positive(t, res.Usage.CompletionTokens, "the result has the usage, relayed or not")
 			}
 			golden(t, *updateAnthropic, dir, "result.json", resultJSON(t, res))
 
@@ -173,6 +188,26 @@ func TestAnthropicStreamEventName(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, done)
 	assert.Len(t, got, 3) // role, usage, [DONE]
+}
+
+// A caller that did not ask for usage gets none; the result has it.
+func TestAnthropicStreamUsageNotAsked(t *testing.T) {
+	call := anthTestCall()
+	call.UsageAdded = true
+	s := anthTestConnector().NewStream(call)
+	var got []string
+	emit := func(p []byte) error { got = append(got, string(p)); return nil }
+	_, err := s.Event(nil, []byte(`{"type":"message_start","message":{"id":"m","model":"claude-sonnet-4-5","usage":{"input_tokens":7,"output_tokens":1}}}`), emit)
+	require.NoError(t, err)
+	_, err = s.Event(nil, []byte(`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}}`), emit)
+	require.NoError(t, err)
+	done, err := s.Event(nil, []byte(`{"type":"message_stop"}`), emit)
+	require.NoError(t, err)
+	assert.True(t, done)
+	require.Len(t, got, 3) // role, finish, [DONE]
+	assert.Contains(t, got[1], `"finish_reason":"stop"`)
+	assert.Equal(t, "[DONE]", got[2])
+	assert.Equal(t, Usage{PromptTokens: 7, CompletionTokens: 3}, s.Result().Usage)
 }
 
 func FuzzAnthropicStream(f *testing.F) {
