@@ -210,22 +210,30 @@ func TestAnthropicStreamUsageNotAsked(t *testing.T) {
 	assert.Equal(t, Usage{PromptTokens: 7, CompletionTokens: 3}, s.Result().Usage)
 }
 
+// FuzzAnthropicStream feeds any event stream to the translation, for a
+// caller that asked for usage and one that did not (usageAdded): every chunk
+// is JSON, and the second caller never gets a usage chunk.
 func FuzzAnthropicStream(f *testing.F) {
-	_, answers := anthAnswerCases(f, "stream.sse")
-	for _, path := range answers {
+	dirs, answers := anthAnswerCases(f, "stream.sse")
+	for i, path := range answers {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(b)
+		f.Add(b, anthCaseCall(f, dirs[i]).UsageAdded)
 	}
 	c := anthTestConnector()
-	f.Fuzz(func(t *testing.T, b []byte) {
-		s := c.NewStream(anthTestCall())
+	f.Fuzz(func(t *testing.T, b []byte, usageAdded bool) {
+		call := anthTestCall()
+		call.UsageAdded = usageAdded
+		s := c.NewStream(call)
 		chunks, _, _ := runStream(t, s, b)
 		for i, ch := range chunks {
 			if !bytes.Equal(ch, doneData) && !json.Valid(ch) {
 				t.Fatalf("chunk %d is not JSON: %s", i, ch)
+			}
+			if usageAdded && bytes.Contains(ch, []byte(`"choices":[],"usage"`)) {
+				t.Fatalf("chunk %d is a usage chunk the caller did not ask for: %s", i, ch)
 			}
 		}
 		_ = s.Result()
