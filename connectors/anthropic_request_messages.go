@@ -134,7 +134,7 @@ func (t *anthTurns) addRaw(r json.RawMessage, i int, fast bool) error {
 			// would merge the user turns around it into one.
 			blocks = anthContent{{Type: "text", Text: *m.Refusal}}
 		}
-		reasoning, err := anthReasoning(m.ReasoningDetails, p+"/reasoning_details")
+		reasoning, err := anthReasoning(m.ReasoningDetails, p)
 		if err != nil {
 			return err
 		}
@@ -242,10 +242,13 @@ func anthToolResultsFirst(c anthContent) {
 // The pieces are joined in order; a block takes the place of its index's
 // first entry. A thinking block must end up with a signature, which the
 // upstream requires and checks.
+//
+// p is the message's pointer: the member's is built only when it is there.
 func anthReasoning(v json.RawMessage, p string) (anthContent, error) {
 	if anthIsNull(v) {
 		return nil, nil
 	}
+	p += "/reasoning_details"
 	var entries []json.RawMessage
 	if json.Unmarshal(v, &entries) != nil {
 		return nil, invalidRequest(p, "reasoning_details must be an array of reasoning entries")
@@ -280,10 +283,10 @@ func anthReasoning(v json.RawMessage, p string) (anthContent, error) {
 		case b.Type != e.block:
 			return nil, invalidRequest(pj+"/type", "index %d began as another type of entry (%s): the entries of one index are one block", e.index, m.entry)
 		case e.block == "redacted_thinking":
-			if b.Data != nil {
+			if b.anthRareMembers != nil {
 				return nil, invalidRequest(pj+"/index", "index %d already holds a reasoning.encrypted entry (%s)", e.index, m.entry)
 			}
-			b.Data = &e.data
+			b.anthRareMembers = &anthRareMembers{Data: &e.data}
 		default:
 			m.text = append(m.text, e.text...)
 			if e.signature != "" {
@@ -303,7 +306,7 @@ func anthReasoning(v json.RawMessage, p string) (anthContent, error) {
 			return nil, invalidRequest(m.entry, "a reasoning.text entry of format %s needs its signature, which the upstream requires of thinking it is sent back (a stream sends it in a delta of its own, after the text)", anthReasoningFormat)
 		}
 		text := string(m.text)
-		blocks[k].Thinking, blocks[k].Signature = &text, &m.signature
+		blocks[k].anthRareMembers = &anthRareMembers{Thinking: &text, Signature: &m.signature}
 	}
 	return blocks, nil
 }
@@ -427,7 +430,7 @@ func anthParts(v json.RawMessage, p string, accept int) (anthContent, error) {
 			if err != nil {
 				return nil, err
 			}
-			b = anthBlock{Type: "image", Source: src}
+			b = anthBlock{Type: "image", anthRareMembers: &anthRareMembers{Source: src}}
 		case "input_audio", "file":
 			return nil, unsupportedParameter(pp+"/type", "content part %q: the connector sends text and images only", part.Type)
 		default:

@@ -67,21 +67,31 @@ func (c anthContent) MarshalJSON() ([]byte, error) {
 type anthBlock struct {
 	Type string `json:"type"`
 	Text string `json:"text,omitempty"`
-	// Thinking and Signature are a thinking block's, Data a
-	// redacted_thinking block's: pointers, so that a block replayed with an
-	// empty text still sends the member the upstream requires.
-	Thinking  *string          `json:"thinking,omitempty"`
-	Signature *string          `json:"signature,omitempty"`
-	Data      *string          `json:"data,omitempty"`
-	Source    *anthImageSource `json:"source,omitempty"`
-	ID        string           `json:"id,omitempty"`
-	Name      string           `json:"name,omitempty"`
-	Input     json.RawMessage  `json:"input,omitempty"`
-	ToolUseID string           `json:"tool_use_id,omitempty"`
+	// anthRareMembers holds the members of image, thinking and
+	// redacted_thinking blocks, nil for the others: a request's blocks are
+	// allocated on the hot path, and a text block stays as small as it was.
+	// Embedded, so encoding/json writes its members in this place.
+	*anthRareMembers
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
 	// Content is a tool_result's content: a JSON string or an array of text
 	// blocks.
 	Content      json.RawMessage `json:"content,omitempty"`
 	CacheControl json.RawMessage `json:"cache_control,omitempty"`
+}
+
+// anthRareMembers are the members of the rarer block types.
+type anthRareMembers struct {
+	// Thinking and Signature are a thinking block's, Data a
+	// redacted_thinking block's: pointers, so that a block replayed with an
+	// empty text still sends the member the upstream requires.
+	Thinking  *string `json:"thinking,omitempty"`
+	Signature *string `json:"signature,omitempty"`
+	Data      *string `json:"data,omitempty"`
+	// Source is an image block's.
+	Source *anthImageSource `json:"source,omitempty"`
 }
 
 // anthImageSource is an image block's source: base64 data or a URL.
@@ -352,31 +362,8 @@ func anthAppendBlock(b []byte, k *anthBlock) ([]byte, error) {
 		b = append(b, `,"text":`...)
 		b = jsonscan.AppendString(b, k.Text)
 	}
-	for _, m := range [...]struct {
-		name string
-		s    *string
-	}{{`,"thinking":`, k.Thinking}, {`,"signature":`, k.Signature}, {`,"data":`, k.Data}} {
-		if m.s != nil {
-			b = append(b, m.name...)
-			b = jsonscan.AppendString(b, *m.s)
-		}
-	}
-	if s := k.Source; s != nil {
-		b = append(b, `,"source":{"type":`...)
-		b = jsonscan.AppendString(b, s.Type)
-		if s.MediaType != "" {
-			b = append(b, `,"media_type":`...)
-			b = jsonscan.AppendString(b, s.MediaType)
-		}
-		if s.Data != "" {
-			b = append(b, `,"data":`...)
-			b = jsonscan.AppendString(b, s.Data)
-		}
-		if s.URL != "" {
-			b = append(b, `,"url":`...)
-			b = jsonscan.AppendString(b, s.URL)
-		}
-		b = append(b, '}')
+	if r := k.anthRareMembers; r != nil {
+		b = anthAppendRare(b, r)
 	}
 	if k.ID != "" {
 		b = append(b, `,"id":`...)
@@ -409,6 +396,38 @@ func anthAppendBlock(b []byte, k *anthBlock) ([]byte, error) {
 		}
 	}
 	return append(b, '}'), nil
+}
+
+// anthAppendRare appends the members of an image, thinking or
+// redacted_thinking block, its empty ones omitted.
+func anthAppendRare(b []byte, r *anthRareMembers) []byte {
+	for _, m := range [...]struct {
+		name string
+		s    *string
+	}{{`,"thinking":`, r.Thinking}, {`,"signature":`, r.Signature}, {`,"data":`, r.Data}} {
+		if m.s != nil {
+			b = append(b, m.name...)
+			b = jsonscan.AppendString(b, *m.s)
+		}
+	}
+	if s := r.Source; s != nil {
+		b = append(b, `,"source":{"type":`...)
+		b = jsonscan.AppendString(b, s.Type)
+		if s.MediaType != "" {
+			b = append(b, `,"media_type":`...)
+			b = jsonscan.AppendString(b, s.MediaType)
+		}
+		if s.Data != "" {
+			b = append(b, `,"data":`...)
+			b = jsonscan.AppendString(b, s.Data)
+		}
+		if s.URL != "" {
+			b = append(b, `,"url":`...)
+			b = jsonscan.AppendString(b, s.URL)
+		}
+		b = append(b, '}')
+	}
+	return b
 }
 
 // anthAppendRaw appends a raw value as encoding/json does
