@@ -260,11 +260,11 @@ func anthReasoning(v json.RawMessage, p string) (anthContent, error) {
 	for j, raw := range entries {
 		pj := p + "/" + strconv.Itoa(j)
 		e, ok, err := anthReasoningEntry(raw, pj)
-		if err != nil || !ok {
-			if err != nil {
-				return nil, err
-			}
-			continue
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue // another format's
 		}
 		at := -1
 		for k := range merge {

@@ -211,10 +211,9 @@ func (s *anthStream) blockDelta(data []byte, emit func([]byte) error) error {
 	return nil
 }
 
-// thinkingDelta relays a thinking block's delta: member name of the delta,
-// a raw JSON string, becomes the reasoning_details entry's member of kind.
-// An empty one is not relayed (a thinking block's last text delta is often
-// empty).
+// thinkingDelta relays a thinking block's delta: the delta's member name
+// (thinking or signature), a raw JSON string, is relayed as kind says. An
+// empty one is not relayed (a thinking block's last text delta often is).
 func (s *anthStream) thinkingDelta(data, delta []byte, name string, kind anthReasoningMember, emit func([]byte) error) error {
 	v := jsonscan.Member(delta, name)
 	if len(v) < 3 || v[0] != '"' {
