@@ -18,12 +18,13 @@ import (
 
 // anthDropped are chat-completions members with no Messages API equivalent
 // whose absence does not change what the answer means, whatever their value:
-// sampling penalties and seed (best-effort knobs), stream options (usage is
-// always reported at the end of a stream), storage and billing hints, a
-// predicted output (a latency hint), and sluice's own routing object (already
-// compiled into the plan).
+// sampling penalties and seed (best-effort knobs), storage and billing hints,
+// a predicted output (a latency hint), and sluice's own routing object
+// (already compiled into the plan). stream_options is not sent either (the
+// upstream reports a stream's usage unasked), but it is read: it says whether
+// the caller gets the usage chunk.
 var anthDropped = map[string]bool{
-	"presence_penalty": true, "frequency_penalty": true, "seed": true, "stream_options": true,
+	"presence_penalty": true, "frequency_penalty": true, "seed": true,
 	"store": true, "metadata": true, "service_tier": true, "prediction": true, "routing": true,
 }
 
@@ -75,8 +76,10 @@ func (c *anthropic) translate(body Body, out *compiler.Outcome, fast bool) (*Nat
 	if b, err = anthAppendPassThrough(b, body, t.passThrough); err != nil {
 		return nil, err
 	}
-	// The shared empty header: the gateway only reads it.
-	return &Native{Path: "/messages", Header: noHeaders, Body: b}, nil
+	// The shared empty header: the gateway only reads it. The upstream
+	// reports a stream's usage whatever the caller asked: a caller that did
+	// not ask for it gets no usage chunk (see [anthStream]).
+	return &Native{Path: "/messages", Header: noHeaders, Body: b, UsageAdded: t.req.Stream && !t.includeUsage}, nil
 }
 
 // anthTranslation is one request on its way: the Messages request built so
@@ -86,8 +89,12 @@ type anthTranslation struct {
 	fast bool // read the common shapes by hand (see translate)
 
 	maxTokens, maxCompletion int64
-	toolChoice               json.RawMessage
-	parallel                 bool
+	// thinkingBudget is the thinking member's budget_tokens, 0 when unset.
+	thinkingBudget int64
+	// includeUsage is stream_options.include_usage.
+	includeUsage bool
+	toolChoice   json.RawMessage
+	parallel     bool
 	// passThrough are the members sent untouched, in sorted order.
 	passThrough []string
 }
@@ -128,6 +135,13 @@ func (t *anthTranslation) member(k string, v json.RawMessage) error {
 		t.req.Tools, err = anthTools(v)
 	case "tool_choice":
 		t.toolChoice = v
+	case "stream_options":
+		t.includeUsage, err = anthIncludeUsage(v)
+	case "thinking":
+		// The upstream's own member: sent untouched, its budget read for
+		// the default token limit.
+		t.thinkingBudget = anthThinkingBudget(v)
+		t.passThrough = append(t.passThrough, k) // keys are sorted
 	case "parallel_tool_calls":
 		var ok bool
 		if t.parallel, ok = anthBool(v, t.fast); !ok {
@@ -236,12 +250,20 @@ func anthCheckUnsupported(k string, v json.RawMessage) (known bool, err error) {
 // settle resolves what depends on several members: the token limit
 // (max_completion_tokens over max_tokens, else the default) and the tool
 // choice, which needs the tools and parallel_tool_calls.
+//
+// The upstream counts thinking inside max_tokens and requires the thinking
+// budget to be below it, so without a limit of the caller's a thinking
+// budget is added to the default: the answer keeps the default's room
+// beyond the thinking. A limit the caller set is sent as set, and the
+// upstream judges it against the budget.
 func (t *anthTranslation) settle() error {
 	switch {
 	case t.maxCompletion > 0:
 		t.req.MaxTokens = t.maxCompletion
 	case t.maxTokens > 0:
 		t.req.MaxTokens = t.maxTokens
+	case t.thinkingBudget > 0:
+		t.req.MaxTokens = t.thinkingBudget + anthDefaultMaxTokens
 	}
 	tc, err := anthToolChoiceOf(t.toolChoice, len(t.req.Tools) > 0, t.parallel)
 	if err != nil {
@@ -292,6 +314,31 @@ func anthAppendPassThrough(b []byte, body Body, keys []string) ([]byte, error) {
 		b = append(append(b, ':'), body[k]...)
 	}
 	return append(b, '}'), nil
+}
+
+// anthThinkingBudget reads the thinking member's budget_tokens: a positive
+// integer of at most nine digits, else 0 (an odd value is the upstream's to
+// judge; the default limit then stays as it is).
+func anthThinkingBudget(v json.RawMessage) int64 {
+	return int64(max(jsonscan.SmallInt(jsonscan.Member(v, "budget_tokens")), 0))
+}
+
+// anthIncludeUsage reads stream_options, an object whose include_usage
+// asks for a stream's usage chunk.
+func anthIncludeUsage(v json.RawMessage) (bool, error) {
+	var opts map[string]json.RawMessage
+	if json.Unmarshal(v, &opts) != nil {
+		return false, invalidRequest("/stream_options", "stream_options must be an object")
+	}
+	u, ok := opts["include_usage"]
+	if !ok || anthIsNull(u) {
+		return false, nil
+	}
+	var include bool
+	if json.Unmarshal(u, &include) != nil {
+		return false, invalidRequest("/stream_options/include_usage", "include_usage must be a boolean")
+	}
+	return include, nil
 }
 
 // anthPositiveInt reads member k, a positive integer.

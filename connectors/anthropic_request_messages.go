@@ -134,6 +134,15 @@ func (t *anthTurns) addRaw(r json.RawMessage, i int, fast bool) error {
 			// would merge the user turns around it into one.
 			blocks = anthContent{{Type: "text", Text: *m.Refusal}}
 		}
+		reasoning, err := anthReasoning(m.ReasoningDetails, p)
+		if err != nil {
+			return err
+		}
+		if len(reasoning) > 0 {
+			// The upstream wants a turn's thinking before its text and
+			// tool calls.
+			blocks = append(reasoning, blocks...)
+		}
 		for j, tc := range m.ToolCalls {
 			b, err := anthToolUse(tc, fmt.Sprintf("%s/tool_calls/%d", p, j))
 			if err != nil {
@@ -218,6 +227,162 @@ func anthToolResultsFirst(c anthContent) {
 	// Already in order (always so for one block): nothing to move.
 }
 
+// anthReasoning converts an assistant message's reasoning_details back into
+// the thinking and redacted_thinking blocks they came from, in order: a
+// reasoning.text entry becomes a thinking block (its text and signature),
+// a reasoning.encrypted entry a redacted_thinking block (its data). Only
+// entries of the format anthReasoningFormat translate; entries of any other
+// format, or of none, were written for another upstream's model and are
+// dropped (the upstream would refuse their signatures). A message's
+// reasoning text ("reasoning") is not read: it carries no signature.
+//
+// Entries that share an index are one block: a client that joined a
+// stream's deltas sends the text in pieces, then the signature alone (with
+// empty signatures beside the pieces, as some marketplaces stream them).
+// The pieces are joined in order; a block takes the place of its index's
+// first entry. A thinking block must end up with a signature, which the
+// upstream requires and checks.
+//
+// p is the message's pointer: the member's is built only when it is there.
+func anthReasoning(v json.RawMessage, p string) (anthContent, error) {
+	if anthIsNull(v) {
+		return nil, nil
+	}
+	p += "/reasoning_details"
+	var entries []json.RawMessage
+	if json.Unmarshal(v, &entries) != nil {
+		return nil, invalidRequest(p, "reasoning_details must be an array of reasoning entries")
+	}
+	var (
+		blocks anthContent
+		merge  []anthReasoningMerge // one per block
+	)
+	for j, raw := range entries {
+		pj := p + "/" + strconv.Itoa(j)
+		e, ok, err := anthReasoningEntry(raw, pj)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue // another format's
+		}
+		at := -1
+		for k := range merge {
+			if e.index >= 0 && merge[k].index == e.index {
+				at = k
+				break
+			}
+		}
+		if at < 0 {
+			blocks = append(blocks, anthBlock{Type: e.block})
+			merge = append(merge, anthReasoningMerge{index: e.index, entry: pj})
+			at = len(merge) - 1
+		}
+		b, m := &blocks[at], &merge[at]
+		switch {
+		case b.Type != e.block:
+			return nil, invalidRequest(pj+"/type", "index %d began as another type of entry (%s): the entries of one index are one block", e.index, m.entry)
+		case e.block == "redacted_thinking":
+			if b.anthRareMembers != nil {
+				return nil, invalidRequest(pj+"/index", "index %d already holds a reasoning.encrypted entry (%s)", e.index, m.entry)
+			}
+			b.anthRareMembers = &anthRareMembers{Data: &e.data}
+		default:
+			m.text = append(m.text, e.text...)
+			if e.signature != "" {
+				if m.signature != "" && m.signature != e.signature {
+					return nil, invalidRequest(pj+"/signature", "index %d already has another signature (%s)", e.index, m.entry)
+				}
+				m.signature = e.signature
+			}
+		}
+	}
+	for k := range blocks {
+		if blocks[k].Type != "thinking" {
+			continue
+		}
+		m := &merge[k]
+		if m.signature == "" {
+			return nil, invalidRequest(m.entry, "a reasoning.text entry of format %s needs its signature, which the upstream requires of thinking it is sent back (a stream sends it in a delta of its own, after the text)", anthReasoningFormat)
+		}
+		text := string(m.text)
+		blocks[k].anthRareMembers = &anthRareMembers{Thinking: &text, Signature: &m.signature}
+	}
+	return blocks, nil
+}
+
+// anthReasoningMerge is what the entries of one block have given so far:
+// the index they share (-1: an entry without one, a block of its own), the
+// pointer to the first of them, and a thinking block's text and signature.
+// (The text is a byte slice, not a strings.Builder: the merges live in a
+// slice that append copies.)
+type anthReasoningMerge struct {
+	index     int64
+	entry     string
+	text      []byte
+	signature string
+}
+
+// anthReasoningPiece is one reasoning_details entry that translates: the
+// block type it gives, its index (-1 when it has none) and its members.
+type anthReasoningPiece struct {
+	block                 string
+	index                 int64
+	text, signature, data string
+}
+
+// anthReasoningEntry reads the reasoning_details entry at pointer p; ok is
+// false for an entry of another format, which is dropped unread.
+func anthReasoningEntry(raw json.RawMessage, p string) (e anthReasoningPiece, ok bool, err error) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil || m == nil {
+		return e, false, invalidRequest(p, "a reasoning_details entry must be an object")
+	}
+	format, ok := anthOptString(m["format"])
+	if !ok {
+		return e, false, invalidRequest(p+"/format", "format must be a string")
+	}
+	if format != anthReasoningFormat {
+		return e, false, nil
+	}
+	e.index = -1
+	if v := m["index"]; !anthIsNull(v) {
+		if json.Unmarshal(v, &e.index) != nil || e.index < 0 {
+			return e, false, invalidRequest(p+"/index", "index must be a non-negative integer")
+		}
+	}
+	typ, _ := anthOptString(m["type"])
+	switch typ {
+	case "reasoning.text":
+		e.block = "thinking"
+		for _, f := range [...]struct {
+			name string
+			dst  *string
+		}{{"text", &e.text}, {"signature", &e.signature}} {
+			if *f.dst, ok = anthOptString(m[f.name]); !ok {
+				return e, false, invalidRequest(p+"/"+f.name, "%s must be a string", f.name)
+			}
+		}
+	case "reasoning.encrypted":
+		e.block = "redacted_thinking"
+		if e.data, ok = anthOptString(m["data"]); !ok || e.data == "" {
+			return e, false, invalidRequest(p+"/data", "a reasoning.encrypted entry needs its data, a string")
+		}
+	default:
+		return e, false, invalidRequest(p+"/type", "reasoning_details type %q of format %s: only reasoning.text and reasoning.encrypted entries translate", typ, anthReasoningFormat)
+	}
+	return e, true, nil
+}
+
+// anthOptString reads an optional string member: "" when absent or null;
+// ok is false when it is something else.
+func anthOptString(v json.RawMessage) (s string, ok bool) {
+	if anthIsNull(v) {
+		return "", true
+	}
+	return s, json.Unmarshal(v, &s) == nil
+}
+
 // Content part kinds a role accepts.
 const (
 	anthPartText = 1 << iota
@@ -265,7 +430,7 @@ func anthParts(v json.RawMessage, p string, accept int) (anthContent, error) {
 			if err != nil {
 				return nil, err
 			}
-			b = anthBlock{Type: "image", Source: src}
+			b = anthBlock{Type: "image", anthRareMembers: &anthRareMembers{Source: src}}
 		case "input_audio", "file":
 			return nil, unsupportedParameter(pp+"/type", "content part %q: the connector sends text and images only", part.Type)
 		default:
@@ -478,5 +643,5 @@ func anthIgnoredKey(key []byte) bool {
 			return false
 		}
 	}
-	return !jsonscan.FoldsTo(key, "role", "content", "tool_calls", "tool_call_id", "refusal")
+	return !jsonscan.FoldsTo(key, "role", "content", "tool_calls", "tool_call_id", "refusal", "reasoning_details")
 }

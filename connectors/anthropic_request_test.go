@@ -43,8 +43,64 @@ func TestAnthropicTranslateCorpus(t *testing.T) {
 			assert.Equal(t, string(native.Body), string(again.Body))
 			golden(t, *updateAnthropic, dir, "native.json", indentJSON(t, native.Body))
 			golden(t, *updateAnthropic, dir, "error.txt", nil)
+			// A case built from recorded traffic asks what the live
+			// upstream was asked.
+			if _, rec := anthRecorded(t, dir); rec != "" {
+				want, err := os.ReadFile(rec)
+				require.NoError(t, err)
+				assert.Equal(t, anthEquivalent(t, want), anthEquivalent(t, native.Body), "the translation differs from the recorded request %s", rec)
+			}
 		})
 	}
+}
+
+// anthEquivalent spells a Messages request one way, so that a translation
+// compares with a request a live client sent: the model is left out (the
+// test call decides it); a content, system prompt or tool result given as a
+// string is the one text block it stands for; members at their default
+// (stream, disable_parallel_tool_use: false; an empty tool description) are
+// left out; objects' members are sorted.
+func anthEquivalent(t testing.TB, b []byte) string {
+	t.Helper()
+	var req map[string]any
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.UseNumber()
+	require.NoError(t, dec.Decode(&req))
+	blocks := func(v any) any {
+		if s, ok := v.(string); ok {
+			return []any{map[string]any{"type": "text", "text": s}}
+		}
+		return v
+	}
+	delete(req, "model")
+	if req["stream"] == false {
+		delete(req, "stream")
+	}
+	if _, ok := req["system"]; ok {
+		req["system"] = blocks(req["system"])
+	}
+	msgs, _ := req["messages"].([]any)
+	for _, m := range msgs {
+		m := m.(map[string]any)
+		m["content"] = blocks(m["content"])
+		for _, b := range m["content"].([]any) {
+			if b := b.(map[string]any); b["type"] == "tool_result" {
+				b["content"] = blocks(b["content"])
+			}
+		}
+	}
+	tools, _ := req["tools"].([]any)
+	for _, tool := range tools {
+		if tool := tool.(map[string]any); tool["description"] == "" {
+			delete(tool, "description")
+		}
+	}
+	if tc, ok := req["tool_choice"].(map[string]any); ok && tc["disable_parallel_tool_use"] == false {
+		delete(tc, "disable_parallel_tool_use")
+	}
+	out, err := json.MarshalIndent(req, "", "  ")
+	require.NoError(t, err)
+	return string(out)
 }
 
 // anthAssertNative checks the invariants of any translated body: valid JSON,
@@ -146,6 +202,24 @@ func TestAnthropicTranslateErrors(t *testing.T) {
 		{`{"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{}}]}]}`, CodeInvalidRequest, "/messages/0/tool_calls/0/function/name"},
 		{`{"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"custom","custom":{}}]}]}`, CodeUnsupportedParameter, "/messages/0/tool_calls/0/type"},
 		{`{"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"[1]"}}]}]}`, CodeInvalidRequest, "/messages/0/tool_calls/0/function/arguments"},
+		{`{"messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":"usage"}`, CodeInvalidRequest, "/stream_options"},
+		{`{"messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":"yes"}}`, CodeInvalidRequest, "/stream_options/include_usage"},
+		{`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","reasoning_details":{"type":"reasoning.text"}}]}`, CodeInvalidRequest, "/messages/1/reasoning_details"},
+		{`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","reasoning_details":["x"]}]}`, CodeInvalidRequest, "/messages/1/reasoning_details/0"},
+		{`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","reasoning_details":[{"type":"reasoning.text","format":7}]}]}`, CodeInvalidRequest, "/messages/1/reasoning_details/0/format"},
+		{`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","reasoning_details":[{"type":"reasoning.summary","summary":"s","format":"anthropic-claude-v1"}]}]}`, CodeInvalidRequest, "/messages/1/reasoning_details/0/type"},
+		{`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","reasoning_details":[{"text":"t","signature":"s","format":"anthropic-claude-v1"}]}]}`, CodeInvalidRequest, "/messages/1/reasoning_details/0/type"},
+		{`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","reasoning_details":[{"type":"reasoning.text","text":"t","signature":"s","format":"anthropic-claude-v1","index":-1}]}]}`, CodeInvalidRequest, "/messages/1/reasoning_details/0/index"},
+		{`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","reasoning_details":[{"type":"reasoning.text","text":"t","signature":"s","format":"anthropic-claude-v1","index":"0"}]}]}`, CodeInvalidRequest, "/messages/1/reasoning_details/0/index"},
+		{`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","reasoning_details":[{"type":"reasoning.text","text":["t"],"signature":"s","format":"anthropic-claude-v1"}]}]}`, CodeInvalidRequest, "/messages/1/reasoning_details/0/text"},
+		{`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","reasoning_details":[{"type":"reasoning.text","text":"t","signature":1,"format":"anthropic-claude-v1"}]}]}`, CodeInvalidRequest, "/messages/1/reasoning_details/0/signature"},
+		{`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","reasoning_details":[{"type":"reasoning.text","text":"t","format":"anthropic-claude-v1"}]}]}`, CodeInvalidRequest, "/messages/1/reasoning_details/0"},
+		{`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","reasoning_details":[{"type":"reasoning.encrypted","format":"anthropic-claude-v1"}]}]}`, CodeInvalidRequest, "/messages/1/reasoning_details/0/data"},
+		{`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","reasoning_details":[{"type":"reasoning.encrypted","data":"","format":"anthropic-claude-v1"}]}]}`, CodeInvalidRequest, "/messages/1/reasoning_details/0/data"},
+		{`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","reasoning_details":[{"type":"reasoning.text","text":"t","format":"anthropic-claude-v1","index":0},{"type":"reasoning.encrypted","data":"d","format":"anthropic-claude-v1","index":0}]}]}`, CodeInvalidRequest, "/messages/1/reasoning_details/1/type"},
+		{`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","reasoning_details":[{"type":"reasoning.encrypted","data":"d","format":"anthropic-claude-v1","index":0},{"type":"reasoning.encrypted","data":"d","format":"anthropic-claude-v1","index":0}]}]}`, CodeInvalidRequest, "/messages/1/reasoning_details/1/index"},
+		{`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","reasoning_details":[{"type":"reasoning.text","signature":"s1","format":"anthropic-claude-v1","index":0},{"type":"reasoning.text","signature":"s2","format":"anthropic-claude-v1","index":0}]}]}`, CodeInvalidRequest, "/messages/1/reasoning_details/1/signature"},
+		{`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","reasoning_details":[{"type":"reasoning.text","text":"t","signature":"s","format":"anthropic-claude-v1","index":0},{"type":"reasoning.text","text":"u","format":"anthropic-claude-v1"}]}]}`, CodeInvalidRequest, "/messages/1/reasoning_details/1"},
 	}
 	c := anthTestConnector()
 	call := anthTestCall()
@@ -184,6 +258,24 @@ func TestAnthropicTranslateDetails(t *testing.T) {
 			`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":"a"}]}`},
 		{"empty stop and user", `{"messages":[{"role":"user","content":"a"}],"stop":"","user":""}`,
 			`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":"a"}]}`},
+		{"reasoning of one block, its entries without an index, are separate blocks", `{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","reasoning_details":[{"type":"reasoning.text","text":"t","signature":"s","format":"anthropic-claude-v1"},{"type":"reasoning.text","text":"","signature":"s2","format":"anthropic-claude-v1"}]}]}`,
+			`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},{"type":"thinking","thinking":"","signature":"s2"},{"type":"text","text":"b"}]}]}`},
+		{"reasoning alone makes an assistant turn", `{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":null,"reasoning_details":[{"type":"reasoning.encrypted","data":"d","format":"anthropic-claude-v1","index":0}]},{"role":"user","content":"b"}]}`,
+			`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"redacted_thinking","data":"d"}]},{"role":"user","content":"b"}]}`},
+		{"reasoning of other formats only, and reasoning text without details, leave no block", `{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","reasoning":"r","reasoning_details":[{"type":"reasoning.summary","summary":"s","format":"openai-responses-v1","index":0},{"type":"reasoning.text","text":"t","signature":"x","format":null}]}]}`,
+			`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}]}`},
+		{"reasoning_details of a user message are not read", `{"messages":[{"role":"user","content":"a","reasoning_details":[{"type":"reasoning.text","text":"t","format":"anthropic-claude-v1"}]}]}`,
+			`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":"a"}]}`},
+		{"a thinking budget without a limit adds to the default", `{"messages":[{"role":"user","content":"a"}],"thinking":{"budget_tokens":2048,"type":"enabled"}}`,
+			`{"model":"claude-sonnet-4-5","max_tokens":6144,"messages":[{"role":"user","content":"a"}],"thinking":{"budget_tokens":2048,"type":"enabled"}}`},
+		{"a limit the caller set stands beside a thinking budget", `{"messages":[{"role":"user","content":"a"}],"max_completion_tokens":1500,"thinking":{"type":"enabled","budget_tokens":1024}}`,
+			`{"model":"claude-sonnet-4-5","max_tokens":1500,"messages":[{"role":"user","content":"a"}],"thinking":{"type":"enabled","budget_tokens":1024}}`},
+		{"thinking without a budget keeps the default", `{"messages":[{"role":"user","content":"a"}],"thinking":{"type":"adaptive"}}`,
+			`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":"a"}],"thinking":{"type":"adaptive"}}`},
+		{"an odd budget is the upstream's to judge", `{"messages":[{"role":"user","content":"a"}],"thinking":{"type":"enabled","budget_tokens":"lots"}}`,
+			`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":"a"}],"thinking":{"type":"enabled","budget_tokens":"lots"}}`},
+		{"stream options are read, not sent", `{"messages":[{"role":"user","content":"a"}],"stream":true,"stream_options":{"include_usage":true,"include_obfuscation":false}}`,
+			`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":"a"}],"stream":true}`},
 		{"an empty assistant turn is left out", `{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":""},{"role":"user","content":"b"}]}`,
 			`{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]}`},
 	}
@@ -197,6 +289,29 @@ func TestAnthropicTranslateDetails(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, string(n.Body))
 		})
+	}
+}
+
+// A stream's usage chunk goes to a caller that asked for it
+// (stream_options.include_usage): the translation says UsageAdded otherwise.
+func TestAnthropicTranslateUsageAdded(t *testing.T) {
+	c := anthTestConnector()
+	call := anthTestCall()
+	for body, want := range map[string]bool{
+		`{"messages":[{"role":"user","content":"a"}],"stream":true}`:                                           true,
+		`{"messages":[{"role":"user","content":"a"}],"stream":true,"stream_options":{"include_usage":true}}`:   false,
+		`{"messages":[{"role":"user","content":"a"}],"stream":true,"stream_options":{"include_usage":false}}`:  true,
+		`{"messages":[{"role":"user","content":"a"}],"stream":true,"stream_options":{"include_usage":null}}`:   true,
+		`{"messages":[{"role":"user","content":"a"}],"stream":true,"stream_options":{}}`:                       true,
+		`{"messages":[{"role":"user","content":"a"}],"stream":true,"stream_options":null}`:                     true,
+		`{"messages":[{"role":"user","content":"a"}],"stream":false,"stream_options":{"include_usage":false}}`: false,
+		`{"messages":[{"role":"user","content":"a"}]}`:                                                         false,
+	} {
+		b, err := ParseBody([]byte(body))
+		require.NoError(t, err)
+		n, err := c.Translate(b, call.Plan, call.Outcome)
+		require.NoError(t, err, body)
+		assert.Equal(t, want, n.UsageAdded, body)
 	}
 }
 
@@ -313,6 +428,8 @@ var anthOddRequests = []string{
 	`{"messages":[{"role":"system","content":"s"},{"role":"system","content":[{"type":"text","text":"t","cache_control":{"type": "ephemeral"}}]},{"role":"user","content":"u"}]}`,
 	`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":" { \"x\" : [1, 2] } "}}]},{"role":"tool","tool_call_id":"c","content":"r\u2028"},{"role":"user","content":"d"}],"tools":[{"type":"function","function":{"name":"f","description":"d<>&","parameters":{ "type" : "object" }},"cache_control":{ "type":"ephemeral" }}]}`,
 	`{"messages":[{"role":"tool","tool_call_id":"c","content":[{"type":"text","text":"x","cache_control":{"type":"ephemeral"}}]},{"role":"user","content":"a"}]}`,
+	`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","Reasoning_Details":[{"type":"reasoning.encrypted","data":"d","format":"anthropic-claude-v1"}]}]}`,
+	`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","reasoning":"r","reasoning_details":null}]}`,
 	`{"messages":[{"role":"user","content":"a"},7]}`,
 	`{"messages":[{"role":"user","content":"a"},{"role":"robot","content":"b"}]}`,
 	`{"messages":[{"role":"robot","content":"b"},{"role":"user","content":"a"},{"role":"user","content":7}]}`,

@@ -35,13 +35,16 @@ func (c *anthropic) Response(call *Call, body []byte) ([]byte, Result, error) {
 	res.FinishReason = anthFinish(m.StopReason)
 
 	msg := oaiOutMessage{Role: "assistant"}
-	var text strings.Builder
+	var text, reasoning strings.Builder
 	hasText := false
 	for _, b := range m.Content {
 		switch b.Type {
 		case "text":
 			text.WriteString(b.Text)
 			hasText = true
+		case "thinking", "redacted_thinking":
+			msg.ReasoningDetails = append(msg.ReasoningDetails, anthReasoningDetail(b, len(msg.ReasoningDetails)))
+			reasoning.WriteString(b.Thinking)
 		case "tool_use":
 			tc := oaiOutToolCall{ID: b.ID, Type: "function"}
 			tc.Function.Name = b.Name
@@ -60,6 +63,10 @@ func (c *anthropic) Response(call *Call, body []byte) ([]byte, Result, error) {
 		s := text.String()
 		msg.Content = &s
 	}
+	if len(msg.ReasoningDetails) > 0 {
+		s := reasoning.String()
+		msg.Reasoning = &s
+	}
 	out := oaiCompletion{
 		ID: m.ID, Object: "chat.completion", Created: c.now().Unix(), Model: echoModel(call, m.Model),
 		Choices: []oaiChoice{{Message: msg, Logprobs: anthNull, FinishReason: res.FinishReason}},
@@ -71,6 +78,21 @@ func (c *anthropic) Response(call *Call, body []byte) ([]byte, Result, error) {
 		return nil, res, fmt.Errorf("anthropic: encode answer: %w", err)
 	}
 	return b, res, nil
+}
+
+// anthReasoningDetail is the reasoning_details entry of a thinking block (a
+// reasoning.text entry with its signature) or a redacted_thinking block (a
+// reasoning.encrypted entry with its data), the index-th of the answer.
+// Client and marketplace send it back as it is, so the next turn's request
+// carries the block unchanged (anthReasoning in anthropic_request_messages.go).
+func anthReasoningDetail(b anthRespBlock, index int) oaiReasoningDetail {
+	d := oaiReasoningDetail{Format: anthReasoningFormat, Index: index}
+	if b.Type == "redacted_thinking" {
+		d.Type, d.Data = "reasoning.encrypted", &b.Data
+		return d
+	}
+	d.Type, d.Text, d.Signature = "reasoning.text", &b.Thinking, &b.Signature
+	return d
 }
 
 // anthFinish maps a stop reason to a chat-completions finish reason.

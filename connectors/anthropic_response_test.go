@@ -14,10 +14,11 @@ import (
 
 func TestAnthropicResponseCorpus(t *testing.T) {
 	c := anthTestConnector()
-	call := anthTestCall()
-	for _, dir := range caseDirs(t, anthCorpus, "response.json") {
+	dirs, answers := anthAnswerCases(t, "response.json")
+	for i, dir := range dirs {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			raw, err := os.ReadFile(filepath.Join(dir, "response.json"))
+			call := anthCaseCall(t, dir)
+			raw, err := os.ReadFile(answers[i])
 			require.NoError(t, err)
 			out, res, err := c.Response(call, raw)
 			if err != nil {

@@ -15,7 +15,7 @@ import (
 
 // NewStream implements [Connector.NewStream].
 func (c *anthropic) NewStream(call *Call) Stream {
-	return &anthStream{call: call, now: c.now, res: Result{ServedProvider: "anthropic"}}
+	return &anthStream{call: call, now: c.now, res: Result{ServedProvider: "anthropic"}, hideUsage: call != nil && call.UsageAdded}
 }
 
 // anthStream translates one Messages API event stream into chat.completion
@@ -26,6 +26,9 @@ func (c *anthropic) NewStream(call *Call) Stream {
 type anthStream struct {
 	call *Call
 	now  func() time.Time
+	// hideUsage: the caller did not ask for usage (the call's UsageAdded),
+	// so the usage is read into the result and no usage chunk is relayed.
+	hideUsage bool
 
 	started, done bool
 	// head is `{"id":…,"object":"chat.completion.chunk","created":…,"model":…,`,
@@ -34,8 +37,19 @@ type anthStream struct {
 	buf  []byte
 	// tools maps content block indexes to tool call indexes.
 	tools []anthToolIndex
-	tok   anthTokens
-	res   Result
+	// reasoning lists the thinking and redacted_thinking blocks in order: a
+	// block's place in it is its reasoning_details index.
+	reasoning []anthReasoningBlock
+	tok       anthTokens
+	res       Result
+}
+
+// anthReasoningBlock is a reasoning block of the stream: its content block
+// index, and whether it is a thinking block (deltas follow) or a
+// redacted_thinking one (whole at its start).
+type anthReasoningBlock struct {
+	block    int
+	thinking bool
 }
 
 // anthToolIndex ties a content block to its tool call; args records whether
@@ -117,7 +131,9 @@ func (s *anthStream) messageStart(data []byte, emit func([]byte) error) error {
 }
 
 // blockStart relays the start of a content block: a text block's first text
-// (usually empty, then nothing is relayed), or a tool call's id and name.
+// (usually empty, then nothing is relayed), a tool call's id and name, a
+// thinking block's first text and signature (usually empty too), or a
+// redacted_thinking block, which arrives whole.
 func (s *anthStream) blockStart(data []byte, emit func([]byte) error) error {
 	var e anthBlockStartEvent
 	if err := json.Unmarshal(data, &e); err != nil {
@@ -130,6 +146,22 @@ func (s *anthStream) blockStart(data []byte, emit func([]byte) error) error {
 		}
 		d, _ := anthMarshal(map[string]string{"content": e.ContentBlock.Text})
 		return s.emitDelta(emit, d)
+	case "thinking":
+		n := len(s.reasoning)
+		s.reasoning = append(s.reasoning, anthReasoningBlock{block: e.Index, thinking: true})
+		if t := e.ContentBlock.Thinking; t != "" {
+			if err := s.emitReasoning(emit, n, anthReasoningText, jsonscan.AppendString(nil, t)); err != nil {
+				return err
+			}
+		}
+		if sig := e.ContentBlock.Signature; sig != "" {
+			return s.emitReasoning(emit, n, anthReasoningSignature, jsonscan.AppendString(nil, sig))
+		}
+		return nil
+	case "redacted_thinking":
+		n := len(s.reasoning)
+		s.reasoning = append(s.reasoning, anthReasoningBlock{block: e.Index})
+		return s.emitReasoning(emit, n, anthReasoningData, jsonscan.AppendString(nil, e.ContentBlock.Data))
 	case "tool_use":
 		tool := len(s.tools)
 		s.tools = append(s.tools, anthToolIndex{block: e.Index, tool: tool})
@@ -144,8 +176,9 @@ func (s *anthStream) blockStart(data []byte, emit func([]byte) error) error {
 	return nil
 }
 
-// blockDelta relays a text delta, or a tool call's arguments delta; other
-// deltas (thinking, signature, citations) are not relayed.
+// blockDelta relays a text delta, a tool call's arguments delta, or a
+// thinking block's text or signature delta; other deltas (citations, ...)
+// are not relayed.
 func (s *anthStream) blockDelta(data []byte, emit func([]byte) error) error {
 	delta := jsonscan.Member(data, "delta")
 	switch string(jsonscan.StringContent(jsonscan.Member(delta, "type"))) {
@@ -170,8 +203,29 @@ func (s *anthStream) blockDelta(data []byte, emit func([]byte) error) error {
 			return fmt.Errorf("%w: input_json_delta for a block that is not a tool call", ErrAnthropicStream)
 		}
 		return s.emitArguments(emit, t, part)
+	case "thinking_delta":
+		return s.thinkingDelta(data, delta, "thinking", anthReasoningText, emit)
+	case "signature_delta":
+		return s.thinkingDelta(data, delta, "signature", anthReasoningSignature, emit)
 	}
 	return nil
+}
+
+// thinkingDelta relays a thinking block's delta: the delta's member name
+// (thinking or signature), a raw JSON string, is relayed as kind says. An
+// empty one is not relayed (a thinking block's last text delta often is).
+func (s *anthStream) thinkingDelta(data, delta []byte, name string, kind anthReasoningMember, emit func([]byte) error) error {
+	v := jsonscan.Member(delta, name)
+	if len(v) < 3 || v[0] != '"' {
+		return nil
+	}
+	block := jsonscan.SmallInt(jsonscan.Member(data, "index"))
+	for n, r := range s.reasoning {
+		if r.block == block && r.thinking {
+			return s.emitReasoning(emit, n, kind, v)
+		}
+	}
+	return fmt.Errorf("%w: %s_delta for a block that is not a thinking block", ErrAnthropicStream, name)
 }
 
 // blockStop ends a content block. A tool called without arguments streams
@@ -204,11 +258,17 @@ func (s *anthStream) messageDelta(data []byte, emit func([]byte) error) error {
 	return emit(s.buf)
 }
 
-// messageStop ends the stream: a last chunk with the usage, and the end
-// marker.
+// messageStop ends the stream: a last chunk with the usage, as the
+// chat-completions API sends it to a caller that set
+// stream_options.include_usage (no choices, the usage), and the end marker.
+// A caller that did not ask gets no usage chunk; the result has the usage
+// either way.
 func (s *anthStream) messageStop(emit func([]byte) error) error {
 	s.done = true
 	s.res.Usage = s.tok.usage()
+	if s.hideUsage {
+		return emit(doneData)
+	}
 	s.buf = append(s.buf[:0], s.head...)
 	s.buf = append(s.buf, `"choices":[],"usage":{"prompt_tokens":`...)
 	s.buf = strconv.AppendInt(s.buf, s.tok.prompt(), 10)
@@ -271,6 +331,45 @@ func (s *anthStream) emitArguments(emit func([]byte) error, t *anthToolIndex, ar
 	s.buf = append(s.buf, `,"function":{"arguments":`...)
 	s.buf = append(s.buf, args...)
 	s.buf = append(s.buf, `}}]}`...)
+	s.buf = append(s.buf, anthChoiceClose...)
+	return emit(s.buf)
+}
+
+// anthReasoningMember is what a reasoning delta carries.
+type anthReasoningMember int
+
+const (
+	// anthReasoningText is a thinking block's text: the delta's reasoning,
+	// and the text of a reasoning.text entry.
+	anthReasoningText anthReasoningMember = iota
+	// anthReasoningSignature is a thinking block's signature: the signature
+	// of a reasoning.text entry, which the marketplaces send in a delta of
+	// its own.
+	anthReasoningSignature
+	// anthReasoningData is a redacted_thinking block: the data of a
+	// reasoning.encrypted entry.
+	anthReasoningData
+)
+
+// emitReasoning emits a chunk with a reasoning delta: v, a raw JSON string,
+// as the member kind says, in the reasoning_details entry of index n (the
+// block's place among the stream's reasoning blocks, as in a whole answer).
+func (s *anthStream) emitReasoning(emit func([]byte) error, n int, kind anthReasoningMember, v []byte) error {
+	s.buf = s.open()
+	switch kind {
+	case anthReasoningText:
+		s.buf = append(s.buf, `{"reasoning":`...)
+		s.buf = append(s.buf, v...)
+		s.buf = append(s.buf, `,"reasoning_details":[{"type":"reasoning.text","text":`...)
+	case anthReasoningSignature:
+		s.buf = append(s.buf, `{"reasoning_details":[{"type":"reasoning.text","signature":`...)
+	case anthReasoningData:
+		s.buf = append(s.buf, `{"reasoning_details":[{"type":"reasoning.encrypted","data":`...)
+	}
+	s.buf = append(s.buf, v...)
+	s.buf = append(s.buf, `,"format":"`+anthReasoningFormat+`","index":`...)
+	s.buf = strconv.AppendInt(s.buf, int64(n), 10)
+	s.buf = append(s.buf, "}]}"...)
 	s.buf = append(s.buf, anthChoiceClose...)
 	return emit(s.buf)
 }

@@ -15,10 +15,11 @@ import (
 
 func TestAnthropicStreamCorpus(t *testing.T) {
 	c := anthTestConnector()
-	call := anthTestCall()
-	for _, dir := range caseDirs(t, anthCorpus, "stream.sse") {
+	dirs, answers := anthAnswerCases(t, "stream.sse")
+	for i, dir := range dirs {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			raw, err := os.ReadFile(filepath.Join(dir, "stream.sse"))
+			call := anthCaseCall(t, dir)
+			raw, err := os.ReadFile(answers[i])
 			require.NoError(t, err)
 			s := c.NewStream(call)
 			chunks, done, err := runStream(t, s, raw)
@@ -38,9 +39,23 @@ func TestAnthropicStreamCorpus(t *testing.T) {
 				golden(t, *updateAnthropic, dir, "error.txt", []byte(err.Error()+"\n"))
 			} else {
 				assert.True(t, done, "stream ended without message_stop")
-				require.NotEmpty(t, chunks)
+				require.Greater(t, len(chunks), 1)
 				assert.Equal(t, doneData, chunks[len(chunks)-1])
 				golden(t, *updateAnthropic, dir, "error.txt", nil)
+				// The usage chunk, last before the end, goes to a caller
+				// that asked for it, and only to one.
+				usage := 0
+				for _, ch := range chunks {
+					if bytes.Contains(ch, []byte(`"choices":[]`)) {
+						usage++
+					}
+				}
+				if call.UsageAdded {
+					assert.Zero(t, usage, "a usage chunk the caller did not ask for")
+				} else {
+					assert.Equal(t, 1, usage)
+					assert.Contains(t, string(chunks[len(chunks)-2]), `"choices":[],"usage":{`)
+				}
 			}
 			res := s.Result()
 			assert.Equal(t, "anthropic", res.ServedProvider)
@@ -51,6 +66,7 @@ func TestAnthropicStreamCorpus(t *testing.T) {
 				assert.Equal(t, "error", res.FinishReason)
 			} else {
 				assert.Empty(t, res.StreamError)
+				assert.Positive(t, res.Usage.CompletionTokens, "the result has the usage, relayed or not")
 			}
 			golden(t, *updateAnthropic, dir, "result.json", resultJSON(t, res))
 
@@ -132,6 +148,11 @@ func TestAnthropicStreamProtocolErrors(t *testing.T) {
 		{"not JSON", []string{string(start), `{"type":`}},
 		{"second start", []string{string(start), string(start)}},
 		{"arguments for a text block", []string{string(start), `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{}"}}`}},
+		{"thinking for a text block", []string{string(start), `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+			`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"x"}}`}},
+		{"signature for a redacted block", []string{string(start), `{"type":"content_block_start","index":0,"content_block":{"type":"redacted_thinking","data":"EmwK"}}`,
+			`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQB"}}`}},
+		{"thinking for no block", []string{string(start), `{"type":"content_block_delta","index":5,"delta":{"type":"thinking_delta","thinking":"x"}}`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -169,21 +190,50 @@ func TestAnthropicStreamEventName(t *testing.T) {
 	assert.Len(t, got, 3) // role, usage, [DONE]
 }
 
+// A caller that did not ask for usage gets none; the result has it.
+func TestAnthropicStreamUsageNotAsked(t *testing.T) {
+	call := anthTestCall()
+	call.UsageAdded = true
+	s := anthTestConnector().NewStream(call)
+	var got []string
+	emit := func(p []byte) error { got = append(got, string(p)); return nil }
+	_, err := s.Event(nil, []byte(`{"type":"message_start","message":{"id":"m","model":"claude-sonnet-4-5","usage":{"input_tokens":7,"output_tokens":1}}}`), emit)
+	require.NoError(t, err)
+	_, err = s.Event(nil, []byte(`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}}`), emit)
+	require.NoError(t, err)
+	done, err := s.Event(nil, []byte(`{"type":"message_stop"}`), emit)
+	require.NoError(t, err)
+	assert.True(t, done)
+	require.Len(t, got, 3) // role, finish, [DONE]
+	assert.Contains(t, got[1], `"finish_reason":"stop"`)
+	assert.Equal(t, "[DONE]", got[2])
+	assert.Equal(t, Usage{PromptTokens: 7, CompletionTokens: 3}, s.Result().Usage)
+}
+
+// FuzzAnthropicStream feeds any event stream to the translation, for a
+// caller that asked for usage and one that did not (usageAdded): every chunk
+// is JSON, and the second caller never gets a usage chunk.
 func FuzzAnthropicStream(f *testing.F) {
-	for _, dir := range caseDirs(f, anthCorpus, "stream.sse") {
-		b, err := os.ReadFile(filepath.Join(dir, "stream.sse"))
+	dirs, answers := anthAnswerCases(f, "stream.sse")
+	for i, path := range answers {
+		b, err := os.ReadFile(path)
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(b)
+		f.Add(b, anthCaseCall(f, dirs[i]).UsageAdded)
 	}
 	c := anthTestConnector()
-	f.Fuzz(func(t *testing.T, b []byte) {
-		s := c.NewStream(anthTestCall())
+	f.Fuzz(func(t *testing.T, b []byte, usageAdded bool) {
+		call := anthTestCall()
+		call.UsageAdded = usageAdded
+		s := c.NewStream(call)
 		chunks, _, _ := runStream(t, s, b)
 		for i, ch := range chunks {
 			if !bytes.Equal(ch, doneData) && !json.Valid(ch) {
 				t.Fatalf("chunk %d is not JSON: %s", i, ch)
+			}
+			if usageAdded && bytes.Contains(ch, []byte(`"choices":[],"usage"`)) {
+				t.Fatalf("chunk %d is a usage chunk the caller did not ask for: %s", i, ch)
 			}
 		}
 		_ = s.Result()

@@ -61,20 +61,37 @@ func (c anthContent) MarshalJSON() ([]byte, error) {
 	return anthMarshal([]anthBlock(c))
 }
 
-// anthBlock is a content block of any type: text, image, tool_use or
-// tool_result. Members not used by a type stay empty and are omitted.
+// anthBlock is a content block of any type: text, image, tool_use,
+// tool_result, thinking or redacted_thinking. Members not used by a type stay
+// empty and are omitted.
 type anthBlock struct {
-	Type      string           `json:"type"`
-	Text      string           `json:"text,omitempty"`
-	Source    *anthImageSource `json:"source,omitempty"`
-	ID        string           `json:"id,omitempty"`
-	Name      string           `json:"name,omitempty"`
-	Input     json.RawMessage  `json:"input,omitempty"`
-	ToolUseID string           `json:"tool_use_id,omitempty"`
+	Type string `json:"type"`
+	Text string `json:"text,omitempty"`
+	// anthRareMembers holds the members of image, thinking and
+	// redacted_thinking blocks, nil for the others: a request's blocks are
+	// allocated on the hot path, and a text block stays as small as it was.
+	// Embedded, so encoding/json writes its members in this place.
+	*anthRareMembers
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
 	// Content is a tool_result's content: a JSON string or an array of text
 	// blocks.
 	Content      json.RawMessage `json:"content,omitempty"`
 	CacheControl json.RawMessage `json:"cache_control,omitempty"`
+}
+
+// anthRareMembers are the members of the rarer block types.
+type anthRareMembers struct {
+	// Thinking and Signature are a thinking block's, Data a
+	// redacted_thinking block's: pointers, so that a block replayed with an
+	// empty text still sends the member the upstream requires.
+	Thinking  *string `json:"thinking,omitempty"`
+	Signature *string `json:"signature,omitempty"`
+	Data      *string `json:"data,omitempty"`
+	// Source is an image block's.
+	Source *anthImageSource `json:"source,omitempty"`
 }
 
 // anthImageSource is an image block's source: base64 data or a URL.
@@ -121,15 +138,24 @@ type anthResponse struct {
 	Error      *anthError      `json:"error"`
 }
 
-// anthRespBlock is a content block of an answer. Types other than text and
-// tool_use (thinking, server tool blocks, ...) are skipped.
+// anthRespBlock is a content block of an answer: text, tool_use, thinking
+// (its text and signature) or redacted_thinking (its data). Other types
+// (server tool blocks, ...) are skipped.
 type anthRespBlock struct {
-	Type  string          `json:"type"`
-	Text  string          `json:"text"`
-	ID    string          `json:"id"`
-	Name  string          `json:"name"`
-	Input json.RawMessage `json:"input"`
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
+	Data      string          `json:"data"`
 }
+
+// anthReasoningFormat is the format the reasoning_details of an answer name
+// for Anthropic's thinking blocks, as the marketplaces that serve its models
+// write it; only entries of this format are sent back as thinking blocks.
+const anthReasoningFormat = "anthropic-claude-v1"
 
 // anthUsage is the token usage of an answer. Pointers tell a member that is
 // absent from one that is zero (a stream's message_delta repeats only some).
@@ -336,22 +362,8 @@ func anthAppendBlock(b []byte, k *anthBlock) ([]byte, error) {
 		b = append(b, `,"text":`...)
 		b = jsonscan.AppendString(b, k.Text)
 	}
-	if s := k.Source; s != nil {
-		b = append(b, `,"source":{"type":`...)
-		b = jsonscan.AppendString(b, s.Type)
-		if s.MediaType != "" {
-			b = append(b, `,"media_type":`...)
-			b = jsonscan.AppendString(b, s.MediaType)
-		}
-		if s.Data != "" {
-			b = append(b, `,"data":`...)
-			b = jsonscan.AppendString(b, s.Data)
-		}
-		if s.URL != "" {
-			b = append(b, `,"url":`...)
-			b = jsonscan.AppendString(b, s.URL)
-		}
-		b = append(b, '}')
+	if r := k.anthRareMembers; r != nil {
+		b = anthAppendRare(b, r)
 	}
 	if k.ID != "" {
 		b = append(b, `,"id":`...)
@@ -384,6 +396,38 @@ func anthAppendBlock(b []byte, k *anthBlock) ([]byte, error) {
 		}
 	}
 	return append(b, '}'), nil
+}
+
+// anthAppendRare appends the members of an image, thinking or
+// redacted_thinking block, its empty ones omitted.
+func anthAppendRare(b []byte, r *anthRareMembers) []byte {
+	for _, m := range [...]struct {
+		name string
+		s    *string
+	}{{`,"thinking":`, r.Thinking}, {`,"signature":`, r.Signature}, {`,"data":`, r.Data}} {
+		if m.s != nil {
+			b = append(b, m.name...)
+			b = jsonscan.AppendString(b, *m.s)
+		}
+	}
+	if s := r.Source; s != nil {
+		b = append(b, `,"source":{"type":`...)
+		b = jsonscan.AppendString(b, s.Type)
+		if s.MediaType != "" {
+			b = append(b, `,"media_type":`...)
+			b = jsonscan.AppendString(b, s.MediaType)
+		}
+		if s.Data != "" {
+			b = append(b, `,"data":`...)
+			b = jsonscan.AppendString(b, s.Data)
+		}
+		if s.URL != "" {
+			b = append(b, `,"url":`...)
+			b = jsonscan.AppendString(b, s.URL)
+		}
+		b = append(b, '}')
+	}
+	return b
 }
 
 // anthAppendRaw appends a raw value as encoding/json does

@@ -53,9 +53,10 @@ type Native struct {
 	Header http.Header
 	// Body is the exact JSON body sent.
 	Body []byte
-	// UsageAdded reports that the connector asked a stream for usage the
-	// caller did not ask for: the usage-only chunk that answers it is read,
-	// not relayed.
+	// UsageAdded reports that a stream's usage reaches the connector though
+	// the caller did not ask for it (stream_options.include_usage): the
+	// connector asked the upstream for it, or the upstream reports it
+	// unasked. The usage-only chunk is read, not relayed.
 	UsageAdded bool
 }
 

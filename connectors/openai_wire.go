@@ -16,6 +16,10 @@ type oaiMessage struct {
 	// Refusal is an assistant message's refusal, replayed from an answer
 	// the model declined (its content is then null).
 	Refusal *string `json:"refusal"`
+	// ReasoningDetails is an assistant message's reasoning, replayed from
+	// an answer (or joined from a stream's deltas) as the marketplaces
+	// write it: an array of reasoning.text and reasoning.encrypted entries.
+	ReasoningDetails json.RawMessage `json:"reasoning_details"`
 }
 
 // oaiPart is one content part of a message.
@@ -80,12 +84,32 @@ type oaiChoice struct {
 }
 
 // oaiOutMessage is the answer's message. Content is null when the answer is
-// only tool calls, as in the chat-completions API.
+// only tool calls, as in the chat-completions API. Reasoning and
+// ReasoningDetails are the members the marketplaces add for a model's
+// reasoning (OpenRouter and the Vercel AI Gateway name them so): both are
+// present when the answer reasoned, absent otherwise.
 type oaiOutMessage struct {
-	Role      string           `json:"role"`
-	Content   *string          `json:"content"`
-	Refusal   *string          `json:"refusal"`
-	ToolCalls []oaiOutToolCall `json:"tool_calls,omitempty"`
+	Role    string  `json:"role"`
+	Content *string `json:"content"`
+	Refusal *string `json:"refusal"`
+	// Reasoning is the reasoning text, every reasoning.text entry's text
+	// joined.
+	Reasoning        *string              `json:"reasoning,omitempty"`
+	ReasoningDetails []oaiReasoningDetail `json:"reasoning_details,omitempty"`
+	ToolCalls        []oaiOutToolCall     `json:"tool_calls,omitempty"`
+}
+
+// oaiReasoningDetail is one entry of reasoning_details, in the marketplaces'
+// member order: a reasoning.text entry has text and signature, a
+// reasoning.encrypted entry data. Index is the entry's place among the
+// answer's reasoning entries, which the deltas of a stream name too.
+type oaiReasoningDetail struct {
+	Type      string  `json:"type"`
+	Text      *string `json:"text,omitempty"`
+	Signature *string `json:"signature,omitempty"`
+	Data      *string `json:"data,omitempty"`
+	Format    string  `json:"format"`
+	Index     int     `json:"index"`
 }
 
 // oaiOutToolCall is a tool call of the answer.
