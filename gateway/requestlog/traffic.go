@@ -24,6 +24,8 @@ type TrafficFilter struct {
 // its team, the decided model, the upstream and the route alias ("" for a
 // plain model).
 type TrafficCount struct {
+	// KeyID, Team, DecidedModel, Upstream and Route are the columns of the
+	// same names that the counted rows share.
 	KeyID        string `json:"key_id"`
 	Team         string `json:"team"`
 	DecidedModel string `json:"decided_model"`
