@@ -103,15 +103,21 @@ type Traffic struct {
 	Untouched []Untouched `json:"untouched"`
 }
 
-// Weight counts requests by effect.
+// Weight counts requests by effect: each field counts the requests with
+// the effect of the same name (the Effect constants).
 type Weight struct {
-	Refused      int64 `json:"refused"`
-	Unrefused    int64 `json:"unrefused"`
-	Degraded     int64 `json:"degraded"`
-	Undegraded   int64 `json:"undegraded"`
+	// Refused counts requests that would be refused (what --fail-over gates).
+	Refused int64 `json:"refused"`
+	// Unrefused counts requests that would no longer be refused.
+	Unrefused int64 `json:"unrefused"`
+	// Degraded and Undegraded count requests that gain or lose a degraded item.
+	Degraded   int64 `json:"degraded"`
+	Undegraded int64 `json:"undegraded"`
+	// ChainDropped and ChainAdded count requests whose chain loses or gains entries.
 	ChainDropped int64 `json:"chain_dropped"`
 	ChainAdded   int64 `json:"chain_added"`
-	Rerouted     int64 `json:"rerouted"`
+	// Rerouted counts requests still served but sent differently.
+	Rerouted int64 `json:"rerouted"`
 	// Affected counts requests with at least one effect.
 	Affected int64 `json:"affected"`
 }
@@ -138,6 +144,7 @@ func (w *Weight) add(effect string, n int64) {
 
 // TeamWeight is one team's requests by effect.
 type TeamWeight struct {
+	// Team is the team recorded on the requests.
 	Team string `json:"team"`
 	Weight
 }
@@ -150,10 +157,11 @@ type Impact struct {
 	// the chain entries, or what was rerouted ("providers.rank_by", "route
 	// targets", "upstream market → edge", native body members).
 	Detail string `json:"detail"`
-	// Team is the team recorded on the requests.
+	// Team is the team recorded on the requests; Key their key id.
 	Team string `json:"team"`
 	Key  string `json:"key"`
-	// Model is the decided model recorded on the requests.
+	// Model is the decided model recorded on the requests, Upstream the
+	// upstream they were sent to.
 	Model    string `json:"model"`
 	Upstream string `json:"upstream"`
 	// Route is the route alias the requests asked for, "" for a plain model.
@@ -168,9 +176,11 @@ type Impact struct {
 
 // Untouched is one effect on combinations no request of the window used.
 type Untouched struct {
+	// Effect and Detail are as in [Impact].
 	Effect string `json:"effect"`
 	Detail string `json:"detail"`
-	// Team is the key's team (head's, or base's for a removed key).
+	// Team is the key's team (head's, or base's for a removed key); Key
+	// the key id.
 	Team string `json:"team"`
 	Key  string `json:"key"`
 	// Upstream is "" when the effect is the same on every upstream (a

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -119,6 +120,9 @@ var _ Store = (*clickhouseStore)(nil)
 type clickhouseStore struct {
 	conn driver.Conn
 	addr string
+	// exactTraffic counts Traffic queries answered by the exact grouping
+	// on the strings (a hash collision, or hashes without their strings).
+	exactTraffic atomic.Int64
 }
 
 // OpenClickHouse connects to ClickHouse over the native protocol, creates

@@ -24,6 +24,8 @@ type TrafficFilter struct {
 // its team, the decided model, the upstream and the route alias ("" for a
 // plain model).
 type TrafficCount struct {
+	// KeyID, Team, DecidedModel, Upstream and Route are the columns of the
+	// same names that the counted rows share.
 	KeyID        string `json:"key_id"`
 	Team         string `json:"team"`
 	DecidedModel string `json:"decided_model"`
@@ -136,36 +138,25 @@ func (s *sqliteStore) Traffic(ctx context.Context, f TrafficFilter) ([]TrafficCo
 	return out, nil
 }
 
-// chTrafficHash and chTrafficCheck are two independent 64-bit hashes of a
-// combination (variables so that a test can force collisions).
-var (
-	chTrafficHash  = "cityHash64(key_id, team, decided_model, upstream, route)"
-	chTrafficCheck = "cityHash64(route, upstream, decided_model, team, key_id)"
-)
-
-// Traffic implements [Store.Traffic]: one GROUP BY aggregate, the ts_ms
-// range served by the primary key. It groups by a 64-bit hash of the five
-// strings rather than by the strings: ClickHouse 18.16 groups several
-// string keys by serializing them row by row, measured 2-3 times slower
-// than one integer key (docs/perf.md). The hash cannot be trusted blindly,
-// so each group also carries whether a second, independent hash is the same
-// on all its rows; a group where it is not held two combinations, and the
-// exact query on the strings answers instead. The teams travel as one array
-// argument tested with has(), which 18.16 accepts where "IN (?)" with a
-// slice is not.
+// Traffic implements [Store.Traffic]: one GROUP BY aggregate over the
+// window (the ts_ms range served by the primary key) on the traffic_key
+// column, a 64-bit hash of the combination the server computes at insert,
+// joined with traffic_keys for the strings (migration 003). ClickHouse
+// 18.16 groups several String keys by serializing them row by row; on ten
+// million rows grouping by the integer instead measured about three times
+// faster (docs/perf.md). A hash cannot be trusted blindly: when two
+// combinations share one (the join answers the hash twice) or a hash has no
+// strings (rows written around the view), the exact query on the strings
+// answers instead. The teams travel as one array argument tested with
+// has(), which 18.16 accepts where "IN (?)" with a slice is not.
 func (s *clickhouseStore) Traffic(ctx context.Context, f TrafficFilter) ([]TrafficCount, error) {
 	w := trafficWhere(f, func(teams []string) (string, []any) {
 		return "has(?, team)", []any{teams}
 	})
-	hashed := "SELECT any(key_id), any(team), any(decided_model), any(upstream), any(route)," +
-		" count(), countIf(request_routing != 0), min(h2) = max(h2)" +
-		" FROM (SELECT " + trafficGroup + ", request_routing, " + chTrafficHash + " AS h, " + chTrafficCheck + " AS h2" +
-		" FROM requests" + w.sql() + ") GROUP BY h"
-	out, collided, err := s.traffic(ctx, hashed, w.args)
-	if err == nil && collided {
-		exact := "SELECT " + trafficGroup + ", count(), countIf(request_routing != 0), 1" +
-			" FROM requests" + w.sql() + " GROUP BY " + trafficGroup
-		out, _, err = s.traffic(ctx, exact, w.args)
+	out, ok, err := s.trafficByKey(ctx, w)
+	if err == nil && !ok {
+		s.exactTraffic.Add(1)
+		out, err = s.trafficExact(ctx, w)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("requestlog: clickhouse %s: traffic: %w", s.addr, err)
@@ -174,30 +165,62 @@ func (s *clickhouseStore) Traffic(ctx context.Context, f TrafficFilter) ([]Traff
 	return out, nil
 }
 
-// traffic runs one form of the Traffic query and reports whether a group
-// failed its collision check.
-func (s *clickhouseStore) traffic(ctx context.Context, q string, args []any) ([]TrafficCount, bool, error) {
-	rs, err := s.conn.Query(ctx, q, args...)
+// trafficByKey counts by traffic_key and reports whether every hash named
+// exactly one combination.
+func (s *clickhouseStore) trafficByKey(ctx context.Context, w *where) ([]TrafficCount, bool, error) {
+	q := "SELECT traffic_key, n, with_routing, known, " + trafficGroup +
+		" FROM (SELECT traffic_key, count() AS n, countIf(request_routing != 0) AS with_routing FROM requests" + w.sql() +
+		" GROUP BY traffic_key)" +
+		" ALL LEFT JOIN (SELECT DISTINCT traffic_key, " + trafficGroup + ", toUInt8(1) AS known FROM traffic_keys) USING traffic_key"
+	rs, err := s.conn.Query(ctx, q, w.args...)
 	if err != nil {
 		return nil, false, err
 	}
 	defer rs.Close()
 	out := []TrafficCount{}
-	collided := false
+	seen := map[uint64]struct{}{}
+	ok := true
+	for rs.Next() {
+		var (
+			c              TrafficCount
+			key            uint64
+			n, withRouting uint64
+			known          uint8
+		)
+		if err := rs.Scan(&key, &n, &withRouting, &known, &c.KeyID, &c.Team, &c.DecidedModel, &c.Upstream, &c.Route); err != nil {
+			return nil, false, err
+		}
+		if _, dup := seen[key]; dup || known == 0 {
+			ok = false
+		}
+		seen[key] = struct{}{}
+		c.Requests, c.WithRouting = int64(n), int64(withRouting)
+		out = append(out, c)
+	}
+	return out, ok, rs.Err()
+}
+
+// trafficExact groups by the strings themselves.
+func (s *clickhouseStore) trafficExact(ctx context.Context, w *where) ([]TrafficCount, error) {
+	q := "SELECT " + trafficGroup + ", count(), countIf(request_routing != 0) FROM requests" + w.sql() + " GROUP BY " + trafficGroup
+	rs, err := s.conn.Query(ctx, q, w.args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	out := []TrafficCount{}
 	for rs.Next() {
 		var (
 			c              TrafficCount
 			n, withRouting uint64
-			ok             uint8
 		)
-		if err := rs.Scan(&c.KeyID, &c.Team, &c.DecidedModel, &c.Upstream, &c.Route, &n, &withRouting, &ok); err != nil {
-			return nil, false, err
+		if err := rs.Scan(&c.KeyID, &c.Team, &c.DecidedModel, &c.Upstream, &c.Route, &n, &withRouting); err != nil {
+			return nil, err
 		}
 		c.Requests, c.WithRouting = int64(n), int64(withRouting)
-		collided = collided || ok == 0
 		out = append(out, c)
 	}
-	return out, collided, rs.Err()
+	return out, rs.Err()
 }
 
 // Traffic implements [Store.Traffic].

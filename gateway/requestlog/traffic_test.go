@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicegw/sluice/gateway/requestlog/chtest"
 	"github.com/sluicegw/sluice/profiles"
 )
 
@@ -60,18 +61,50 @@ func TestSQLiteTrafficReadsOnlyItsIndex(t *testing.T) {
 	}
 }
 
-// TestClickHouseTrafficSurvivesHashCollisions forces every row into one
-// hash group: the collision check sees it and the exact query answers.
+// TestClickHouseTrafficSurvivesHashCollisions: ordinary rows are counted by
+// their traffic_key; when two combinations share a hash, or a hash has no
+// strings, the exact query answers, with the same counts.
 func TestClickHouseTrafficSurvivesHashCollisions(t *testing.T) {
-	s := openClickHouseForTest(t)
+	srv := chtest.Shared(t)
+	opts := chOptionsForTest(t, srv)
+	ctx := testCtx(t)
+	s, err := OpenClickHouse(ctx, opts)
+	require.NoError(t, err)
+	defer s.Close()
+	cs := s.(*clickhouseStore)
 	in := sampleRows(90)
-	require.NoError(t, s.Insert(testCtx(t), in))
-	defer func(h string) { chTrafficHash = h }(chTrafficHash)
-	chTrafficHash = "toUInt64(length(route))" // two groups for many combinations
-	for _, f := range []TrafficFilter{{}, {Teams: []string{"ads", "infra"}, From: baseTS.Add(10 * time.Second)}} {
-		got, err := s.Traffic(testCtx(t), f)
-		require.NoError(t, err)
-		require.Equal(t, CountTraffic(in, f), got)
-		require.Greater(t, len(got), 2)
+	require.NoError(t, s.Insert(ctx, in))
+	check := func(rows []Row, exact int64) {
+		t.Helper()
+		for _, f := range []TrafficFilter{{}, {Teams: []string{"ads", "infra"}, From: baseTS.Add(10 * time.Second)}} {
+			got, err := s.Traffic(ctx, f)
+			require.NoError(t, err)
+			require.Equal(t, CountTraffic(rows, f), got)
+		}
+		require.Equal(t, exact, cs.exactTraffic.Load(), "queries answered by the exact grouping")
 	}
+	check(in, 0)
+
+	conn := rawConn(t, opts)
+	var key uint64
+	require.NoError(t, conn.QueryRow(ctx, "SELECT traffic_key FROM requests WHERE request_id = 'req-00004'").Scan(&key))
+	b, err := conn.PrepareBatch(ctx, "INSERT INTO traffic_keys (traffic_key, key_id, team, decided_model, upstream, route)")
+	require.NoError(t, err)
+	require.NoError(t, b.Append(key, "k-other", "ads", "other/model", "primary", ""))
+	require.NoError(t, b.Send())
+	check(in, 2) // two combinations share req-00004's hash
+
+	require.NoError(t, conn.Exec(ctx, "ALTER TABLE traffic_keys DELETE WHERE key_id = 'k-other'"))
+	require.Eventually(t, func() bool {
+		var n uint64
+		return conn.QueryRow(ctx, "SELECT count() FROM traffic_keys WHERE key_id = 'k-other'").Scan(&n) == nil && n == 0
+	}, 10*time.Second, 50*time.Millisecond)
+	check(in, 2) // the fast path again
+
+	odd := Row{TS: baseTS.Add(time.Second), RequestID: "odd-1", Team: "ads", KeyID: "key-1", DecidedModel: "gpt-4o", Upstream: "primary"}
+	b, err = conn.PrepareBatch(ctx, "INSERT INTO requests (ts, ts_ms, request_id, team, key_id, decided_model, upstream, traffic_key)")
+	require.NoError(t, err)
+	require.NoError(t, b.Append(odd.TS, odd.TS.UnixMilli(), odd.RequestID, odd.Team, odd.KeyID, odd.DecidedModel, odd.Upstream, uint64(42)))
+	require.NoError(t, b.Send())
+	check(append(in, odd), 3) // a hash that names no combination (in the first window only)
 }

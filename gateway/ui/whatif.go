@@ -17,10 +17,14 @@ import (
 // configuration serving) to Head, by the requests Store recorded in
 // [From, To), of Teams (every team when empty).
 type WhatIfInput struct {
+	// Base is the configuration serving, Head the one weighed against it.
 	Base, Head *snapshot.Snapshot
-	Store      requestlog.Store
-	From, To   time.Time
-	Teams      []string
+	// Store is the request log read.
+	Store requestlog.Store
+	// From and To bound the window: From <= ts < To.
+	From, To time.Time
+	// Teams keeps only these teams' requests; empty keeps every team.
+	Teams []string
 }
 
 // WhatIfFunc weighs a change by recorded traffic, as `sluice diff --traffic`
@@ -54,18 +58,23 @@ type WhatIfResult struct {
 
 // WhatIfTotal is one total of the what-if page.
 type WhatIfTotal struct {
+	// Label names the effect; Requests and PerDay are formatted counts.
 	Label            string
 	Requests, PerDay string
 }
 
 // WhatIfTeam is one team's line: its counts by effect, already formatted.
 type WhatIfTeam struct {
+	// Team is the team; the other fields are its formatted counts.
 	Team                                                                         string
 	Refused, Unrefused, Degraded, Undegraded, ChainDropped, ChainAdded, Rerouted string
 }
 
 // WhatIfImpact is one line of the heaviest-first table.
 type WhatIfImpact struct {
+	// Requests and PerDay are formatted counts; Effect the effect's
+	// constant (for styling), Change it in words; the rest say whose
+	// requests.
 	Requests, PerDay, Effect, Change, Team, Key, Model, Route, Upstream string
 	// RequestRouting counts (formatted) the requests that brought their
 	// own routing object; "" when none did.
