@@ -67,7 +67,7 @@ func (s *Server) record(t *turn) {
 func (s *Server) row(t *turn) requestlog.Row {
 	p := t.key.Principal()
 	r := requestlog.Row{TS: t.start, RequestID: t.id, Org: p.Org, Team: p.Team, Project: p.Project, KeyID: p.Key,
-		SessionID: t.session, Chain: []string{}, RoutingDegraded: []string{}, Status: t.status,
+		SessionID: t.session, Chain: []string{}, RoutingDegraded: []string{}, Status: t.status, ConfigRevision: t.snap.Revision,
 		LatencyMS: float64(time.Since(t.start).Microseconds()) / 1000}
 	if r.Status == 0 {
 		r.Status = 499 // the client went away before an answer
