@@ -28,6 +28,8 @@ const (
 // place, hands it to the request log (never blocking) and counts it.
 func (s *Server) record(t *turn) {
 	r := s.row(t)
+	s.endSpan(t, &r)
+	s.measure(&r)
 	for _, d := range r.RoutingDegraded {
 		s.metrics.Degraded.WithLabelValues(d).Inc()
 	}
@@ -61,6 +63,24 @@ func (s *Server) record(t *turn) {
 	s.log.Info("request", "request_id", r.RequestID, "key", r.KeyID, "team", r.Team, "upstream", r.Upstream,
 		"decided_model", r.DecidedModel, "served_model", r.ServedModel, "served_provider", r.ServedProvider,
 		"status", r.Status, "refused_code", r.RefusedCode, "degraded", r.RoutingDegraded, "latency_ms", r.LatencyMS)
+}
+
+// measure counts an answered request's tokens and cost by served model,
+// provider and team, and observes the GenAI duration histograms.
+func (s *Server) measure(r *requestlog.Row) {
+	m := s.metrics
+	if r.ServedModel != "" && !r.CacheHit { // a replayed answer used no tokens
+		m.Tokens.WithLabelValues(r.ServedModel, r.ServedProvider, r.Team, "input").Add(float64(r.PromptTokens))
+		m.Tokens.WithLabelValues(r.ServedModel, r.ServedProvider, r.Team, "output").Add(float64(r.CompletionTokens))
+		if r.CostSource != "" {
+			m.Cost.WithLabelValues(r.ServedModel, r.ServedProvider, r.Team, r.CostSource).Add(r.CostUSD)
+		}
+	}
+	provider := r.ServedProvider
+	m.GenAIDuration.WithLabelValues(opChat, r.DecidedModel, provider, errorType(r)).Observe(r.LatencyMS / 1000)
+	if r.TTFTMS > 0 {
+		m.GenAITTFT.WithLabelValues(opChat, r.DecidedModel, provider).Observe(r.TTFTMS / 1000)
+	}
 }
 
 // row is the request-log row of a turn: every column written here, once.
