@@ -79,7 +79,9 @@ func newRequestID(now time.Time) string {
 // begin starts the turn of an authenticated request.
 func (s *Server) begin(r *http.Request) *turn {
 	a := authFrom(r.Context())
-	return &turn{id: a.id, start: a.start, snap: a.snap, key: a.key}
+	t := &turn{id: a.id, start: a.start, snap: a.snap, key: a.key}
+	s.startSpan(r, t)
+	return t
 }
 
 // errClientGone ends a request whose caller left: there is nobody to

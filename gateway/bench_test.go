@@ -14,6 +14,7 @@ import (
 
 	sluice "github.com/sluicegw/sluice"
 	"github.com/sluicegw/sluice/gateway"
+	"github.com/sluicegw/sluice/gateway/telemetry"
 )
 
 // cannedTransport answers every upstream request with a fixed completion,
@@ -30,7 +31,31 @@ func (c cannedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // BenchmarkRequestPath serves one non-streaming chat completion through the
 // whole request path — auth, parse, decide, check, translate, send (canned),
 // read back, respond, record (SQLite, batched) — in-process.
-func BenchmarkRequestPath(b *testing.B) {
+func BenchmarkRequestPath(b *testing.B) { benchRequestPath(b, nil) }
+
+// BenchmarkRequestPathTraced is BenchmarkRequestPath with tracing on,
+// exporting over OTLP/HTTP to a loopback receiver that discards: the price
+// of a server span and a client span per request (compare it with
+// BenchmarkRequestPath, where tracing is off and no span is made).
+func BenchmarkRequestPathTraced(b *testing.B) {
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer recv.Close()
+	b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.URL)
+	b.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+	tracing, err := telemetry.FromEnv(context.Background(), "bench")
+	if err != nil || !tracing.Enabled() {
+		b.Fatal("tracing did not turn on:", err)
+	}
+	defer func() { _ = tracing.Shutdown(context.Background()) }()
+	benchRequestPath(b, tracing)
+}
+
+// benchRequestPath serves one chat completion per iteration through the
+// whole handler, against a canned upstream answer; tracing nil is off.
+func benchRequestPath(b *testing.B, tracing *telemetry.Tracing) {
 	dir := b.TempDir()
 	if err := os.CopyFS(dir, sluice.DemoConfig()); err != nil {
 		b.Fatal(err)
@@ -42,7 +67,7 @@ func BenchmarkRequestPath(b *testing.B) {
 		`"choices":[{"index":0,"message":{"role":"assistant","content":"Three bullet points."},"finish_reason":"stop"}],` +
 		`"usage":{"prompt_tokens":42,"completion_tokens":12,"total_tokens":54}}`)
 	srv, err := gateway.New(gateway.Options{ConfigDir: dir, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Transport: cannedTransport{answer},
-		UpstreamURLs: map[string]string{"market": "http://upstream.invalid/api/v1"}})
+		UpstreamURLs: map[string]string{"market": "http://upstream.invalid/api/v1"}, Tracing: tracing})
 	if err != nil {
 		b.Fatal(err)
 	}

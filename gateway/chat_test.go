@@ -87,6 +87,7 @@ func TestChatOutcomes(t *testing.T) {
 			rid := resp.Header.Get(gateway.HeaderRequestID)
 			row := h.row(rid)
 			require.Equal(t, tc.status, row.Status)
+			require.Equal(t, h.srv.Snapshot().Revision, row.ConfigRevision, "the row names the configuration that served it")
 			if tc.code != "" {
 				var e errBody
 				require.NoError(t, json.Unmarshal(body, &e), string(body))

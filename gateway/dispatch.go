@@ -99,7 +99,9 @@ func (s *Server) dispatchTarget(w http.ResponseWriter, r *http.Request, t *turn,
 func (s *Server) send(w http.ResponseWriter, r *http.Request, t *turn, a *attempt) {
 	t.sent++
 	t.final = a
+	s.startAttemptSpan(t, a)
 	s.exchange(w, r, t, a)
+	s.endAttemptSpan(a)
 	if !a.out.committed() {
 		s.metrics.UpstreamErrors.WithLabelValues(a.target.Upstream, a.out.failure.Class).Inc()
 		a.releaseBudget()

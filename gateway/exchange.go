@@ -48,7 +48,7 @@ type relayedError struct {
 // charges no budget.
 func (s *Server) exchange(w http.ResponseWriter, r *http.Request, t *turn, a *attempt) {
 	c := a.compiled
-	call, err := s.call(r.Context(), c, t.req.Stream, r.Header, t.snap.Config.Server.ForwardHeaders, a.apiKey)
+	call, err := s.call(r.Context(), c, t.req.Stream, r.Header, t.snap.Config.Server.ForwardHeaders, a.apiKey, a.spanCtx)
 	if err != nil {
 		if clientGone(r) {
 			a.out.gone = true // nobody to answer; recorded as 499
@@ -326,9 +326,10 @@ func (b *firstByteBody) Read(p []byte) (int, error) {
 
 // call posts a compiled request to its upstream with the upstream's
 // deadlines: first_byte_timeout for the first byte of the answer, timeout for
-// the whole exchange (a stream's body included). The caller must call
-// finish when done with the body.
-func (s *Server) call(ctx context.Context, c *snapshot.Compiled, stream bool, in http.Header, forward []string, apiKey string) (*upstreamCall, error) {
+// the whole exchange (a stream's body included), carrying the attempt's
+// trace context when spanCtx is not nil. The caller must call finish when
+// done with the body.
+func (s *Server) call(ctx context.Context, c *snapshot.Compiled, stream bool, in http.Header, forward []string, apiKey string, spanCtx context.Context) (*upstreamCall, error) {
 	up := c.Upstream
 	// The exchange ends with the caller's request, but through AfterFunc
 	// rather than as its child: a completed stream's connection is drained
@@ -367,6 +368,9 @@ func (s *Server) call(ctx context.Context, c *snapshot.Compiled, stream bool, in
 		if v := in.Values(name); len(v) > 0 {
 			h[http.CanonicalHeaderKey(name)] = v
 		}
+	}
+	if spanCtx != nil {
+		s.tracing.Inject(spanCtx, h) // the attempt's trace context, over a forwarded one
 	}
 	up.Connector.Authorize(h, apiKey)
 	firstByte := time.AfterFunc(up.Config.FirstByteTimeout.Duration, func() { cancel(errFirstByte) })

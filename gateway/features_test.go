@@ -314,6 +314,11 @@ func TestHealthAndMetrics(t *testing.T) {
 		`sluice_auth_failures_total 1`,
 		`sluice_requestlog_written_rows_total`,
 		`sluice_request_duration_seconds_bucket`,
+		`sluice_tokens_total{model="openai/gpt-4o-mini",provider="openai",team="ml",type="input"} 3`,
+		`sluice_cost_usd_total{model="openai/gpt-4o-mini",provider="openai",source="catalog",team="ml"}`,
+		`gen_ai_server_request_duration_seconds_count{error_type="",gen_ai_operation_name="chat",gen_ai_provider_name="openai",gen_ai_request_model="openai/gpt-4o-mini"} 1`,
+		`gen_ai_server_request_duration_seconds_count{error_type="model_forbidden",gen_ai_operation_name="chat",gen_ai_provider_name="",gen_ai_request_model="x-ai/grok-4"} 1`,
+		`sluice_build_info{commit="unknown",goversion="go`,
 	} {
 		require.Contains(t, string(m), want)
 	}

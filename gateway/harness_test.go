@@ -68,7 +68,9 @@ type recorder struct {
 
 type sentRequest struct {
 	URL, Auth, APIKey string
-	Body              []byte
+	// Traceparent is the W3C trace context the request carried.
+	Traceparent string
+	Body        []byte
 	// Reused reports that the request went over a pooled connection.
 	Reused bool
 	// Pooled reports that its connection went back to the idle pool.
@@ -82,7 +84,7 @@ func (rec *recorder) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	rec.mu.Lock()
-	rec.reqs = append(rec.reqs, sentRequest{URL: r.URL.String(), Auth: r.Header.Get("Authorization"), APIKey: r.Header.Get("X-Api-Key"), Body: body})
+	rec.reqs = append(rec.reqs, sentRequest{URL: r.URL.String(), Auth: r.Header.Get("Authorization"), APIKey: r.Header.Get("X-Api-Key"), Traceparent: r.Header.Get("Traceparent"), Body: body})
 	i := len(rec.reqs) - 1
 	rec.mu.Unlock()
 	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
@@ -155,6 +157,13 @@ func newHarnessPrep(t *testing.T, prep func(dir string), edits ...[2]string) *ha
 // simulator's configuration.
 func newHarnessSim(t *testing.T, prep func(dir string), simCfg func(*simulator.Config), edits ...[2]string) *harness {
 	t.Helper()
+	return newHarnessOpts(t, prep, simCfg, nil, edits...)
+}
+
+// newHarnessOpts is newHarnessSim with a hook that may change the gateway's
+// options (tracing, say).
+func newHarnessOpts(t *testing.T, prep func(dir string), simCfg func(*simulator.Config), opts func(*gateway.Options), edits ...[2]string) *harness {
+	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(dir, sluice.DemoConfig()))
 	editConfig(t, dir, append(append([][2]string{}, testEdits...), edits...)...)
@@ -177,7 +186,7 @@ func newHarnessSim(t *testing.T, prep func(dir string), simCfg func(*simulator.C
 	logs := &syncBuffer{}
 	level := new(slog.LevelVar)
 	sent := &recorder{base: gateway.NewTransport()}
-	srv, err := gateway.New(gateway.Options{
+	o := gateway.Options{
 		Transport:  sent,
 		ConfigDir:  dir,
 		Logger:     slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: level})),
@@ -185,7 +194,11 @@ func newHarnessSim(t *testing.T, prep func(dir string), simCfg func(*simulator.C
 		AdminToken: adminToken,
 		UpstreamURLs: map[string]string{"market": sim.URL("openrouter"), "edge": sim.URL("vercel"),
 			"openai": sim.URL("openai"), "anthropic": sim.URL("anthropic")},
-	})
+	}
+	if opts != nil {
+		opts(&o)
+	}
+	srv, err := gateway.New(o)
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv.Handler())
 	h := &harness{t: t, dir: dir, sim: sim, srv: srv, ts: ts, logs: logs, level: level, sent: sent}

@@ -1,8 +1,11 @@
 package gateway
 
 import (
+	"context"
 	"net/http"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluicegw/sluice/compiler/failover"
 	"github.com/sluicegw/sluice/connectors"
@@ -46,6 +49,10 @@ type turn struct {
 	start time.Time
 	snap  *snapshot.Snapshot
 	key   *profiles.Key
+	// span is the request's server span, spanCtx its context (nil when
+	// tracing is off).
+	span    trace.Span
+	spanCtx context.Context
 
 	// parse
 	session string // X-Session-Id, "" without one
@@ -128,6 +135,10 @@ type attempt struct {
 	// release frees the attempt's budget reservation; settle calls it after
 	// charging the cost, a failure at once.
 	release func()
+	// span is the attempt's client span, spanCtx its context, which the
+	// upstream request carries (nil when tracing is off).
+	span    trace.Span
+	spanCtx context.Context
 
 	out exchange
 }

@@ -28,6 +28,8 @@ const (
 // place, hands it to the request log (never blocking) and counts it.
 func (s *Server) record(t *turn) {
 	r := s.row(t)
+	s.endSpan(t, &r)
+	s.measure(&r)
 	for _, d := range r.RoutingDegraded {
 		s.metrics.Degraded.WithLabelValues(d).Inc()
 	}
@@ -63,11 +65,29 @@ func (s *Server) record(t *turn) {
 		"status", r.Status, "refused_code", r.RefusedCode, "degraded", r.RoutingDegraded, "latency_ms", r.LatencyMS)
 }
 
+// measure counts an answered request's tokens and cost by served model,
+// provider and team, and observes the GenAI duration histograms.
+func (s *Server) measure(r *requestlog.Row) {
+	m := s.metrics
+	if r.ServedModel != "" && !r.CacheHit { // a replayed answer used no tokens
+		m.Tokens.WithLabelValues(r.ServedModel, r.ServedProvider, r.Team, "input").Add(float64(r.PromptTokens))
+		m.Tokens.WithLabelValues(r.ServedModel, r.ServedProvider, r.Team, "output").Add(float64(r.CompletionTokens))
+		if r.CostSource != "" {
+			m.Cost.WithLabelValues(r.ServedModel, r.ServedProvider, r.Team, r.CostSource).Add(r.CostUSD)
+		}
+	}
+	provider := r.ServedProvider
+	m.GenAIDuration.WithLabelValues(opChat, r.DecidedModel, provider, errorType(r)).Observe(r.LatencyMS / 1000)
+	if r.TTFTMS > 0 {
+		m.GenAITTFT.WithLabelValues(opChat, r.DecidedModel, provider).Observe(r.TTFTMS / 1000)
+	}
+}
+
 // row is the request-log row of a turn: every column written here, once.
 func (s *Server) row(t *turn) requestlog.Row {
 	p := t.key.Principal()
 	r := requestlog.Row{TS: t.start, RequestID: t.id, Org: p.Org, Team: p.Team, Project: p.Project, KeyID: p.Key,
-		SessionID: t.session, Chain: []string{}, RoutingDegraded: []string{}, Status: t.status,
+		SessionID: t.session, Chain: []string{}, RoutingDegraded: []string{}, Status: t.status, ConfigRevision: t.snap.Revision,
 		LatencyMS: float64(time.Since(t.start).Microseconds()) / 1000}
 	if r.Status == 0 {
 		r.Status = 499 // the client went away before an answer

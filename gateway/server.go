@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +36,7 @@ import (
 	"github.com/sluicegw/sluice/gateway/metrics"
 	"github.com/sluicegw/sluice/gateway/requestlog"
 	"github.com/sluicegw/sluice/gateway/state"
+	"github.com/sluicegw/sluice/gateway/telemetry"
 	"github.com/sluicegw/sluice/gateway/ui"
 	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/snapshot"
@@ -70,6 +72,13 @@ type Options struct {
 	// WhatIf serves the compliance pages' what-if view (the binary passes
 	// diff.WhatIf). Default nil: the view says it is not available.
 	WhatIf ui.WhatIfFunc
+	// Tracing exports a server span per request and a client span per
+	// upstream attempt (the binary passes telemetry.FromEnv). Default
+	// telemetry.Off: no span is made. Close shuts it down.
+	Tracing *telemetry.Tracing
+	// Build labels sluice_build_info. Default: "(devel)", "unknown" and the
+	// running Go version.
+	Build metrics.Build
 }
 
 // Server is the gateway. Create it with [New]; serve [Server.Handler]; stop
@@ -77,6 +86,7 @@ type Options struct {
 type Server struct {
 	opts    Options
 	log     *slog.Logger
+	tracing *telemetry.Tracing
 	reg     *prometheus.Registry
 	metrics *metrics.Metrics
 	client  *http.Client
@@ -120,7 +130,13 @@ func New(opts Options) (*Server, error) {
 	if len(diags) > 0 {
 		return nil, diags
 	}
-	s := &Server{opts: opts, log: opts.Logger, reg: opts.Registry, metrics: metrics.New(opts.Registry)}
+	if opts.Tracing == nil {
+		opts.Tracing = telemetry.Off
+	}
+	if opts.Build.Version == "" {
+		opts.Build = metrics.Build{Version: "(devel)", Commit: "unknown", GoVersion: runtime.Version()}
+	}
+	s := &Server{opts: opts, log: opts.Logger, reg: opts.Registry, metrics: metrics.New(opts.Registry, opts.Build), tracing: opts.Tracing}
 	cfg := snap.Config
 	s.setLogLevel(cfg.Server.LogLevel)
 	s.cache = lru.New[string, *cachedAnswer](cfg.Cache.MaxEntries, cfg.Cache.TTL.Duration)
@@ -280,7 +296,7 @@ func (s *Server) setLogLevel(name string) {
 // later calls return the first call's result.
 func (s *Server) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
-		err := errors.Join(s.writer.Close(ctx), s.ledger.Close(ctx), s.state.Close())
+		err := errors.Join(s.writer.Close(ctx), s.ledger.Close(ctx), s.state.Close(), s.tracing.Shutdown(ctx))
 		if cerr := s.store.Close(); cerr != nil && !errors.Is(cerr, context.Canceled) {
 			err = errors.Join(err, cerr)
 		}

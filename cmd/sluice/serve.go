@@ -15,6 +15,8 @@ import (
 
 	"github.com/sluicegw/sluice/diff"
 	"github.com/sluicegw/sluice/gateway"
+	"github.com/sluicegw/sluice/gateway/metrics"
+	"github.com/sluicegw/sluice/gateway/telemetry"
 	"github.com/sluicegw/sluice/profiles"
 )
 
@@ -31,10 +33,23 @@ func runServe(env *cliEnv, args []string) int {
 	// start and after every good reload.
 	level := new(slog.LevelVar)
 	logger := slog.New(slog.NewJSONHandler(env.stderr, &slog.HandlerOptions{Level: level}))
-	srv, err := gateway.New(gateway.Options{ConfigDir: *dir, Logger: logger, LogLevel: level, AdminToken: os.Getenv(AdminTokenEnv), WhatIf: diff.WhatIf})
+	v := buildVersion()
+	// Traces go out over OTLP when the standard OTEL_* environment asks;
+	// otherwise tracing is off and costs nothing.
+	tracing, err := telemetry.FromEnv(context.Background(), v.Version)
 	if err != nil {
+		fmt.Fprintf(env.stderr, "sluice serve: %v\n", err)
+		return 1
+	}
+	srv, err := gateway.New(gateway.Options{ConfigDir: *dir, Logger: logger, LogLevel: level, AdminToken: os.Getenv(AdminTokenEnv),
+		WhatIf: diff.WhatIf, Tracing: tracing, Build: metrics.Build{Version: v.Version, Commit: v.Commit, GoVersion: v.Go}})
+	if err != nil {
+		_ = tracing.Shutdown(context.Background())
 		printLoadError(env, err)
 		return 1
+	}
+	if tracing.Enabled() {
+		logger.Info("exporting traces over OTLP", "capture_content", tracing.CaptureContent())
 	}
 	ln, err := net.Listen("tcp", srv.Snapshot().Config.Server.Listen)
 	if err != nil {

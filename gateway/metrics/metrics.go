@@ -32,11 +32,47 @@ type Metrics struct {
 	// matched nothing in the catalog (recorded verbatim), by kind (model,
 	// provider) and upstream.
 	Unmatched *prometheus.CounterVec
+	// Tokens counts the tokens of answers by served model, provider, team
+	// and type (input, output).
+	Tokens *prometheus.CounterVec
+	// Cost sums answers' cost in USD by served model, provider, team and
+	// where it came from (upstream, catalog).
+	Cost *prometheus.CounterVec
+	// GenAIDuration observes whole requests, named after the GenAI
+	// conventions' gen_ai.server.request.duration.
+	GenAIDuration *prometheus.HistogramVec
+	// GenAITTFT observes streams' time to the first chunk, named after
+	// gen_ai.server.time_to_first_token.
+	GenAITTFT *prometheus.HistogramVec
 }
 
-// New creates the collectors and registers them.
-func New(reg prometheus.Registerer) *Metrics {
+// Build describes the running binary for sluice_build_info.
+type Build struct {
+	// Version is the module version ("(devel)" when unknown).
+	Version string
+	// Commit is the VCS revision ("unknown" when not recorded).
+	Commit string
+	// GoVersion is the toolchain that built the binary.
+	GoVersion string
+}
+
+// genAILabels are the labels of the GenAI histograms.
+var genAILabels = []string{"gen_ai_operation_name", "gen_ai_request_model", "gen_ai_provider_name", "error_type"}
+
+// New creates the collectors and registers them, sluice_build_info among
+// them.
+func New(reg prometheus.Registerer, build Build) *Metrics {
 	m := &Metrics{
+		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_tokens_total",
+			Help: "Tokens of answers, by served model, provider, team and type (input, output)."}, []string{"model", "provider", "team", "type"}),
+		Cost: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_cost_usd_total",
+			Help: "Cost of answers in USD, by served model, provider, team and source (upstream: billed; catalog: priced)."}, []string{"model", "provider", "team", "source"}),
+		GenAIDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "gen_ai_server_request_duration_seconds",
+			Help:    "Whole-request duration (GenAI semantic conventions: gen_ai.server.request.duration).",
+			Buckets: []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}}, genAILabels),
+		GenAITTFT: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "gen_ai_server_time_to_first_token_seconds",
+			Help:    "Time to the first streamed chunk (GenAI semantic conventions: gen_ai.server.time_to_first_token).",
+			Buckets: []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0}}, genAILabels[:3]),
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_requests_total",
 			Help: "Chat-completion requests answered, by HTTP status and upstream."}, []string{"status", "upstream"}),
 		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sluice_request_duration_seconds",
@@ -62,7 +98,12 @@ func New(reg prometheus.Registerer) *Metrics {
 		AuthFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_auth_failures_total",
 			Help: "Requests refused for a missing or unknown API key."}),
 	}
-	reg.MustRegister(m.Requests, m.Duration, m.TTFT, m.Degraded, m.Refused, m.UpstreamErrors, m.Fallbacks, m.Cache, m.Reloads, m.ConfigHealthy, m.AuthFailures, m.Unmatched)
+	reg.MustRegister(m.Requests, m.Duration, m.TTFT, m.Degraded, m.Refused, m.UpstreamErrors, m.Fallbacks, m.Cache, m.Reloads, m.ConfigHealthy, m.AuthFailures, m.Unmatched,
+		m.Tokens, m.Cost, m.GenAIDuration, m.GenAITTFT)
 	m.ConfigHealthy.Set(1)
+	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_build_info",
+		Help: "The running binary: 1, labelled with its version, VCS commit and Go version."}, []string{"version", "commit", "goversion"})
+	info.WithLabelValues(build.Version, build.Commit, build.GoVersion).Set(1)
+	reg.MustRegister(info)
 	return m
 }

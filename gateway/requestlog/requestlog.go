@@ -78,6 +78,11 @@ type Row struct {
 	// more than the key's configuration, which `sluice diff --traffic`
 	// reports. Rows recorded before the column existed read false.
 	RequestRouting bool `json:"request_routing"`
+	// ConfigRevision is the revision of the configuration that served the
+	// request (the snapshot's: sluice.toml, profiles, catalog, guardrails
+	// and the stored routes), so a reviewer can tie the row to the change
+	// that caused it; "" for rows written before it was recorded.
+	ConfigRevision string `json:"config_revision"`
 }
 
 // normalized returns r as stores keep it: TS in UTC truncated to the

@@ -244,16 +244,19 @@ type provenanceRow struct{ Field, Rung, File string }
 
 type detailData struct {
 	base
-	Row        requestlog.Row
-	Fields     []field
-	Revision   string
-	KeyMissing bool
-	NoModel    bool
-	ExplainErr string
-	Explain    *snapshot.Explanation
-	Compiled   []compiledRow
-	Provenance []provenanceRow
-	BackLink   string
+	Row      requestlog.Row
+	Fields   []field
+	Revision string
+	// RevisionChanged: the row records the revision that served it, and the
+	// configuration serving now is another.
+	RevisionChanged bool
+	KeyMissing      bool
+	NoModel         bool
+	ExplainErr      string
+	Explain         *snapshot.Explanation
+	Compiled        []compiledRow
+	Provenance      []provenanceRow
+	BackLink        string
 }
 
 func (h *handler) detail(w http.ResponseWriter, r *http.Request, v *viewer) {
@@ -271,6 +274,7 @@ func (h *handler) detail(w http.ResponseWriter, r *http.Request, v *viewer) {
 		Fields: rowFields(*row), BackLink: "/ui/rows"}
 	snap := h.opts.Snapshot()
 	d.Revision = snap.Revision
+	d.RevisionChanged = row.ConfigRevision != "" && row.ConfigRevision != snap.Revision
 	key := snap.Config.KeyByID(row.KeyID)
 	switch {
 	case key == nil:

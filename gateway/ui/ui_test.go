@@ -473,3 +473,34 @@ func TestWhatIf(t *testing.T) {
 		})
 	}
 }
+
+// TestRowDetailSaysWhenTheRevisionChanged: a row records the configuration
+// revision that served it, and its page says whether the explain re-run
+// compiles on the same one.
+func TestRowDetailSaysWhenTheRevisionChanged(t *testing.T) {
+	e := newEnv(t)
+	current := e.srv.Snapshot().Revision
+	base := e.rows[0]
+	for _, tc := range []struct {
+		id, revision, want, notWant string
+	}{
+		{"req-rev-old", "0123456789abcdef", `id="revision-changed"`, `id="revision-same"`},
+		{"req-rev-same", current, `id="revision-same"`, `id="revision-changed"`},
+		{"req-rev-none", "", "", `id="revision-`},
+	} {
+		r := base
+		r.RequestID, r.ConfigRevision = tc.id, tc.revision
+		e.insert([]requestlog.Row{r})
+		admin := e.browser()
+		admin.mustLogin(adminToken)
+		p := admin.get("/ui/rows/" + tc.id)
+		require.Equal(t, http.StatusOK, p.status, tc.id)
+		if tc.want != "" {
+			require.Contains(t, p.body, tc.want, tc.id)
+		}
+		require.NotContains(t, p.body, tc.notWant, tc.id)
+		if tc.revision != "" {
+			require.Contains(t, p.body, `<td data-field="config_revision">`+tc.revision+`</td>`)
+		}
+	}
+}
