@@ -58,6 +58,11 @@ type Native struct {
 	// connector asked the upstream for it, or the upstream reports it
 	// unasked. The usage-only chunk is read, not relayed.
 	UsageAdded bool
+	// Degraded lists what the translation could not carry and proceeded
+	// without, beside what the check degraded (a Messages request's
+	// cache_control or thinking on an upstream that has neither); nil
+	// when nothing was lost.
+	Degraded []string
 }
 
 // noHeaders is the shared empty Header of a connector that sets none of its
@@ -134,6 +139,10 @@ type Call struct {
 	Outcome *compiler.Outcome
 	// UsageAdded is the translation's [Native.UsageAdded].
 	UsageAdded bool
+	// Inbound describes a request that came in on another API than chat
+	// completions (nil for chat completions): the answer goes back in its
+	// shape.
+	Inbound *Inbound
 }
 
 // Stream translates one streaming answer's server-sent events.

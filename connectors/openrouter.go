@@ -63,13 +63,7 @@ func (*openRouter) Translate(body Body, plan *compiler.Plan, out *compiler.Outco
 	if len(out.Chain) > 0 {
 		set = append(set, member{"models", appendStringList(nil, out.Chain)})
 	}
-	ps := out.Providers
-	var prov object
-	prov.list("order", ps.Preferred)
-	prov.list("only", ps.Allowed)
-	prov.list("ignore", ps.Denied)
-	prov.str("sort", openRouterSort[ps.RankBy])
-	if b := prov.bytes(); b != nil {
+	if b := openRouterProvider(out.Providers); b != nil {
 		set = append(set, member{"provider", b})
 	}
 	return &Native{Path: "/chat/completions", Header: openRouterHeaders, Body: encodeBody(body, set...)}, nil

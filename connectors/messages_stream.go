@@ -1,0 +1,402 @@
+package connectors
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// The translation of a chat-completions stream into the Messages API's
+// event stream, for a Messages request served by an upstream that does not
+// speak the Messages API: message_start, then each content block as
+// content_block_start, its deltas and content_block_stop (thinking with its
+// signature, text, tool_use with input_json_delta), then message_delta
+// with the stop reason and the usage, and message_stop. An in-band error
+// of the upstream becomes an error event.
+
+// ErrMessagesStream reports a chat stream that has no Messages form (a tool
+// call resumed after another block began).
+var ErrMessagesStream = errors.New("connectors: the chat stream cannot be told as Messages events")
+
+// msgStream wraps the connector's own chat stream translator: what it emits
+// (chat chunks, already stripped of routing reports) is turned into
+// Messages events, and its result is the stream's.
+type msgStream struct {
+	inner Stream
+	call  *Call
+
+	started, finished bool
+	// open is the content block being streamed ("" when none): "text",
+	// "r<index>" for reasoning, "t<index>" for a tool call.
+	open string
+	// next is the index of the next content block.
+	next int
+	// closed lists the tool calls whose block has ended.
+	closed map[string]bool
+	stop   string
+	usage  *headUsage
+	frame  []byte
+}
+
+func newMessagesStream(inner Stream, call *Call) Stream {
+	return &msgStream{inner: inner, call: call}
+}
+
+// Event implements [Stream.Event].
+func (s *msgStream) Event(event, data []byte, emit func([]byte) error) (bool, error) {
+	var convErr error
+	done, err := s.inner.Event(event, data, func(chunk []byte) error {
+		if convErr != nil {
+			return nil
+		}
+		if err := s.chunk(chunk, emit); err != nil {
+			if errors.Is(err, ErrMessagesStream) {
+				convErr = err
+				return nil
+			}
+			return err
+		}
+		return nil
+	})
+	if convErr != nil {
+		_ = s.emitError(emit, "api_error", convErr.Error())
+		return false, convErr
+	}
+	return done, err
+}
+
+// Result implements [Stream.Result].
+func (s *msgStream) Result() Result { return s.inner.Result() }
+
+// msgChunk is the part of a chat chunk the translation reads.
+type msgChunk struct {
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Delta struct {
+			Content          *string           `json:"content"`
+			Refusal          *string           `json:"refusal"`
+			Reasoning        *string           `json:"reasoning"`
+			ReasoningDetails []chatReasoningIn `json:"reasoning_details"`
+			ToolCalls        []chatToolCallIn  `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *headUsage      `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// chunk translates one chat chunk (or the end marker).
+func (s *msgStream) chunk(p []byte, emit func([]byte) error) error {
+	if bytes.Equal(p, doneData) {
+		return s.finish(emit)
+	}
+	var c msgChunk
+	if err := json.Unmarshal(p, &c); err != nil {
+		return fmt.Errorf("%w: %w", ErrMessagesStream, err)
+	}
+	if len(c.Error) > 0 && !anthIsNull(c.Error) {
+		return s.upstreamError(c.Error, emit)
+	}
+	if !s.started {
+		s.started = true
+		start := msgStartEvent{Type: "message_start", Message: msgStart{ID: c.ID, Type: "message", Role: "assistant",
+			Model: messageModel(s.call, c.Model), Content: []json.RawMessage{}}}
+		if err := s.emit(emit, "message_start", start); err != nil {
+			return err
+		}
+	}
+	if c.Usage != nil {
+		s.usage = c.Usage
+	}
+	if len(c.Choices) == 0 {
+		return nil
+	}
+	ch := c.Choices[0]
+	d := ch.Delta
+	switch {
+	case len(d.ReasoningDetails) > 0:
+		for i, r := range d.ReasoningDetails {
+			if err := s.reasoning(r, i, emit); err != nil {
+				return err
+			}
+		}
+	case d.Reasoning != nil && *d.Reasoning != "":
+		if err := s.thinkingDelta("r", "thinking_delta", "thinking", *d.Reasoning, emit); err != nil {
+			return err
+		}
+	}
+	text := ""
+	if d.Content != nil {
+		text = *d.Content
+	}
+	if text == "" && d.Refusal != nil {
+		text = *d.Refusal
+	}
+	if text != "" {
+		if err := s.begin("text", json.RawMessage(`{"type":"text","text":""}`), emit); err != nil {
+			return err
+		}
+		if err := s.delta(emit, "text_delta", "text", text); err != nil {
+			return err
+		}
+	}
+	for _, tc := range d.ToolCalls {
+		if err := s.toolCall(tc, emit); err != nil {
+			return err
+		}
+	}
+	if ch.FinishReason != nil && *ch.FinishReason != "" {
+		s.stop = stopReason(*ch.FinishReason)
+		if d.Refusal != nil && *d.Refusal != "" {
+			s.stop = "refusal"
+		}
+	}
+	return nil
+}
+
+// reasoning translates one reasoning_details entry of a delta.
+func (s *msgStream) reasoning(r chatReasoningIn, i int, emit func([]byte) error) error {
+	key := "r"
+	if r.Index != nil {
+		key += strconv.Itoa(*r.Index)
+	} else {
+		key += "x" + strconv.Itoa(i)
+	}
+	switch r.Type {
+	case "reasoning.text":
+		if r.Text != nil && *r.Text != "" {
+			if err := s.thinkingDelta(key, "thinking_delta", "thinking", *r.Text, emit); err != nil {
+				return err
+			}
+		}
+		if r.Signature != nil && *r.Signature != "" {
+			return s.thinkingDelta(key, "signature_delta", "signature", *r.Signature, emit)
+		}
+	case "reasoning.summary":
+		if r.Summary != nil && *r.Summary != "" {
+			return s.thinkingDelta(key, "thinking_delta", "thinking", *r.Summary, emit)
+		}
+	case "reasoning.encrypted":
+		if r.Format == anthReasoningFormat && r.Data != nil {
+			block := append([]byte(`{"type":"redacted_thinking","data":`), mustString(*r.Data)...)
+			if err := s.begin(key, append(block, '}'), emit); err != nil {
+				return err
+			}
+			return s.end(emit)
+		}
+	}
+	return nil
+}
+
+// thinkingDelta relays a piece of a thinking block, opening it first.
+func (s *msgStream) thinkingDelta(key, typ, member, v string, emit func([]byte) error) error {
+	if err := s.begin(key, json.RawMessage(`{"type":"thinking","thinking":"","signature":""}`), emit); err != nil {
+		return err
+	}
+	return s.delta(emit, typ, member, v)
+}
+
+// toolCall relays a piece of a tool call: its start (id and name), then its
+// arguments as input_json_delta.
+func (s *msgStream) toolCall(tc chatToolCallIn, emit func([]byte) error) error {
+	key := "t" + strconv.Itoa(tc.Index)
+	if s.closed[key] {
+		return fmt.Errorf("%w: tool call %d resumed after another block began", ErrMessagesStream, tc.Index)
+	}
+	block := append([]byte(`{"type":"tool_use","id":`), mustString(tc.ID)...)
+	block = append(append(block, `,"name":`...), mustString(tc.Function.Name)...)
+	if err := s.begin(key, append(block, `,"input":{}}`...), emit); err != nil {
+		return err
+	}
+	if tc.Function.Arguments == "" {
+		return nil
+	}
+	return s.delta(emit, "input_json_delta", "partial_json", tc.Function.Arguments)
+}
+
+// begin opens the content block key unless it is the open one, ending the
+// open one first.
+func (s *msgStream) begin(key string, block json.RawMessage, emit func([]byte) error) error {
+	if s.open == key {
+		return nil
+	}
+	if err := s.end(emit); err != nil {
+		return err
+	}
+	s.open = key
+	return s.emit(emit, "content_block_start", blockEvent{Type: "content_block_start", Index: s.next, ContentBlock: block})
+}
+
+// end closes the open content block, if any.
+func (s *msgStream) end(emit func([]byte) error) error {
+	if s.open == "" {
+		return nil
+	}
+	if s.open[0] == 't' {
+		if s.closed == nil {
+			s.closed = map[string]bool{}
+		}
+		s.closed[s.open] = true
+	}
+	s.open = ""
+	idx := s.next
+	s.next++
+	return s.emit(emit, "content_block_stop", blockEvent{Type: "content_block_stop", Index: idx})
+}
+
+// delta relays a delta of the open block: its type and one member.
+func (s *msgStream) delta(emit func([]byte) error, typ, member, v string) error {
+	d := append([]byte(`{"type":`), mustString(typ)...)
+	d = append(append(append(d, ',', '"'), member...), '"', ':')
+	d = append(append(d, mustString(v)...), '}')
+	return s.emit(emit, "content_block_delta", blockEvent{Type: "content_block_delta", Index: s.next, Delta: d})
+}
+
+// finish ends the message at the chat stream's end marker: the open block,
+// the stop reason with the usage, and message_stop.
+func (s *msgStream) finish(emit func([]byte) error) error {
+	if s.finished {
+		return nil
+	}
+	s.finished = true
+	if !s.started {
+		return fmt.Errorf("%w: the stream ended before it began", ErrMessagesStream)
+	}
+	if err := s.end(emit); err != nil {
+		return err
+	}
+	stop := s.stop
+	if stop == "" {
+		stop = "end_turn"
+	}
+	md := messageDeltaEvent{Type: "message_delta", Usage: usageOf(s.usage)}
+	md.Delta.StopReason = stop
+	if err := s.emit(emit, "message_delta", md); err != nil {
+		return err
+	}
+	return s.emit(emit, "message_stop", typeOnly{Type: "message_stop"})
+}
+
+// upstreamError relays the upstream's in-band error as an error event.
+func (s *msgStream) upstreamError(raw json.RawMessage, emit func([]byte) error) error {
+	var e struct {
+		Message string          `json:"message"`
+		Type    string          `json:"type"`
+		Code    json.RawMessage `json:"code"`
+	}
+	_ = json.Unmarshal(raw, &e)
+	status, _ := strconv.Atoi(string(bytes.Trim(e.Code, `"`)))
+	return s.emitError(emit, ErrorTypeForStatus(status), e.Message)
+}
+
+// emitError relays an error event.
+func (s *msgStream) emitError(emit func([]byte) error, typ, message string) error {
+	return s.emit(emit, "error", ErrorEvent(typ, message, ""))
+}
+
+// ErrorEvent is the data of a Messages API error event, and the body of an
+// error answer: {"type":"error","error":{"type":…,"message":…}}, with
+// sluice's own code beside them when code is not "".
+func ErrorEvent(typ, message, code string) any {
+	e := msgErrorBody{Type: "error"}
+	e.Error.Type, e.Error.Message, e.Error.Code = typ, message, code
+	return e
+}
+
+// msgErrorBody is a Messages API error.
+type msgErrorBody struct {
+	Type  string `json:"type"`
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+		Code    string `json:"code,omitempty"`
+	} `json:"error"`
+}
+
+// Wire types of the Messages events the translation writes, in the API's
+// member order.
+type (
+	msgStartEvent struct {
+		Type    string   `json:"type"`
+		Message msgStart `json:"message"`
+	}
+	msgStart struct {
+		ID           string            `json:"id"`
+		Type         string            `json:"type"`
+		Role         string            `json:"role"`
+		Model        string            `json:"model"`
+		Content      []json.RawMessage `json:"content"`
+		StopReason   *string           `json:"stop_reason"`
+		StopSequence *string           `json:"stop_sequence"`
+		Usage        msgUsage          `json:"usage"`
+	}
+	// typeOnly is an event that has only its type (message_stop).
+	typeOnly struct {
+		Type string `json:"type"`
+	}
+	// blockEvent is content_block_start, _delta and _stop.
+	blockEvent struct {
+		Type         string          `json:"type"`
+		Index        int             `json:"index"`
+		ContentBlock json.RawMessage `json:"content_block,omitempty"`
+		Delta        json.RawMessage `json:"delta,omitempty"`
+	}
+	messageDeltaEvent struct {
+		Type  string `json:"type"`
+		Delta struct {
+			StopReason   string  `json:"stop_reason"`
+			StopSequence *string `json:"stop_sequence"`
+		} `json:"delta"`
+		Usage msgUsage `json:"usage"`
+	}
+)
+
+// emit writes one whole event, its event line and its data.
+func (s *msgStream) emit(emit func([]byte) error, name string, v any) error {
+	data, err := anthMarshal(v)
+	if err != nil {
+		return err
+	}
+	s.frame = AppendEvent(s.frame[:0], name, data)
+	return emit(s.frame)
+}
+
+// AppendEvent appends one server-sent event without its ending blank line:
+// "event: <name>\ndata: <data>".
+func AppendEvent(dst []byte, name string, data []byte) []byte {
+	dst = append(append(append(dst, "event: "...), name...), "\ndata: "...)
+	return append(dst, data...)
+}
+
+// ErrorTypeForStatus is the Messages API's error type for an HTTP status:
+// the type the API documents for it, api_error for another server error,
+// invalid_request_error for another client error.
+func ErrorTypeForStatus(status int) string {
+	switch status {
+	case 400, 422:
+		return "invalid_request_error"
+	case 401:
+		return "authentication_error"
+	case 402:
+		return "billing_error"
+	case 403:
+		return "permission_error"
+	case 404:
+		return "not_found_error"
+	case 413:
+		return "request_too_large"
+	case 429:
+		return "rate_limit_error"
+	case 504:
+		return "timeout_error"
+	case 503, 529:
+		return "overloaded_error"
+	}
+	if status >= 400 && status < 500 {
+		return "invalid_request_error"
+	}
+	return "api_error"
+}
