@@ -25,6 +25,14 @@ const (
 	CodeProviderNotPermitted = "provider_not_permitted"
 	// CodeUnknownModel: a direct upstream does not serve the model.
 	CodeUnknownModel = "unknown_model"
+	// CodeAPIUnsupported: the upstream does not serve the API the request
+	// came in on (embeddings, on an upstream without an embeddings
+	// endpoint).
+	CodeAPIUnsupported = "api_unsupported"
+	// CodeModelKindMismatch: the model does another kind of work than the
+	// API the request came in on (an embedding model asked for a chat
+	// completion, or a chat model for embeddings).
+	CodeModelKindMismatch = "model_kind_mismatch"
 )
 
 // What a check can record as lost, in the sorted degraded set.

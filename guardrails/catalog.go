@@ -61,6 +61,11 @@ type Model struct {
 	CallerKeyOnly bool `json:"caller_key_only,omitempty"`
 	// Class is a free-form class such as "paid" or "free". Default: "".
 	Class string `json:"class,omitempty"`
+	// Kind is what the model does: "chat" (it completes conversations, on
+	// the chat-completions and Messages APIs) or "embedding" (it embeds
+	// input, on the embeddings API). Default: "" (chat). A request to an
+	// API of the other kind is refused, naming the model.
+	Kind string `json:"kind,omitempty"`
 	// Aliases are other ids an upstream may report for the model, such as a
 	// marketplace's canonical slug ("anthropic/claude-4.5-haiku" for
 	// anthropic/claude-haiku-4.5); lower-cased. Default: none.
@@ -94,6 +99,15 @@ type Endpoint struct {
 	// Class overrides the model's class for this endpoint. Default: "" (the model's).
 	Class string `json:"class,omitempty"`
 }
+
+// Model kinds, as [Model.Kind] spells them.
+const (
+	KindChat      = "chat"
+	KindEmbedding = "embedding"
+)
+
+// Embedding reports whether the model is an embedding model.
+func (m *Model) Embedding() bool { return m.Kind == KindEmbedding }
 
 // Slug returns the endpoint slug: "provider" or "provider/tag".
 func (e Endpoint) Slug() string {

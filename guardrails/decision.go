@@ -32,6 +32,9 @@ const (
 	DropGuardrail = "guardrail"
 	// DropDuplicate: the model already appears earlier in the chain.
 	DropDuplicate = "duplicate"
+	// DropKind: the model does another kind of work than the request asks
+	// for (an embedding model in a chat request's chain, or the reverse).
+	DropKind = "kind"
 )
 
 // ErrForbidden is wrapped by every [Refusal], so that callers can map refusals
@@ -167,7 +170,7 @@ func (d *Decision) CheckModel(slug string) error {
 type Dropped struct {
 	// Model is the entry as it appeared in the chain.
 	Model string `json:"model"`
-	// Reason is [DropGuardrail] or [DropDuplicate].
+	// Reason is [DropGuardrail], [DropDuplicate] or [DropKind].
 	Reason string `json:"reason"`
 }
 

@@ -62,22 +62,66 @@ var noneDegraded = []string{}
 // Refusals of either step are in [Compiled.Refused]; the error is only for an
 // upstream the snapshot does not have.
 func (s *Snapshot) Compile(plan *compiler.Plan, upstream string, body connectors.Body) (*Compiled, error) {
+	return s.CompileFor(plan, upstream, body, nil)
+}
+
+// CompileFor is [Snapshot.Compile] for a request that came in on in's API
+// (chat completions when in is nil): the check runs with what the upstream
+// can express for that API, a model of the other kind or an upstream that
+// does not serve the API at all is refused, and the translation is the
+// API's (see [connectors.TranslateFor]). What the translation could not
+// carry joins the check's degraded set.
+func (s *Snapshot) CompileFor(plan *compiler.Plan, upstream string, body connectors.Body, in *connectors.Inbound) (*Compiled, error) {
 	u := s.Upstreams[upstream]
 	if u == nil {
 		return nil, fmt.Errorf("snapshot: no upstream %q", upstream)
 	}
-	c := &Compiled{Upstream: u, Outcome: compiler.Check(plan, u.Check, s.Catalog)}
+	api := connectors.APIChat
+	if in != nil {
+		api = in.API
+	}
+	check := u.Check
+	if api == connectors.APIEmbeddings {
+		check.Capabilities = connectors.CapabilitiesFor(u.Connector, api)
+	}
+	c := &Compiled{Upstream: u, Outcome: compiler.Check(plan, check, s.Catalog)}
 	if c.Outcome.Refused != nil {
 		return c, nil
 	}
-	native, err := u.Connector.Translate(body, plan, &c.Outcome)
+	if r := s.apiRefusal(plan, u, api); r != nil {
+		c.untranslatable = r
+		return c, nil
+	}
+	native, err := connectors.TranslateFor(u.Connector, in, body, plan, &c.Outcome)
 	if err != nil {
 		c.untranslatable = untranslatable(err)
 		return c, nil
 	}
 	c.Native = native
-	c.Call = &connectors.Call{Plan: plan, Outcome: &c.Outcome, UsageAdded: native.UsageAdded}
+	c.Outcome.Degraded = connectors.MergeDegraded(c.Outcome.Degraded, native)
+	c.Call = &connectors.Call{Plan: plan, Outcome: &c.Outcome, UsageAdded: native.UsageAdded, Inbound: in}
 	return c, nil
+}
+
+// apiRefusal refuses a request for a model of the other kind than its API
+// (the catalog says which), then one for an API the upstream does not
+// serve.
+func (s *Snapshot) apiRefusal(plan *compiler.Plan, u *Upstream, api connectors.API) *compiler.Refusal {
+	if s.Catalog != nil && !plan.Auto {
+		if m, ok := s.Catalog.Model(plan.DecidedModel); ok && m.Embedding() != (api == connectors.APIEmbeddings) {
+			if m.Embedding() {
+				return &compiler.Refusal{Code: compiler.CodeModelKindMismatch, Param: "/model", Message: fmt.Sprintf(
+					"model %q is an embedding model (the catalog's kind); send it to POST /v1/embeddings", m.Slug)}
+			}
+			return &compiler.Refusal{Code: compiler.CodeModelKindMismatch, Param: "/model", Message: fmt.Sprintf(
+				"model %q is a chat model, not an embedding model (the catalog's kind); embeddings need a model of kind \"embedding\"", m.Slug)}
+		}
+	}
+	if !connectors.Serves(u.Connector, api) {
+		return &compiler.Refusal{Code: compiler.CodeAPIUnsupported, Message: fmt.Sprintf(
+			"upstream %q (%s) does not serve the %s API", u.Config.Name, u.Config.Connector, api)}
+	}
+	return nil
 }
 
 // untranslatable turns a connector's translation error into a refusal that
@@ -289,5 +333,14 @@ func (s *Snapshot) explainRoute(e *Explanation, memo *Memo, rt *profiles.Route) 
 // the request may all be sent to: [Memo.Usable]) with the route's retry
 // budget, the prompt's estimated size and the catalog's context windows.
 func (s *Snapshot) PlanRoute(p *failover.Planner, usable *profiles.Route, body connectors.Body) *failover.Plan {
-	return p.Plan(usable, s.Config.RetryBudget(usable), failover.EstimateTokens(body["messages"]), s.ContextWindow)
+	return p.Plan(usable, s.Config.RetryBudget(usable), failover.EstimateTokens(PromptOf(body)), s.ContextWindow)
+}
+
+// PromptOf is the part of a body whose size estimates the prompt: the
+// messages of a chat or Messages request, the input of an embeddings one.
+func PromptOf(body connectors.Body) []byte {
+	if m, ok := body["messages"]; ok {
+		return m
+	}
+	return body["input"]
 }

@@ -29,6 +29,8 @@ type Memo struct {
 	decision  *guardrails.Decision
 	pin       Pin
 	body      connectors.Body
+	// in is the API the request came in on (nil for chat completions).
+	in *connectors.Inbound
 
 	// The memo is searched linearly: a request plans a model or a route's
 	// few targets. The first entries live in the memo itself, so the common
@@ -77,6 +79,11 @@ func (s *Snapshot) MemoMerged(p profiles.Principal, merged profiles.Merged, d *g
 	return &Memo{snap: s, principal: p, merged: merged, decision: d, pin: pin, body: body}
 }
 
+// SetInbound says which API the request came in on (nil: chat
+// completions), before anything is planned or compiled: its translation,
+// and the kind of model its chains keep.
+func (m *Memo) SetInbound(in *connectors.Inbound) { m.in = in }
+
 // Snapshot returns the configuration the memo compiles against.
 func (m *Memo) Snapshot() *Snapshot { return m.snap }
 
@@ -100,7 +107,7 @@ func (m *Memo) Plan(model string) *compiler.Plan {
 	if m.pin.Model == model {
 		req.PinnedProvider = m.pin.Provider
 	}
-	p := compiler.DecideMerged(req, &m.merged, m.decision)
+	p := keepKind(compiler.DecideMerged(req, &m.merged, m.decision), m.snap.Catalog, m.in)
 	if m.nplans < len(m.planBuf) {
 		m.planBuf[m.nplans] = memoPlan{model, p}
 		m.nplans++
@@ -123,7 +130,7 @@ func (m *Memo) Compile(upstream, model string) (*Compiled, error) {
 			return e.c, nil
 		}
 	}
-	c, err := m.snap.Compile(m.Plan(model), upstream, m.body)
+	c, err := m.snap.CompileFor(m.Plan(model), upstream, m.body, m.in)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +146,7 @@ func (m *Memo) Compile(upstream, model string) (*Compiled, error) {
 // CompileBody compiles a variant of the request's body (one whose completion
 // cap a budget lowered) for one (upstream, model); it is not memoised.
 func (m *Memo) CompileBody(upstream, model string, body connectors.Body) (*Compiled, error) {
-	return m.snap.Compile(m.Plan(model), upstream, body)
+	return m.snap.CompileFor(m.Plan(model), upstream, body, m.in)
 }
 
 // Usable returns the route without the targets the request may not be sent
@@ -174,6 +181,42 @@ func (m *Memo) Usable(rt *profiles.Route) (usable *profiles.Route, refused *comp
 		refused = &compiler.Refusal{Code: CodeUpstreamUnavailable, Message: fmt.Sprintf("route %q has no ordinary target", rt.Model)}
 	}
 	return u, refused, nil
+}
+
+// keepKind drops from a plan's chain the catalog's models of the other kind
+// than the request's API (a chain is the profile's, written for chat): an
+// embeddings request never falls back to a chat model, nor the reverse. The
+// plan is returned as it is when nothing is dropped.
+func keepKind(p *compiler.Plan, cat *guardrails.Catalog, in *connectors.Inbound) *compiler.Plan {
+	if cat == nil || len(p.Chain) == 0 {
+		return p
+	}
+	embeddings := in != nil && in.API == connectors.APIEmbeddings
+	mismatch := func(slug string) bool {
+		m, ok := cat.Model(slug)
+		return ok && m.Embedding() != embeddings
+	}
+	var kept []string
+	var dropped []guardrails.Dropped
+	for i, slug := range p.Chain {
+		if !mismatch(slug) {
+			if kept != nil {
+				kept = append(kept, slug)
+			}
+			continue
+		}
+		if kept == nil {
+			kept = append(make([]string, 0, len(p.Chain)), p.Chain[:i]...)
+		}
+		dropped = append(dropped, guardrails.Dropped{Model: slug, Reason: guardrails.DropKind})
+	}
+	if kept == nil {
+		return p
+	}
+	q := *p
+	q.Chain = kept
+	q.Dropped = append(append([]guardrails.Dropped(nil), p.Dropped...), dropped...)
+	return &q
 }
 
 // CodeUpstreamUnavailable is the refusal code of a route left with no target
