@@ -86,6 +86,7 @@ func sampleRows(n int) []Row {
 			CostUSD:          float64(i) * 0.0001,
 			CostSource:       []string{"catalog", "upstream", ""}[i%3],
 			ConfigRevision:   []string{"a1b2c3d4e5f60718", ""}[i%2],
+			API:              []string{"chat", "messages", "embeddings", ""}[i%4],
 			LatencyMS:        float64(i) + 0.25,
 			TTFTMS:           float64(i) / 2,
 		}

@@ -98,7 +98,7 @@ var csvHeader = []string{
 	"routing_switch_reason", "routing_degraded", "refused_code", "fallback_reason",
 	"attempts", "status", "stream", "cache_hit", "representation_break",
 	"cache_discount_applied", "prompt_tokens", "completion_tokens", "cost_usd",
-	"cost_source", "latency_ms", "ttft_ms", "request_routing", "config_revision",
+	"cost_source", "latency_ms", "ttft_ms", "request_routing", "config_revision", "api",
 }
 
 // csvText guards a text cell against formula injection: a spreadsheet
@@ -131,7 +131,7 @@ func writeCSV(w io.Writer, rows []Row) error {
 			strconv.FormatBool(r.CacheHit), strconv.FormatBool(r.RepresentationBreak),
 			strconv.FormatBool(r.CacheDiscountApplied), strconv.FormatInt(r.PromptTokens, 10),
 			strconv.FormatInt(r.CompletionTokens, 10), f(r.CostUSD), r.CostSource, f(r.LatencyMS), f(r.TTFTMS),
-			strconv.FormatBool(r.RequestRouting), c(r.ConfigRevision),
+			strconv.FormatBool(r.RequestRouting), c(r.ConfigRevision), c(r.API),
 		})
 	}
 	cw.Flush()

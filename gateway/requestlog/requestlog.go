@@ -83,6 +83,11 @@ type Row struct {
 	// and the stored routes), so a reviewer can tie the row to the change
 	// that caused it; "" for rows written before it was recorded.
 	ConfigRevision string `json:"config_revision"`
+	// API is the API the request came in on: "chat" (POST
+	// /v1/chat/completions), "messages" (POST /v1/messages) or
+	// "embeddings" (POST /v1/embeddings). Rows recorded before the column
+	// existed read "" (they were all chat).
+	API string `json:"api"`
 }
 
 // normalized returns r as stores keep it: TS in UTC truncated to the

@@ -73,6 +73,7 @@ var sqliteColumns = []struct{ name, ddl string }{
 	{"cost_source", "ALTER TABLE requests ADD COLUMN cost_source TEXT NOT NULL DEFAULT ''"},
 	{"request_routing", "ALTER TABLE requests ADD COLUMN request_routing INTEGER NOT NULL DEFAULT 0"},
 	{"config_revision", "ALTER TABLE requests ADD COLUMN config_revision TEXT NOT NULL DEFAULT ''"},
+	{"api", "ALTER TABLE requests ADD COLUMN api TEXT NOT NULL DEFAULT ''"},
 }
 
 // sqliteIndexes follow the columns; every statement is idempotent.
@@ -103,7 +104,7 @@ var rowColumns = []string{
 	"routing_switch_reason", "routing_degraded", "refused_code", "fallback_reason",
 	"attempts", "status", "stream", "cache_hit", "representation_break",
 	"cache_discount_applied", "prompt_tokens", "completion_tokens", "cost_usd",
-	"latency_ms", "ttft_ms", "cost_source", "request_routing", "config_revision",
+	"latency_ms", "ttft_ms", "cost_source", "request_routing", "config_revision", "api",
 }
 
 // OpenSQLite opens (creating if needed) the SQLite request log at path, in
@@ -337,7 +338,7 @@ func setRowArgs(args []driver.NamedValue, r Row) {
 		r.RoutingSwitchReason, string(degraded), r.RefusedCode, r.FallbackReason,
 		int64(r.Attempts), int64(r.Status), r.Stream, r.CacheHit, r.RepresentationBreak,
 		r.CacheDiscountApplied, r.PromptTokens, r.CompletionTokens, r.CostUSD,
-		r.LatencyMS, r.TTFTMS, r.CostSource, r.RequestRouting, r.ConfigRevision,
+		r.LatencyMS, r.TTFTMS, r.CostSource, r.RequestRouting, r.ConfigRevision, r.API,
 	} {
 		args[i].Value = v
 	}
@@ -370,7 +371,7 @@ func (s *sqliteStore) Query(ctx context.Context, f Filter) (Page, error) {
 			&r.RoutingSwitchReason, &degraded, &r.RefusedCode, &r.FallbackReason,
 			&r.Attempts, &r.Status, &r.Stream, &r.CacheHit, &r.RepresentationBreak,
 			&r.CacheDiscountApplied, &r.PromptTokens, &r.CompletionTokens, &r.CostUSD,
-			&r.LatencyMS, &r.TTFTMS, &r.CostSource, &r.RequestRouting, &r.ConfigRevision); err != nil {
+			&r.LatencyMS, &r.TTFTMS, &r.CostSource, &r.RequestRouting, &r.ConfigRevision, &r.API); err != nil {
 			return Page{}, fmt.Errorf("requestlog: sqlite scan: %w", err)
 		}
 		r.TS = time.UnixMilli(tsMS).UTC()
