@@ -277,3 +277,28 @@ func thinkingBlock(thinking, signature string) json.RawMessage {
 	b = append(append(b, `,"signature":`...), mustString(signature)...)
 	return append(b, '}')
 }
+
+// MessagesError rewrites an upstream's error answer into the Messages API's
+// error shape, for a Messages request served by an upstream that does not
+// speak the Messages API: the type the API documents for the status, and
+// the upstream's message (its whole body when it has no message member).
+func MessagesError(status int, body []byte) []byte {
+	var e struct {
+		Error json.RawMessage `json:"error"`
+	}
+	msg := string(bytes.TrimSpace(body))
+	if json.Unmarshal(body, &e) == nil && len(e.Error) > 0 {
+		var inner struct {
+			Message string `json:"message"`
+		}
+		var s string
+		switch {
+		case json.Unmarshal(e.Error, &inner) == nil && inner.Message != "":
+			msg = inner.Message
+		case json.Unmarshal(e.Error, &s) == nil && s != "":
+			msg = s
+		}
+	}
+	b, _ := anthMarshal(ErrorEvent(ErrorTypeForStatus(status), msg, ""))
+	return b
+}

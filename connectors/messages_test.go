@@ -559,3 +559,19 @@ func FuzzMessagesStream(f *testing.F) {
 		}
 	})
 }
+
+func TestMessagesError(t *testing.T) {
+	for _, tc := range []struct {
+		status     int
+		body, want string
+	}{
+		{429, `{"error":{"message":"Rate limit exceeded: free-models-per-day","code":429}}`,
+			`{"type":"error","error":{"type":"rate_limit_error","message":"Rate limit exceeded: free-models-per-day"}}`},
+		{400, `{"error":{"message":"This model's maximum context length is 128000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`,
+			`{"type":"error","error":{"type":"invalid_request_error","message":"This model's maximum context length is 128000 tokens."}}`},
+		{503, `{"error":"no providers"}`, `{"type":"error","error":{"type":"overloaded_error","message":"no providers"}}`},
+		{502, `upstream exploded`, `{"type":"error","error":{"type":"api_error","message":"upstream exploded"}}`},
+	} {
+		assert.JSONEq(t, tc.want, string(MessagesError(tc.status, []byte(tc.body))))
+	}
+}
