@@ -84,12 +84,15 @@ func (s *Snapshot) CompileFor(plan *compiler.Plan, upstream string, body connect
 	if api == connectors.APIEmbeddings {
 		check.Capabilities = connectors.CapabilitiesFor(u.Connector, api)
 	}
+	if plan.Refused == nil {
+		// Before the check: a model of the wrong kind, or an API the
+		// upstream lacks, says more than what the check would find next.
+		if r := s.apiRefusal(plan, u, api); r != nil {
+			return &Compiled{Upstream: u, Outcome: compiler.Outcome{Refused: r, Degraded: noneDegraded}}, nil
+		}
+	}
 	c := &Compiled{Upstream: u, Outcome: compiler.Check(plan, check, s.Catalog)}
 	if c.Outcome.Refused != nil {
-		return c, nil
-	}
-	if r := s.apiRefusal(plan, u, api); r != nil {
-		c.untranslatable = r
 		return c, nil
 	}
 	native, err := connectors.TranslateFor(u.Connector, in, body, plan, &c.Outcome)

@@ -47,7 +47,7 @@ func TestCompileForAPI(t *testing.T) {
 		{name: "embeddings on the direct OpenAI upstream", upstream: "openai", model: "openai/text-embedding-3-small", body: embBody, in: embeddings,
 			degraded: []string{}, path: "/embeddings"},
 		{name: "embeddings on Anthropic: no such API", upstream: "anthropic", model: "openai/text-embedding-3-small", body: embBody, in: embeddings,
-			refused: compiler.CodeUnknownModel},
+			refused: compiler.CodeAPIUnsupported},
 		{name: "a chat model asked for embeddings", upstream: "market", model: "anthropic/claude-sonnet-4.5", body: embBody, in: embeddings,
 			refused: compiler.CodeModelKindMismatch},
 		{name: "an embedding model asked for a chat completion", upstream: "market", model: "openai/text-embedding-3-small", body: chatBody,
