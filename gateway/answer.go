@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/gateway/apierr"
 )
 
@@ -51,16 +52,23 @@ func (s *Server) answer(w http.ResponseWriter, t *turn) {
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(a.out.body)
 	case a.out.relay != nil:
-		t.status = a.out.relay.status
+		rel := a.out.relay
+		t.status = rel.status
 		h := w.Header()
-		if ct := a.out.relay.header.Get("Content-Type"); ct != "" {
+		body := rel.body
+		if t.api == connectors.APIMessages && !connectors.SpeaksNatively(a.compiled.Upstream.Connector, t.api) {
+			// A Messages client reads errors in the Messages shape: the
+			// upstream's status and message, retold.
+			body = connectors.MessagesError(rel.status, rel.body)
+			h.Set("Content-Type", "application/json")
+		} else if ct := rel.header.Get("Content-Type"); ct != "" {
 			h.Set("Content-Type", ct)
 		}
-		if ra := a.out.relay.header.Get("Retry-After"); ra != "" {
+		if ra := rel.header.Get("Retry-After"); ra != "" {
 			h.Set("Retry-After", ra)
 		}
-		w.WriteHeader(a.out.relay.status)
-		_, _ = w.Write(a.out.relay.body)
+		w.WriteHeader(rel.status)
+		_, _ = w.Write(body)
 	default:
 		s.answerError(w, t, a.out.apiErr)
 	}
@@ -81,7 +89,7 @@ func (s *Server) answerError(w http.ResponseWriter, t *turn, e *apierr.Error) {
 		t.refusal = e
 		s.metrics.Refused.WithLabelValues(e.Code).Inc()
 	}
-	writeError(w, e)
+	writeAPIError(w, t.api, e)
 }
 
 // answerCached replays a cached answer.
@@ -113,10 +121,15 @@ func setDegraded(h http.Header, degraded []string) {
 
 // Stream relay ------------------------------------------------------------
 
+const streamCutMessage = "the upstream stream ended before it completed; the answer is incomplete"
+
 var (
 	sseData   = []byte("data: ")
 	sseEnd    = []byte("\n\n")
-	streamCut = []byte(`{"error":{"message":"the upstream stream ended before it completed; the answer is incomplete","type":"api_error","code":"upstream_stream_cut"}}`)
+	streamCut = []byte(`{"error":{"message":"` + streamCutMessage + `","type":"api_error","code":"upstream_stream_cut"}}`)
+	// messagesStreamCut is streamCut as a Messages API error event.
+	messagesStreamCut = connectors.AppendEvent(nil, "error",
+		[]byte(`{"type":"error","error":{"type":"api_error","message":"`+streamCutMessage+`","code":"upstream_stream_cut"}}`))
 )
 
 // streamAnswer writes a relayed stream to the caller: its headers once the
@@ -133,6 +146,9 @@ type streamAnswer struct {
 	pending bool
 	// err is the write error that ends the relay: the caller went away.
 	err error
+	// events: each chunk is a whole server-sent event, its event line
+	// included (the Messages API's); otherwise a chunk is an event's data.
+	events bool
 }
 
 // beginStream commits the stream's headers: from here on the request cannot
@@ -145,15 +161,20 @@ func (s *Server) beginStream(w http.ResponseWriter, t *turn, a *attempt) *stream
 	h.Set(HeaderUpstream, a.target.Upstream)
 	setDegraded(h, a.compiled.Degraded())
 	w.WriteHeader(http.StatusOK)
-	return &streamAnswer{w: w, rc: http.NewResponseController(w), start: t.start}
+	return &streamAnswer{w: w, rc: http.NewResponseController(w), start: t.start, events: t.api == connectors.APIMessages}
 }
 
-// emit writes one chunk: "data: " + chunk + blank line, in one write.
+// emit writes one chunk: "data: " + chunk + blank line (an event of its
+// own, with events set: chunk + blank line), in one write.
 func (sa *streamAnswer) emit(p []byte) error {
 	if sa.ttft == 0 {
 		sa.ttft = max(time.Since(sa.start), time.Nanosecond)
 	}
-	sa.frame = append(append(append(sa.frame[:0], sseData...), p...), sseEnd...)
+	if sa.events {
+		sa.frame = append(append(sa.frame[:0], p...), sseEnd...)
+	} else {
+		sa.frame = append(append(append(sa.frame[:0], sseData...), p...), sseEnd...)
+	}
 	if _, err := sa.w.Write(sa.frame); err != nil {
 		sa.err = err
 		return err
@@ -176,14 +197,28 @@ func (sa *streamAnswer) flush() error {
 }
 
 // cut tells the caller in-band that the stream ended before it completed;
-// the stream then ends without [DONE].
+// the stream then ends without [DONE] (a Messages stream with an error
+// event and no message_stop).
 func (sa *streamAnswer) cut() {
-	if sa.emit(streamCut) == nil {
+	cut := streamCut
+	if sa.events {
+		cut = messagesStreamCut
+	}
+	if sa.emit(cut) == nil {
 		_ = sa.flush()
 	}
 }
 
 func writeError(w http.ResponseWriter, e *apierr.Error) { apierr.Write(w, e) }
+
+// writeAPIError writes an error in the shape of the request's API.
+func writeAPIError(w http.ResponseWriter, api connectors.API, e *apierr.Error) {
+	if api == connectors.APIMessages {
+		apierr.WriteMessages(w, e)
+		return
+	}
+	apierr.Write(w, e)
+}
 
 func notFound(r *http.Request) *apierr.Error {
 	return apierr.New(apierr.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)

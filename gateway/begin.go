@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/gateway/access"
 	"github.com/sluicegw/sluice/gateway/apierr"
 	"github.com/sluicegw/sluice/gateway/request"
@@ -44,16 +45,32 @@ func authFrom(ctx context.Context) authenticated {
 // key gets 401; such requests have no principal and are counted in metrics,
 // not recorded in the request log.
 func (s *Server) authenticate(next http.Handler) http.Handler {
+	return s.authenticateFor(connectors.APIChat, next)
+}
+
+// authenticateMessages is authenticate for the Messages API: the key comes
+// from x-api-key, as Anthropic clients send it, or from Authorization:
+// Bearer, and a refusal is in the Messages API's error shape.
+func (s *Server) authenticateMessages(next http.Handler) http.Handler {
+	return s.authenticateFor(connectors.APIMessages, next)
+}
+
+// authenticateFor authenticates a request of an API.
+func (s *Server) authenticateFor(api connectors.API, next http.Handler) http.Handler {
+	secret, hint := access.BearerToken, "send Authorization: Bearer <key>"
+	if api == connectors.APIMessages {
+		secret, hint = access.APIKey, "send x-api-key: <key> or Authorization: Bearer <key>"
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Every answer of the API carries its request id, a refusal too.
 		start := time.Now()
 		id := newRequestID(start)
 		w.Header().Set(HeaderRequestID, id)
 		snap := s.snap.Load()
-		k := access.Key(snap.Config, access.BearerToken(r))
+		k := access.Key(snap.Config, secret(r))
 		if k == nil {
 			s.metrics.AuthFailures.Inc()
-			writeError(w, apierr.New(apierr.CodeUnauthorized, "missing or unknown API key; send Authorization: Bearer <key>"))
+			writeAPIError(w, api, apierr.New(apierr.CodeUnauthorized, "missing or unknown API key; "+hint))
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), authCtx, authenticated{key: k, snap: snap, id: id, start: start})))
@@ -76,10 +93,10 @@ func newRequestID(now time.Time) string {
 	return hex.EncodeToString(b[:])
 }
 
-// begin starts the turn of an authenticated request.
-func (s *Server) begin(r *http.Request) *turn {
+// begin starts the turn of an authenticated request of an API.
+func (s *Server) begin(r *http.Request, api connectors.API) *turn {
 	a := authFrom(r.Context())
-	t := &turn{id: a.id, start: a.start, snap: a.snap, key: a.key}
+	t := &turn{id: a.id, start: a.start, snap: a.snap, key: a.key, api: api}
 	s.startSpan(r, t)
 	return t
 }
@@ -107,12 +124,56 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request, t *turn) *apierr.
 		}
 		return errClientGone // the client went away while sending
 	}
-	req, perr := request.Parse(body)
+	req, perr := s.parseAPI(r, t, body)
 	if perr != nil {
 		return perr
 	}
 	t.req, t.body = req, body
 	return nil
+}
+
+// parseAPI parses a body in the shape of the request's API. A Messages or
+// embeddings request may name its model as its clients do (an Anthropic
+// model id, dated or not; an OpenAI one): a name that is no route alias and
+// no catalog slug is resolved through the catalog's names.
+func (s *Server) parseAPI(r *http.Request, t *turn, body []byte) (*request.Request, *apierr.Error) {
+	var (
+		req  *request.Request
+		perr *apierr.Error
+		own  string // the direct provider whose model ids the API's clients use
+	)
+	switch t.api {
+	case connectors.APIMessages:
+		req, perr = request.ParseMessages(body, r.Header.Values("Anthropic-Beta"))
+		own = "anthropic"
+	case connectors.APIEmbeddings:
+		req, perr = request.ParseEmbeddings(body)
+		own = "openai"
+	default:
+		return request.Parse(body)
+	}
+	if perr != nil {
+		return nil, perr
+	}
+	req.Model = resolveModel(t.snap, req.Model, own)
+	return req, nil
+}
+
+// resolveModel returns the catalog slug a client's model name stands for:
+// a route alias or a catalog slug as it is, else the model whose alias,
+// upstream id or native id at provider it is (with or without a date
+// suffix), else the name as it is (the plan refuses what it cannot serve).
+func resolveModel(snap *snapshot.Snapshot, model, provider string) string {
+	if snap.Config.Route(model) != nil || snap.Catalog == nil {
+		return model
+	}
+	if _, ok := snap.Catalog.Model(model); ok {
+		return model
+	}
+	if slug, ok := snap.Catalog.ReportedModel(provider, provider, model); ok {
+		return slug
+	}
+	return model
 }
 
 // validSessionID accepts 1-128 printable ASCII characters (space included),

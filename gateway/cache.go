@@ -47,6 +47,17 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, t *turn) bool {
 // and of what governance allows, and a hit contacts no provider at all.
 func cacheKey(t *turn) string {
 	h := sha256.New()
+	// The API first: the same body means another request on another API
+	// (and the Messages API's beta flags can change its answer).
+	h.Write([]byte(t.api.String()))
+	h.Write([]byte{0})
+	if in := t.req.Inbound; in != nil {
+		for _, b := range in.Beta {
+			h.Write([]byte(b))
+			h.Write([]byte{','})
+		}
+	}
+	h.Write([]byte{0})
 	h.Write([]byte(t.key.Principal().String()))
 	h.Write([]byte{0})
 	if t.decision != nil {

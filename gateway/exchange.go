@@ -90,8 +90,8 @@ func readFailure(call *upstreamCall) exchange {
 // cannot be relayed.
 var badAnswer = failover.Failure{Class: failover.ClassServerError, Status: http.StatusBadGateway}
 
-// readAnswer reads a non-streaming answer, converts it to the OpenAI shape
-// and reads back who served.
+// readAnswer reads a non-streaming answer, converts it to the shape of the
+// request's API and reads back who served.
 func (s *Server) readAnswer(t *turn, a *attempt, call *upstreamCall) {
 	raw, err := readBody(io.LimitReader(call.resp.Body, maxAnswerBody+1), call.resp.ContentLength, maxAnswerBody)
 	if err != nil {
@@ -104,7 +104,7 @@ func (s *Server) readAnswer(t *turn, a *attempt, call *upstreamCall) {
 		return
 	}
 	c := a.compiled
-	body, res, err := c.Upstream.Connector.Response(c.Call, raw)
+	body, res, err := connectors.Respond(c.Upstream.Connector, c.Call, raw)
 	if err != nil {
 		s.log.Warn("upstream answer unreadable", "request_id", t.id, "upstream", a.target.Upstream, "err", err.Error())
 		a.out.failure, a.out.apiErr = badAnswer, apierr.New(apierr.CodeUpstreamBadResponse, "the upstream's answer was not a valid completion")
@@ -121,7 +121,7 @@ func (s *Server) readAnswer(t *turn, a *attempt, call *upstreamCall) {
 // cut stream for a whole one.
 func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, a *attempt, call *upstreamCall) {
 	c := a.compiled
-	st := c.Upstream.Connector.NewStream(c.Call)
+	st := connectors.OpenStream(c.Upstream.Connector, c.Call)
 	// Chunks are flushed to the caller when the relay would otherwise wait
 	// for the upstream (just before a read of its body), not once per
 	// event: an upstream that sends many events at once costs one write to

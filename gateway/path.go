@@ -20,8 +20,8 @@ import (
 // bottom. Each step is one method in the file of its name; none writes the
 // request-log row, which record builds once from what the turn learned.
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	t := s.begin(r)   // auth: the key and configuration authenticate found
-	defer s.record(t) // record: the row, whatever happens below
+	t := s.begin(r, connectors.APIChat) // auth: the key and configuration authenticate found
+	defer s.record(t)                   // record: the row, whatever happens below
 	if e := s.parse(w, r, t); e != nil {
 		s.answerError(w, t, e)
 		return
@@ -49,6 +49,9 @@ type turn struct {
 	start time.Time
 	snap  *snapshot.Snapshot
 	key   *profiles.Key
+	// api is the API the request came in on: its body's shape, its
+	// answer's, and its errors'.
+	api connectors.API
 	// span is the request's server span, spanCtx its context (nil when
 	// tracing is off).
 	span    trace.Span

@@ -38,6 +38,7 @@ func (s *Server) plan(r *http.Request, t *turn) *apierr.Error {
 		}
 	}
 	t.snap.InitMemo(&t.memo, t.key, t.decision, t.req.Routing, t.pin, t.req.Body)
+	t.memo.SetInbound(t.req.Inbound)
 	if t.route = t.snap.Config.Route(t.req.Model); t.route == nil {
 		return s.planModel(t)
 	}

@@ -29,7 +29,7 @@ const (
 func (s *Server) record(t *turn) {
 	r := s.row(t)
 	s.endSpan(t, &r)
-	s.measure(&r)
+	s.measure(&r, t.operation())
 	for _, d := range r.RoutingDegraded {
 		s.metrics.Degraded.WithLabelValues(d).Inc()
 	}
@@ -67,7 +67,7 @@ func (s *Server) record(t *turn) {
 
 // measure counts an answered request's tokens and cost by served model,
 // provider and team, and observes the GenAI duration histograms.
-func (s *Server) measure(r *requestlog.Row) {
+func (s *Server) measure(r *requestlog.Row, op string) {
 	m := s.metrics
 	if r.ServedModel != "" && !r.CacheHit { // a replayed answer used no tokens
 		m.Tokens.WithLabelValues(r.ServedModel, r.ServedProvider, r.Team, "input").Add(float64(r.PromptTokens))
@@ -77,9 +77,9 @@ func (s *Server) measure(r *requestlog.Row) {
 		}
 	}
 	provider := r.ServedProvider
-	m.GenAIDuration.WithLabelValues(opChat, r.DecidedModel, provider, errorType(r)).Observe(r.LatencyMS / 1000)
+	m.GenAIDuration.WithLabelValues(op, r.DecidedModel, provider, errorType(r)).Observe(r.LatencyMS / 1000)
 	if r.TTFTMS > 0 {
-		m.GenAITTFT.WithLabelValues(opChat, r.DecidedModel, provider).Observe(r.TTFTMS / 1000)
+		m.GenAITTFT.WithLabelValues(op, r.DecidedModel, provider).Observe(r.TTFTMS / 1000)
 	}
 }
 
@@ -88,6 +88,7 @@ func (s *Server) row(t *turn) requestlog.Row {
 	p := t.key.Principal()
 	r := requestlog.Row{TS: t.start, RequestID: t.id, Org: p.Org, Team: p.Team, Project: p.Project, KeyID: p.Key,
 		SessionID: t.session, Chain: []string{}, RoutingDegraded: []string{}, Status: t.status, ConfigRevision: t.snap.Revision,
+		API:       t.api.String(),
 		LatencyMS: float64(time.Since(t.start).Microseconds()) / 1000}
 	if r.Status == 0 {
 		r.Status = 499 // the client went away before an answer

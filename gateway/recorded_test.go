@@ -28,7 +28,11 @@ const recordedDir = "../testdata/recorded"
 
 // recordedCase is one entry of testdata/recorded/<upstream>/cases.json.
 type recordedCase struct {
-	File             string   `json:"file"`
+	File string `json:"file"`
+	// API is the API the case's request comes in on: "embeddings" for the
+	// embeddings answers; a chat answer's case ("") is replayed on chat
+	// completions and on the Messages API alike.
+	API              string   `json:"api"`
 	Upstream         string   `json:"upstream"`
 	Model            string   `json:"model"`
 	Stream           bool     `json:"stream"`
@@ -87,7 +91,10 @@ func replayUpstream(t *testing.T) *httptest.Server {
 // sending through the gateway and checks the request-log row a reviewer
 // reads — the catalog's model and provider with no switch reason, the
 // recorded usage, the cost from the right source — and that the caller sees
-// no upstream routing report.
+// no upstream routing report. Every chat answer is replayed twice: to a
+// chat-completions request, and to a Messages API request, which the
+// Anthropic upstream's answers reach unchanged and the others' translated;
+// the embeddings answers to embeddings requests.
 func TestRecordedAnswers(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(dir, os.DirFS(filepath.Join(recordedDir, "config"))))
@@ -110,48 +117,139 @@ func TestRecordedAnswers(t *testing.T) {
 	})
 
 	ran := 0
-	for _, kind := range []string{"openrouter", "vercel", "openai", "anthropic"} {
+	for _, kind := range []string{"openrouter", "vercel", "openai", "anthropic", "embeddings"} {
 		raw, err := os.ReadFile(filepath.Join(recordedDir, kind, "cases.json"))
 		require.NoError(t, err)
 		var cases []recordedCase
 		require.NoError(t, json.Unmarshal(raw, &cases))
 		for _, c := range cases {
-			ran++
-			t.Run(kind+"/"+c.File, func(t *testing.T) {
-				req := map[string]any{"model": c.Model, "messages": []any{map[string]string{"role": "user", "content": "Hello"}}}
-				if c.Stream {
-					req["stream"] = true
-				}
-				if c.Fallbacks != nil {
-					req["routing"] = map[string]any{"fallbacks": c.Fallbacks}
-				}
-				body, _ := json.Marshal(req)
-				hr, err := http.NewRequest(http.MethodPost, ts.URL+"/v1/chat/completions", bytes.NewReader(body))
-				require.NoError(t, err)
-				hr.Header.Set("Authorization", "Bearer sk-replay-"+c.Upstream)
-				hr.Header.Set(headerReplay, kind+"/"+c.File)
-				resp, err := http.DefaultClient.Do(hr)
-				require.NoError(t, err)
-				answer, err := io.ReadAll(resp.Body)
-				require.NoError(t, err)
-				require.NoError(t, resp.Body.Close())
-				require.Equal(t, http.StatusOK, resp.StatusCode, string(answer))
-				noRoutingReport(t, answer, c.Stream)
-
-				row := waitRow(t, srv, resp.Header.Get(gateway.HeaderRequestID))
-				require.Equal(t, c.Status, row.Status)
-				require.Equal(t, c.ServedModel, row.ServedModel)
-				require.Equal(t, c.ServedProvider, row.ServedProvider)
-				require.Equal(t, c.SwitchReason, row.RoutingSwitchReason)
-				require.Equal(t, c.PromptTokens, row.PromptTokens)
-				require.Equal(t, c.CompletionTokens, row.CompletionTokens)
-				require.Equal(t, c.CostSource, row.CostSource)
-				require.InDelta(t, c.CostUSD, row.CostUSD, 1e-12)
-				require.Equal(t, []string{}, row.RoutingDegraded)
-			})
+			apis := []string{"chat", "messages"}
+			if c.API != "" {
+				apis = []string{c.API}
+			}
+			for _, api := range apis {
+				ran++
+				t.Run(kind+"/"+c.File+"/"+api, func(t *testing.T) {
+					recordedReplay(t, srv, ts.URL, kind, api, c)
+				})
+			}
 		}
 	}
-	require.Greater(t, ran, 50)
+	require.Greater(t, ran, 100)
+}
+
+// recordedReplay sends one case's request on an API and checks the row.
+func recordedReplay(t *testing.T, srv *gateway.Server, base, kind, api string, c recordedCase) {
+	req := map[string]any{"model": c.Model, "messages": []any{map[string]string{"role": "user", "content": "Hello"}}}
+	path := "/v1/chat/completions"
+	switch api {
+	case "messages":
+		req["max_tokens"] = 1024
+		path = "/v1/messages"
+	case "embeddings":
+		req = map[string]any{"model": c.Model, "input": "Hello"}
+		path = "/v1/embeddings"
+	}
+	if c.Stream {
+		req["stream"] = true
+	}
+	if c.Fallbacks != nil {
+		req["routing"] = map[string]any{"fallbacks": c.Fallbacks}
+	}
+	body, _ := json.Marshal(req)
+	hr, err := http.NewRequest(http.MethodPost, base+path, bytes.NewReader(body))
+	require.NoError(t, err)
+	if api == "messages" {
+		hr.Header.Set("x-api-key", "sk-replay-"+c.Upstream) // as Anthropic clients send it
+	} else {
+		hr.Header.Set("Authorization", "Bearer sk-replay-"+c.Upstream)
+	}
+	hr.Header.Set(headerReplay, kind+"/"+c.File)
+	resp, err := http.DefaultClient.Do(hr)
+	require.NoError(t, err)
+	answer, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(answer))
+	if api == "messages" {
+		messagesAnswer(t, kind, c, answer)
+	} else {
+		noRoutingReport(t, answer, c.Stream)
+	}
+
+	row := waitRow(t, srv, resp.Header.Get(gateway.HeaderRequestID))
+	require.Equal(t, api, row.API)
+	require.Equal(t, c.Status, row.Status)
+	require.Equal(t, c.ServedModel, row.ServedModel)
+	require.Equal(t, c.ServedProvider, row.ServedProvider)
+	require.Equal(t, c.SwitchReason, row.RoutingSwitchReason)
+	require.Equal(t, c.PromptTokens, row.PromptTokens)
+	require.Equal(t, c.CompletionTokens, row.CompletionTokens)
+	require.Equal(t, c.CostSource, row.CostSource)
+	require.InDelta(t, c.CostUSD, row.CostUSD, 1e-12)
+	require.Equal(t, []string{}, row.RoutingDegraded)
+}
+
+// messagesAnswer checks what a Messages client received: from the Anthropic
+// upstream, the recorded answer unchanged (a stream's events one by one);
+// from any other, a Messages answer or an event stream in the API's
+// grammar, with no routing report.
+func messagesAnswer(t *testing.T, kind string, c recordedCase, answer []byte) {
+	t.Helper()
+	recorded, err := os.ReadFile(filepath.Join(recordedDir, kind, c.File))
+	require.NoError(t, err)
+	if kind == "anthropic" {
+		if !c.Stream {
+			require.Equal(t, string(recorded), string(answer), "passed through as the upstream sent it")
+			return
+		}
+		require.Equal(t, sseEvents(t, recorded), sseEvents(t, answer), "relayed event by event")
+		return
+	}
+	require.NotContains(t, string(answer), "provider_metadata")
+	require.NotContains(t, string(answer), "openrouter_metadata")
+	if !c.Stream {
+		var m struct {
+			Type, Role, StopReason string
+			Content                []json.RawMessage
+		}
+		require.NoError(t, json.Unmarshal(answer, &m), "%s", answer)
+		require.Equal(t, "message", m.Type)
+		require.Equal(t, "assistant", m.Role)
+		return
+	}
+	events := sseEvents(t, answer)
+	require.NotEmpty(t, events)
+	require.Equal(t, "message_start", events[0][0])
+	last := events[len(events)-1][0]
+	require.Contains(t, []string{"message_stop", "error"}, last)
+}
+
+// sseEvents reads an event stream into (event, data) pairs, the event
+// named by its event line or, without one, by its data's type.
+func sseEvents(t *testing.T, b []byte) [][2]string {
+	t.Helper()
+	var out [][2]string
+	var name string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event:"):
+			name = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
+		case strings.HasPrefix(line, "data:"):
+			data := strings.TrimSpace(strings.TrimPrefix(line, "data:"))
+			if name == "" {
+				var ty struct{ Type string }
+				_ = json.Unmarshal([]byte(data), &ty)
+				name = ty.Type
+			}
+			out = append(out, [2]string{name, data})
+			name = ""
+		}
+	}
+	return out
 }
 
 // noRoutingReport checks that what the caller received holds no marketplace

@@ -1,8 +1,10 @@
-// Package gateway serves the OpenAI-compatible API over compiled plans and
-// records every request. The request path is one function, chatCompletions
-// in path.go, that reads top to bottom — begin (auth) → parse → replay (the
-// response cache) → plan → dispatch (the attempt loop) → settle → answer →
-// record — with each step in the file of its name. This file wires the
+// Package gateway serves the OpenAI-compatible API and the Anthropic
+// Messages API over compiled plans and records every request. Each API's
+// request path is one function — chatCompletions in path.go, messages and
+// embeddings in inbound.go — that reads top to bottom through the same
+// steps: begin (auth) → parse → replay (the response cache) → plan →
+// dispatch (the attempt loop) → settle → answer → record, each step in the
+// file of its name. This file wires the
 // server; every other responsibility is a subpackage: access
 // (authentication), apierr (error codes and bodies), request (parsing),
 // requestlog (the request log), budget (spend), state (routes and audit),
@@ -230,7 +232,14 @@ func (s *Server) routes() chi.Router {
 	r.Group(func(r chi.Router) {
 		r.Use(s.authenticate)
 		r.Post("/v1/chat/completions", s.chatCompletions)
+		r.Post("/v1/embeddings", s.embeddings)
 		r.Get("/v1/models", s.listModels)
+	})
+	// The Messages API, as Anthropic clients call it (Claude Code adds
+	// ?beta=true, which routing ignores).
+	r.Group(func(r chi.Router) {
+		r.Use(s.authenticateMessages)
+		r.Post("/v1/messages", s.messages)
 	})
 	r.Get("/api/v1/analytics/invocations", s.invocations)
 	adminAPI := s.adminHandler()

@@ -8,7 +8,9 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/gateway/requestlog"
+	"github.com/sluicegw/sluice/snapshot"
 )
 
 // The spans of the request path (when tracing is on, see gateway/telemetry):
@@ -47,8 +49,20 @@ const (
 	attrServedProvide = attribute.Key("sluice.served_provider")
 )
 
-// opChat is gen_ai.operation.name of a chat completion.
-const opChat = "chat"
+// gen_ai.operation.name of the APIs: chat for chat completions and the
+// Messages API alike, embeddings for embeddings.
+const (
+	opChat       = "chat"
+	opEmbeddings = "embeddings"
+)
+
+// operation is the request's gen_ai.operation.name.
+func (t *turn) operation() string {
+	if t.api == connectors.APIEmbeddings {
+		return opEmbeddings
+	}
+	return opChat
+}
 
 // maxContentAttr bounds a captured message attribute.
 const maxContentAttr = 64 << 10
@@ -60,8 +74,9 @@ func (s *Server) startSpan(r *http.Request, t *turn) {
 		return
 	}
 	ctx := s.tracing.Extract(r.Context(), r.Header)
-	t.spanCtx, t.span = s.tracing.Tracer().Start(ctx, opChat, trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithTimestamp(t.start), trace.WithAttributes(attrOperation.String(opChat), attrRequestID.String(t.id)))
+	op := t.operation()
+	t.spanCtx, t.span = s.tracing.Tracer().Start(ctx, op, trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithTimestamp(t.start), trace.WithAttributes(attrOperation.String(op), attrRequestID.String(t.id)))
 }
 
 // startAttemptSpan opens an attempt's client span; the exchange writes its
@@ -70,8 +85,9 @@ func (s *Server) startAttemptSpan(t *turn, a *attempt) {
 	if t.span == nil {
 		return
 	}
-	a.spanCtx, a.span = s.tracing.Tracer().Start(t.spanCtx, opChat+" "+a.target.Model, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attrOperation.String(opChat), attrRequestModel.String(a.target.Model),
+	op := t.operation()
+	a.spanCtx, a.span = s.tracing.Tracer().Start(t.spanCtx, op+" "+a.target.Model, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attrOperation.String(op), attrRequestModel.String(a.target.Model),
 			attrProvider.String(a.compiled.Upstream.Config.Connector), attrUpstream.String(a.target.Upstream)))
 }
 
@@ -112,7 +128,7 @@ func (s *Server) endSpan(t *turn, r *requestlog.Row) {
 	}
 	sp := t.span
 	if r.DecidedModel != "" {
-		sp.SetName(opChat + " " + r.DecidedModel)
+		sp.SetName(t.operation() + " " + r.DecidedModel)
 	}
 	attrs := []attribute.KeyValue{
 		attrRequestModel.String(r.DecidedModel), attrHTTPStatus.Int(r.Status),
@@ -134,7 +150,7 @@ func (s *Server) endSpan(t *turn, r *requestlog.Row) {
 		sp.SetStatus(codes.Error, et)
 	}
 	if s.tracing.CaptureContent() && t.req != nil {
-		attrs = append(attrs, attrInputMessages.String(bounded(t.req.Body["messages"])))
+		attrs = append(attrs, attrInputMessages.String(bounded(snapshot.PromptOf(t.req.Body))))
 		if a := t.final; a != nil && a.out.answered && a.out.body != nil {
 			attrs = append(attrs, attrOutputMsgs.String(bounded(a.out.body)))
 		}

@@ -28,6 +28,16 @@ func BearerToken(r *http.Request) string {
 	return strings.TrimSpace(h[7:])
 }
 
+// APIKey returns the key an Anthropic client sends: the x-api-key header
+// (trimmed), else the bearer token (Claude Code sends its auth token so), or
+// "".
+func APIKey(r *http.Request) string {
+	if k := strings.TrimSpace(r.Header.Get("X-Api-Key")); k != "" {
+		return k
+	}
+	return BearerToken(r)
+}
+
 // Key returns the key whose secret this is, or nil. The secret is hashed as
 // sluice.toml stores it ([profiles.HashSecret]) and the stored hash is
 // compared in constant time.

@@ -1,18 +1,24 @@
 // Package apierr is the one place that maps sluice's stable error codes to
-// HTTP statuses and renders OpenAI-style error bodies:
+// HTTP statuses and renders error bodies: OpenAI-style for the OpenAI APIs,
 //
 //	{"error": {"message": "...", "type": "...", "code": "...", "param": null}}
+//
+// and in the Anthropic Messages API's shape for POST /v1/messages, with the
+// stable code beside the members its clients read:
+//
+//	{"type": "error", "error": {"type": "permission_error", "message": "...", "code": "model_forbidden"}}
 //
 // Only errors built here reach a caller with their message; anything else is
 // a generic 500 whose detail stays in the log.
 package apierr
 
 import (
-	"github.com/sluicegw/sluice/compiler"
-
 	"encoding/json"
 	"errors"
 	"net/http"
+
+	"github.com/sluicegw/sluice/compiler"
+	"github.com/sluicegw/sluice/connectors"
 )
 
 // Stable codes the gateway answers with (in addition to the compiler's and
@@ -43,6 +49,8 @@ const (
 	CodeValidation            = "validation_failed"
 	CodeServiceUnavailable    = "service_unavailable"
 	CodePermissionDenied      = "permission_denied"
+	CodeModelKindMismatch     = compiler.CodeModelKindMismatch
+	CodeAPIUnsupported        = compiler.CodeAPIUnsupported
 )
 
 // statuses maps every code to its HTTP status; a code missing here is a bug
@@ -76,6 +84,10 @@ var statuses = map[string]int{
 	CodeUnknownModel:          http.StatusNotFound,
 	CodeAllTargetsRestricted:  http.StatusUnprocessableEntity,
 	CodeValidation:            http.StatusUnprocessableEntity,
+	// The request's model does another kind of work than its API.
+	CodeModelKindMismatch: http.StatusBadRequest,
+	// The upstream does not serve the request's API at all.
+	CodeAPIUnsupported: http.StatusUnprocessableEntity,
 }
 
 // types maps statuses to the OpenAI error "type" field.
@@ -155,6 +167,24 @@ func (e *Error) Body() []byte {
 	}
 	b, _ := json.Marshal(body{Error: be})
 	return b
+}
+
+// MessagesBody renders the error in the Anthropic Messages API's shape: the
+// error type the API documents for the status (see
+// [connectors.ErrorTypeForStatus]), the message, and sluice's stable code
+// in error.code, a member the API's clients ignore and keep.
+func (e *Error) MessagesBody() []byte {
+	b, _ := json.Marshal(connectors.ErrorEvent(connectors.ErrorTypeForStatus(e.Status()), e.Message, e.Code))
+	return b
+}
+
+// WriteMessages sends the error as the response in the Messages API's shape.
+func WriteMessages(w http.ResponseWriter, e *Error) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(e.Status())
+	_, _ = w.Write(e.MessagesBody())
 }
 
 // FromRefusal is the caller's error for a compiler's refusal (the check's,

@@ -1,7 +1,8 @@
-// Package request parses an OpenAI chat-completions request body into what
-// the rest of the request path needs, refusing what must not pass: invalid
-// JSON, a missing model or messages, an upstream's raw routing fields, and an
-// invalid routing object.
+// Package request parses a request body — an OpenAI chat-completions
+// request, an Anthropic Messages request or an OpenAI embeddings request —
+// into what the rest of the request path needs, refusing what must not
+// pass: invalid JSON, a missing model, messages or input, an upstream's raw
+// routing fields, and an invalid routing object.
 package request
 
 import (
@@ -16,11 +17,14 @@ import (
 	"github.com/sluicegw/sluice/profiles"
 )
 
-// Request is a parsed chat-completions request.
+// Request is a parsed request.
 type Request struct {
-	// Body holds the top-level members to forward; sluice's own "routing"
-	// member is removed.
+	// Body holds the top-level members to forward, in the shape of the API
+	// the request came in on; sluice's own "routing" member is removed.
 	Body connectors.Body
+	// Inbound is the API the request came in on when it is not chat
+	// completions (nil for chat completions).
+	Inbound *connectors.Inbound
 	// Model is the requested model or route alias, lower-cased.
 	Model string
 	// Stream reports "stream": true.
@@ -32,24 +36,12 @@ type Request struct {
 	PromptTokens int
 }
 
-// Parse parses and validates a request body.
+// Parse parses and validates a chat-completions request body.
 func Parse(raw []byte) (*Request, *apierr.Error) {
-	body, err := connectors.ParseBody(raw)
-	if err != nil {
-		return nil, &apierr.Error{Code: apierr.CodeInvalidJSON, Message: "request body is not a JSON object: " + err.Error()}
+	r, body, e := parseCommon(raw)
+	if e != nil {
+		return nil, e
 	}
-	for _, f := range profiles.RawRoutingFields {
-		if _, ok := body[f]; ok {
-			return nil, &apierr.Error{Code: apierr.CodeRawRoutingField, Param: "/" + f,
-				Message: fmt.Sprintf("%q is an upstream's own routing field and is not accepted; express routing preferences with the \"routing\" object", f)}
-		}
-	}
-	r := &Request{Body: body}
-	var model string
-	if err := json.Unmarshal(body["model"], &model); err != nil || strings.TrimSpace(model) == "" {
-		return nil, &apierr.Error{Code: apierr.CodeInvalidRequest, Param: "/model", Message: "\"model\" must be a non-empty string"}
-	}
-	r.Model = strings.ToLower(strings.TrimSpace(model))
 	msgs := bytes.TrimSpace(body["messages"])
 	// An array with at least one element: after '[', something other than
 	// whitespace before ']' ("[ ]" is as empty as "[]").
@@ -57,11 +49,129 @@ func Parse(raw []byte) (*Request, *apierr.Error) {
 		return nil, &apierr.Error{Code: apierr.CodeInvalidRequest, Param: "/messages", Message: "\"messages\" must be a non-empty array"}
 	}
 	r.PromptTokens = failover.EstimateTokens(msgs)
-	if s, ok := body["stream"]; ok {
-		if err := json.Unmarshal(s, &r.Stream); err != nil {
-			return nil, &apierr.Error{Code: apierr.CodeInvalidRequest, Param: "/stream", Message: "\"stream\" must be a boolean"}
+	if e := r.parseStream(body); e != nil {
+		return nil, e
+	}
+	return r, nil
+}
+
+// ParseMessages parses and validates an Anthropic Messages API request body;
+// beta holds the caller's anthropic-beta header values. A request the
+// Messages API itself would refuse is refused here, with the JSON pointer of
+// the member at fault; one that uses what the chat-completions shape cannot
+// carry is accepted, and refused only by the upstreams that would need that
+// translation (see [connectors.Inbound]).
+func ParseMessages(raw []byte, beta []string) (*Request, *apierr.Error) {
+	r, body, e := parseCommon(raw)
+	if e != nil {
+		return nil, e
+	}
+	untranslatable, te := connectors.ParseMessages(body)
+	if te != nil {
+		return nil, &apierr.Error{Code: te.Code, Param: te.Param, Message: te.Message}
+	}
+	var model string
+	_ = json.Unmarshal(body["model"], &model)
+	r.Inbound = &connectors.Inbound{API: connectors.APIMessages, Model: strings.TrimSpace(model), Beta: beta, Untranslatable: untranslatable}
+	r.PromptTokens = failover.EstimateTokens(body["messages"]) + failover.EstimateTokens(body["system"])
+	if e := r.parseStream(body); e != nil {
+		return nil, e
+	}
+	return r, nil
+}
+
+// ParseEmbeddings parses and validates an OpenAI embeddings request body:
+// input a string, an array of strings, an array of token ids or an array of
+// such arrays, never empty; encoding_format "float" or "base64";
+// dimensions a positive integer; user a string.
+func ParseEmbeddings(raw []byte) (*Request, *apierr.Error) {
+	r, body, e := parseCommon(raw)
+	if e != nil {
+		return nil, e
+	}
+	tokens, ok := inputTokens(body["input"])
+	if !ok {
+		return nil, &apierr.Error{Code: apierr.CodeInvalidRequest, Param: "/input",
+			Message: "\"input\" must be a non-empty string, array of strings, array of token ids or array of token-id arrays"}
+	}
+	r.PromptTokens = tokens
+	if v, ok := body["encoding_format"]; ok {
+		var f string
+		if json.Unmarshal(v, &f) != nil || (f != "float" && f != "base64") {
+			return nil, &apierr.Error{Code: apierr.CodeInvalidRequest, Param: "/encoding_format", Message: "\"encoding_format\" must be \"float\" or \"base64\""}
 		}
 	}
+	if v, ok := body["dimensions"]; ok {
+		var n int64
+		if json.Unmarshal(v, &n) != nil || n < 1 {
+			return nil, &apierr.Error{Code: apierr.CodeInvalidRequest, Param: "/dimensions", Message: "\"dimensions\" must be a positive integer"}
+		}
+	}
+	if v, ok := body["user"]; ok {
+		var u string
+		if json.Unmarshal(v, &u) != nil {
+			return nil, &apierr.Error{Code: apierr.CodeInvalidRequest, Param: "/user", Message: "\"user\" must be a string"}
+		}
+	}
+	if v, ok := body["stream"]; ok && string(bytes.TrimSpace(v)) != "false" {
+		return nil, &apierr.Error{Code: apierr.CodeUnsupportedParameter, Param: "/stream", Message: "embeddings are not streamed"}
+	}
+	r.Inbound = &connectors.Inbound{API: connectors.APIEmbeddings}
+	return r, nil
+}
+
+// inputTokens checks an embeddings input and estimates its size in tokens:
+// strings by their length, token ids by their count.
+func inputTokens(v json.RawMessage) (int, bool) {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return failover.EstimateTokens([]byte(s)), s != ""
+	}
+	var strs []string
+	if json.Unmarshal(v, &strs) == nil {
+		n := 0
+		for _, s := range strs {
+			n += failover.EstimateTokens([]byte(s))
+		}
+		return n, len(strs) > 0
+	}
+	var ids []int64
+	if json.Unmarshal(v, &ids) == nil {
+		return len(ids), len(ids) > 0
+	}
+	var batches [][]int64
+	if json.Unmarshal(v, &batches) == nil && len(batches) > 0 {
+		n := 0
+		for _, b := range batches {
+			if len(b) == 0 {
+				return 0, false
+			}
+			n += len(b)
+		}
+		return n, true
+	}
+	return 0, false
+}
+
+// parseCommon reads what every API's body shares: a JSON object without an
+// upstream's raw routing fields, a model, and sluice's routing object.
+func parseCommon(raw []byte) (*Request, connectors.Body, *apierr.Error) {
+	body, err := connectors.ParseBody(raw)
+	if err != nil {
+		return nil, nil, &apierr.Error{Code: apierr.CodeInvalidJSON, Message: "request body is not a JSON object: " + err.Error()}
+	}
+	for _, f := range profiles.RawRoutingFields {
+		if _, ok := body[f]; ok {
+			return nil, nil, &apierr.Error{Code: apierr.CodeRawRoutingField, Param: "/" + f,
+				Message: fmt.Sprintf("%q is an upstream's own routing field and is not accepted; express routing preferences with the \"routing\" object", f)}
+		}
+	}
+	r := &Request{Body: body}
+	var model string
+	if err := json.Unmarshal(body["model"], &model); err != nil || strings.TrimSpace(model) == "" {
+		return nil, nil, &apierr.Error{Code: apierr.CodeInvalidRequest, Param: "/model", Message: "\"model\" must be a non-empty string"}
+	}
+	r.Model = strings.ToLower(strings.TrimSpace(model))
 	if rt, ok := body["routing"]; ok {
 		p, diags := profiles.ParseRouting(rt)
 		if len(diags) > 0 {
@@ -73,10 +183,20 @@ func Parse(raw []byte) (*Request, *apierr.Error) {
 			if len(diags) > 1 {
 				e.Message += fmt.Sprintf(" (and %d more; see details)", len(diags)-1)
 			}
-			return nil, e
+			return nil, nil, e
 		}
 		r.Routing = p
 		delete(body, "routing")
 	}
-	return r, nil
+	return r, body, nil
+}
+
+// parseStream reads "stream".
+func (r *Request) parseStream(body connectors.Body) *apierr.Error {
+	if s, ok := body["stream"]; ok {
+		if err := json.Unmarshal(s, &r.Stream); err != nil {
+			return &apierr.Error{Code: apierr.CodeInvalidRequest, Param: "/stream", Message: "\"stream\" must be a boolean"}
+		}
+	}
+	return nil
 }

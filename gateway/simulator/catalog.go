@@ -13,6 +13,9 @@ type Model struct {
 	ContextWindow int
 	// Endpoints are the providers serving the model, in catalog order.
 	Endpoints []Endpoint
+	// Embedding marks an embedding model: only the embeddings endpoints
+	// serve it.
+	Embedding bool
 }
 
 // Endpoint is one provider serving a model.
