@@ -20,6 +20,9 @@ const (
 	HeaderDegraded       = "X-Sluice-Degraded"
 	HeaderCache          = "X-Sluice-Cache"
 	HeaderSessionID      = "X-Session-Id"
+	// HeaderMessagesRequestID carries the request id again on the Messages
+	// API's answers, under the name Anthropic's clients read it by.
+	HeaderMessagesRequestID = "Request-Id"
 	// HeaderFallback is "true" on a non-streaming success that came from an
 	// attempt after the first (absent otherwise). Streams do not carry it:
 	// correlate them with their row by X-Request-Id.

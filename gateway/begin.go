@@ -66,6 +66,11 @@ func (s *Server) authenticateFor(api connectors.API, next http.Handler) http.Han
 		start := time.Now()
 		id := newRequestID(start)
 		w.Header().Set(HeaderRequestID, id)
+		if api == connectors.APIMessages {
+			// The id where Anthropic clients read a request's id (an SDK's
+			// _request_id, an error's requestID).
+			w.Header().Set(HeaderMessagesRequestID, id)
+		}
 		snap := s.snap.Load()
 		k := access.Key(snap.Config, secret(r))
 		if k == nil {

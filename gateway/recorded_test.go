@@ -87,15 +87,11 @@ func replayUpstream(t *testing.T) *httptest.Server {
 	return srv
 }
 
-// TestRecordedAnswers replays every answer the four upstreams were recorded
-// sending through the gateway and checks the request-log row a reviewer
-// reads — the catalog's model and provider with no switch reason, the
-// recorded usage, the cost from the right source — and that the caller sees
-// no upstream routing report. Every chat answer is replayed twice: to a
-// chat-completions request, and to a Messages API request, which the
-// Anthropic upstream's answers reach unchanged and the others' translated;
-// the embeddings answers to embeddings requests.
-func TestRecordedAnswers(t *testing.T) {
+// replayGateway is a gateway on testdata/recorded/config whose four
+// upstreams are one replay upstream, which serves the recorded answer each
+// request names in X-Replay (forwarded to it).
+func replayGateway(t *testing.T) (*gateway.Server, *httptest.Server) {
+	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(dir, os.DirFS(filepath.Join(recordedDir, "config"))))
 	toml, err := os.ReadFile(filepath.Join(dir, "sluice.toml"))
@@ -115,7 +111,19 @@ func TestRecordedAnswers(t *testing.T) {
 		defer cancel()
 		_ = srv.Close(ctx)
 	})
+	return srv, ts
+}
 
+// TestRecordedAnswers replays every answer the four upstreams were recorded
+// sending through the gateway and checks the request-log row a reviewer
+// reads — the catalog's model and provider with no switch reason, the
+// recorded usage, the cost from the right source — and that the caller sees
+// no upstream routing report. Every chat answer is replayed twice: to a
+// chat-completions request, and to a Messages API request, which the
+// Anthropic upstream's answers reach unchanged and the others' translated;
+// the embeddings answers to embeddings requests.
+func TestRecordedAnswers(t *testing.T) {
+	srv, ts := replayGateway(t)
 	ran := 0
 	for _, kind := range []string{"openrouter", "vercel", "openai", "anthropic", "embeddings"} {
 		raw, err := os.ReadFile(filepath.Join(recordedDir, kind, "cases.json"))
