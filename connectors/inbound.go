@@ -26,16 +26,22 @@ const (
 	APIMessages
 	// APIEmbeddings is POST /v1/embeddings, the OpenAI embeddings API.
 	APIEmbeddings
+	// APICountTokens is POST /v1/messages/count_tokens, the Messages API's
+	// token count: an upstream that speaks the Messages API counts it,
+	// nothing is sent to any other (the gateway estimates).
+	APICountTokens
 )
 
 // String returns the API's name as the request log records it: "chat",
-// "messages" or "embeddings".
+// "messages", "embeddings" or "count_tokens".
 func (a API) String() string {
 	switch a {
 	case APIMessages:
 		return "messages"
 	case APIEmbeddings:
 		return "embeddings"
+	case APICountTokens:
+		return "count_tokens"
 	}
 	return "chat"
 }
@@ -154,9 +160,24 @@ func TranslateFor(c Connector, in *Inbound, body Body, plan *compiler.Plan, out 
 		if e, ok := c.(embedder); ok {
 			return e.translateEmbeddings(body, plan, out)
 		}
+	case APICountTokens:
+		if n, ok := c.(messagesNative); ok {
+			native, err := n.translateMessages(in, body, out)
+			if err == nil {
+				native.Path = CountTokensPath
+			}
+			return native, err
+		}
+		// No other upstream counts a Messages request: nothing is sent.
+		return &Native{Header: noHeaders}, nil
 	}
 	return c.Translate(body, plan, out)
 }
+
+// CountTokensPath is the Messages API's token count, relative to the
+// upstream's base URL. A count's [Native] for any other upstream has no
+// path: nothing is sent, and the gateway estimates.
+const CountTokensPath = "/messages/count_tokens"
 
 // Respond reads a successful non-streaming answer of a call: who served,
 // and the answer in the shape of the API the request came in on.

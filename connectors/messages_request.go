@@ -73,6 +73,20 @@ func ParseMessages(body Body) (untranslatable, err *TranslateError) {
 	return nil, te
 }
 
+// ParseCountTokens is [ParseMessages] for a token count, whose request is a
+// Messages request without max_tokens.
+func ParseCountTokens(body Body) (untranslatable, err *TranslateError) {
+	if _, ok := body["max_tokens"]; ok {
+		return nil, invalidRequest("/max_tokens", "a token count takes no max_tokens")
+	}
+	withCap := make(Body, len(body)+1)
+	for k, v := range body {
+		withCap[k] = v
+	}
+	withCap["max_tokens"] = json.RawMessage("1")
+	return ParseMessages(withCap)
+}
+
 func asTranslateError(err error, te **TranslateError) bool {
 	t, ok := err.(*TranslateError)
 	if ok {

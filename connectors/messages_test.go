@@ -575,3 +575,28 @@ func TestMessagesError(t *testing.T) {
 		assert.JSONEq(t, tc.want, string(MessagesError(tc.status, []byte(tc.body))))
 	}
 }
+
+// A token count goes to the count's path of an upstream that speaks the
+// Messages API, without max_tokens; any other upstream is sent nothing.
+func TestCountTokensTranslate(t *testing.T) {
+	body, err := ParseBody([]byte(`{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"hi"}]}`))
+	require.NoError(t, err)
+	untranslatable, perr := ParseCountTokens(body)
+	require.Nil(t, perr)
+	require.Nil(t, untranslatable)
+	in := &Inbound{API: APICountTokens}
+	call := anthTestCall()
+	native, err := TranslateFor(anthTestConnector(), in, body, call.Plan, call.Outcome)
+	require.NoError(t, err)
+	assert.Equal(t, CountTokensPath, native.Path)
+	assert.JSONEq(t, `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"hi"}]}`, string(native.Body))
+	conn, _ := New("openrouter")
+	native, err = TranslateFor(conn, in, body, call.Plan, call.Outcome)
+	require.NoError(t, err)
+	assert.Empty(t, native.Path)
+	assert.Empty(t, native.Body)
+
+	_, perr = ParseCountTokens(Body{"model": json.RawMessage(`"m"`), "max_tokens": json.RawMessage(`1`), "messages": json.RawMessage(`[{"role":"user","content":"x"}]`)})
+	require.NotNil(t, perr)
+	assert.Equal(t, "/max_tokens", perr.Param)
+}

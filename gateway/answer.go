@@ -20,6 +20,9 @@ const (
 	HeaderDegraded       = "X-Sluice-Degraded"
 	HeaderCache          = "X-Sluice-Cache"
 	HeaderSessionID      = "X-Session-Id"
+	// HeaderCountEstimated is "true" on a token count sluice estimated
+	// rather than the upstream counted (absent otherwise).
+	HeaderCountEstimated = "X-Sluice-Count-Estimated"
 	// HeaderMessagesRequestID carries the request id again on the Messages
 	// API's answers, under the name Anthropic's clients read it by.
 	HeaderMessagesRequestID = "Request-Id"
@@ -214,9 +217,14 @@ func (sa *streamAnswer) cut() {
 
 func writeError(w http.ResponseWriter, e *apierr.Error) { apierr.Write(w, e) }
 
+// messagesShape reports whether an API answers in the Messages API's shape.
+func messagesShape(api connectors.API) bool {
+	return api == connectors.APIMessages || api == connectors.APICountTokens
+}
+
 // writeAPIError writes an error in the shape of the request's API.
 func writeAPIError(w http.ResponseWriter, api connectors.API, e *apierr.Error) {
-	if api == connectors.APIMessages {
+	if messagesShape(api) {
 		apierr.WriteMessages(w, e)
 		return
 	}

@@ -58,7 +58,7 @@ func (s *Server) authenticateMessages(next http.Handler) http.Handler {
 // authenticateFor authenticates a request of an API.
 func (s *Server) authenticateFor(api connectors.API, next http.Handler) http.Handler {
 	secret, hint := access.BearerToken, "send Authorization: Bearer <key>"
-	if api == connectors.APIMessages {
+	if messagesShape(api) {
 		secret, hint = access.APIKey, "send x-api-key: <key> or Authorization: Bearer <key>"
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -66,7 +66,7 @@ func (s *Server) authenticateFor(api connectors.API, next http.Handler) http.Han
 		start := time.Now()
 		id := newRequestID(start)
 		w.Header().Set(HeaderRequestID, id)
-		if api == connectors.APIMessages {
+		if messagesShape(api) {
 			// The id where Anthropic clients read a request's id (an SDK's
 			// _request_id, an error's requestID).
 			w.Header().Set(HeaderMessagesRequestID, id)
@@ -150,6 +150,9 @@ func (s *Server) parseAPI(r *http.Request, t *turn, body []byte) (*request.Reque
 	switch t.api {
 	case connectors.APIMessages:
 		req, perr = request.ParseMessages(body, r.Header.Values("Anthropic-Beta"))
+		own = "anthropic"
+	case connectors.APICountTokens:
+		req, perr = request.ParseCountTokens(body, r.Header.Values("Anthropic-Beta"))
 		own = "anthropic"
 	case connectors.APIEmbeddings:
 		req, perr = request.ParseEmbeddings(body)

@@ -27,7 +27,7 @@ const inboundCases = "../testdata/inbound"
 // inboundCase is one request through the gateway on the Messages or the
 // embeddings API, against the simulator, and what must come of it.
 type inboundCase struct {
-	// API is "messages", "embeddings" or "chat".
+	// API is "messages", "count_tokens", "embeddings" or "chat".
 	API string `json:"api"`
 	// Key is the demo key sending it: chat (team ml, the marketplace),
 	// batch (team ml, OpenAI), finance (the Vercel AI Gateway), research,
@@ -41,6 +41,9 @@ type inboundCase struct {
 	Body    json.RawMessage   `json:"body"`
 
 	Status int `json:"status"`
+	// Header holds answer headers that must have these values ("" for
+	// absent).
+	Header map[string]string `json:"header"`
 	// Error is the error body's type and sluice code (either may be "").
 	Error *struct {
 		Type string `json:"type"`
@@ -92,14 +95,15 @@ func TestInboundCases(t *testing.T) {
 
 func runInboundCase(t *testing.T, h *harness, c inboundCase) {
 	t.Helper()
-	path := map[string]string{"messages": "/v1/messages", "embeddings": "/v1/embeddings", "chat": "/v1/chat/completions"}[c.API]
+	path := map[string]string{"messages": "/v1/messages", "count_tokens": "/v1/messages/count_tokens",
+		"embeddings": "/v1/embeddings", "chat": "/v1/chat/completions"}[c.API]
 	require.NotEmpty(t, path, "api %q", c.API)
 	secret, ok := inboundSecrets[c.Key]
 	require.True(t, ok, "key %q", c.Key)
 	auth := c.Auth
 	if auth == "" {
 		auth = "bearer"
-		if c.API == "messages" {
+		if c.API == "messages" || c.API == "count_tokens" {
 			auth = "x-api-key"
 		}
 	}
@@ -117,6 +121,9 @@ func runInboundCase(t *testing.T, h *harness, c inboundCase) {
 	resp, answer := h.do(http.MethodPost, path+c.Query, "", string(c.Body), hdr...)
 	require.Equal(t, c.Status, resp.StatusCode, "%s", answer)
 	text := string(answer)
+	for k, v := range c.Header {
+		assert.Equal(t, v, resp.Header.Get(k), "header %s", k)
+	}
 	for _, s := range c.Contains {
 		assert.Contains(t, text, s)
 	}
@@ -132,7 +139,7 @@ func runInboundCase(t *testing.T, h *harness, c inboundCase) {
 			} `json:"error"`
 		}
 		require.NoError(t, json.Unmarshal(answer, &e), text)
-		if c.API == "messages" {
+		if c.API == "messages" || c.API == "count_tokens" {
 			assert.Equal(t, "error", e.Type, "the Messages API's error shape")
 		}
 		if c.Error.Type != "" {

@@ -240,6 +240,7 @@ func (s *Server) routes() chi.Router {
 	r.Group(func(r chi.Router) {
 		r.Use(s.authenticateMessages)
 		r.Post("/v1/messages", s.messages)
+		r.Post("/v1/messages/count_tokens", s.countTokens)
 	})
 	r.Get("/api/v1/analytics/invocations", s.invocations)
 	adminAPI := s.adminHandler()

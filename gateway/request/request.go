@@ -80,6 +80,24 @@ func ParseMessages(raw []byte, beta []string) (*Request, *apierr.Error) {
 	return r, nil
 }
 
+// ParseCountTokens parses and validates a Messages API token-count body: a
+// Messages request without max_tokens.
+func ParseCountTokens(raw []byte, beta []string) (*Request, *apierr.Error) {
+	r, body, e := parseCommon(raw)
+	if e != nil {
+		return nil, e
+	}
+	untranslatable, te := connectors.ParseCountTokens(body)
+	if te != nil {
+		return nil, &apierr.Error{Code: te.Code, Param: te.Param, Message: te.Message}
+	}
+	var model string
+	_ = json.Unmarshal(body["model"], &model)
+	r.Inbound = &connectors.Inbound{API: connectors.APICountTokens, Model: strings.TrimSpace(model), Beta: beta, Untranslatable: untranslatable}
+	r.PromptTokens = failover.EstimateTokens(body["messages"]) + failover.EstimateTokens(body["system"]) + failover.EstimateTokens(body["tools"])
+	return r, nil
+}
+
 // ParseEmbeddings parses and validates an OpenAI embeddings request body:
 // input a string, an array of strings, an array of token ids or an array of
 // such arrays, never empty; encoding_format "float" or "base64";

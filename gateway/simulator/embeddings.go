@@ -35,11 +35,13 @@ type embeddingsRequest struct {
 // none: short, so that bodies stay small in tests.
 const defaultDimensions = 8
 
-// embeddingsRoutes adds the embeddings endpoints.
-func (s *Server) embeddingsRoutes(mux *http.ServeMux) {
+// inboundRoutes adds the endpoints beside chat: the embeddings endpoints
+// and Anthropic's token count.
+func (s *Server) inboundRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /openrouter/api/v1/embeddings", s.track(s.handleOREmbeddings))
 	mux.HandleFunc("POST /vercel/v1/embeddings", s.track(s.handleVercelEmbeddings))
 	mux.HandleFunc("POST /openai/v1/embeddings", s.track(s.handleOpenAIEmbeddings))
+	mux.HandleFunc("POST /anthropic/v1/messages/count_tokens", s.track(s.handleAnthropicCount))
 }
 
 // inputs returns the input's items (texts, or token ids as text) and its

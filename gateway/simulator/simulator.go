@@ -332,7 +332,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /vercel/v1/chat/completions", s.track(s.handleVercel))
 	mux.HandleFunc("POST /openai/v1/chat/completions", s.track(s.handleOpenAI))
 	mux.HandleFunc("POST /anthropic/v1/messages", s.track(s.handleAnthropic))
-	s.embeddingsRoutes(mux)
+	s.inboundRoutes(mux)
 	return mux
 }
 

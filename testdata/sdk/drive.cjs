@@ -22,6 +22,10 @@ async function main() {
         const value = await client.messages.create(spec.params);
         return out({ value, requestID: value._request_id });
       }
+      if (spec.call === 'messages.countTokens') {
+        const value = await client.messages.countTokens(spec.params);
+        return out({ value, requestID: value._request_id });
+      }
       if (spec.call === 'messages.stream') {
         const stream = client.messages.stream(spec.params);
         const events = [];
