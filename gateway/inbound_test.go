@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -194,4 +195,41 @@ func eventNames(b []byte) []string {
 		}
 	}
 	return out
+}
+
+// A budget lowers the token cap of a Messages request passed natively, in
+// the caller's own body, and a capped answer is not kept; an uncapped one is
+// replayed to the same Messages request, and only to it.
+func TestMessagesBudgetCapAndCache(t *testing.T) {
+	claude := "[[keys]]\nid = \"k-claude\"\nsha256 = \"" + profiles.HashSecret(secretClaude) +
+		"\"\norg = \"acme\"\nteam = \"ml\"\nproject = \"claude-code\"\nupstream = \"anthropic\"\nmonthly_budget_usd = 0.001\n\n"
+	h := newHarness(t, [2]string{"[[keys]]\nid = \"k-analyst\"", claude + "[[keys]]\nid = \"k-analyst\""})
+	send := func(maxTokens int) (*http.Response, []byte) {
+		body := `{"model":"claude-haiku-4-5","max_tokens":` + strconv.Itoa(maxTokens) + `,"messages":[{"role":"user","content":"Hello"}]}`
+		return h.do(http.MethodPost, "/v1/messages", "", body, "Content-Type", "application/json", "x-api-key", secretClaude)
+	}
+
+	h.sent.take()
+	resp, raw := send(100000)
+	require.Equal(t, 200, resp.StatusCode, string(raw))
+	sent := h.sent.take()
+	require.Len(t, sent, 1)
+	var native struct {
+		MaxTokens int `json:"max_tokens"`
+	}
+	require.NoError(t, json.Unmarshal(sent[0].Body, &native))
+	assert.Greater(t, native.MaxTokens, 0)
+	assert.Less(t, native.MaxTokens, 1000, "the budget pays for at most ~200 output tokens at $5/M")
+	resp, _ = send(100000)
+	assert.Empty(t, resp.Header.Get("X-Sluice-Cache"), "a capped answer is not kept")
+
+	resp, _ = send(20)
+	require.Empty(t, resp.Header.Get("X-Sluice-Cache"))
+	resp, raw = send(20)
+	require.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, "hit", resp.Header.Get("X-Sluice-Cache"))
+	assert.Contains(t, string(raw), `"type":"message"`, "the Messages answer is replayed")
+	row := h.row(resp.Header.Get("X-Request-Id"))
+	assert.True(t, row.CacheHit)
+	assert.Equal(t, "messages", row.API)
 }
