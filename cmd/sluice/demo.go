@@ -27,10 +27,14 @@ type demoStep struct {
 	secret  string
 	body    string
 	headers map[string]string
+	// path is the API called; default /v1/chat/completions. The Messages
+	// API's steps send the key as Anthropic clients do (x-api-key).
+	path string
 }
 
 // demoSteps exercise each outcome a compliance reviewer reads about: plain,
-// degraded, refused, a fallback chain firing, a cache hit, and a stream.
+// degraded, refused, a fallback chain firing, a cache hit, a stream, and
+// the other two APIs on the same policy.
 var demoSteps = []demoStep{
 	{title: "plain: ml team, openai/gpt-4o on the marketplace (its preferred order leaves the project's ranking inert there: recorded)", secret: "sk-sluice-demo-chat",
 		body: `{"model":"openai/gpt-4o","messages":[{"role":"user","content":"Summarise our Q3 incidents."}]}`},
@@ -47,6 +51,10 @@ var demoSteps = []demoStep{
 		body: `{"model":"openai/gpt-4o","messages":[{"role":"user","content":"Summarise our Q3 incidents."}]}`},
 	{title: "stream: research team, filtered upstream, streamed chunk by chunk", secret: "sk-sluice-demo-research",
 		body: `{"model":"anthropic/claude-haiku-4.5","stream":true,"messages":[{"role":"user","content":"Explain the study design."}]}`},
+	{title: "Messages API: an Anthropic client (as Claude Code: x-api-key, Anthropic's model id) on the marketplace, translated both ways", secret: "sk-sluice-demo-chat",
+		path: "/v1/messages", body: `{"model":"claude-sonnet-4-5","max_tokens":512,"messages":[{"role":"user","content":"Review this diff."}]}`},
+	{title: "embeddings: ml team, the team's provider order on the marketplace, recorded with the input's tokens", secret: "sk-sluice-demo-chat",
+		path: "/v1/embeddings", body: `{"model":"openai/text-embedding-3-small","input":["incident 1412","incident 1413"]}`},
 }
 
 func runDemo(env *cliEnv, args []string) int {
@@ -147,8 +155,17 @@ func runDemo(env *cliEnv, args []string) int {
 // demoRequest sends one step and describes the answer in a line. ok reports
 // whether the outcome is the one the step's title promises.
 func demoRequest(client *http.Client, base string, st demoStep) (string, bool) {
-	req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", bytes.NewReader([]byte(st.body)))
-	req.Header.Set("Authorization", "Bearer "+st.secret)
+	path := st.path
+	if path == "" {
+		path = "/v1/chat/completions"
+	}
+	req, _ := http.NewRequest(http.MethodPost, base+path, bytes.NewReader([]byte(st.body)))
+	if path == "/v1/messages" {
+		req.Header.Set("x-api-key", st.secret)
+		req.Header.Set("anthropic-version", "2023-06-01")
+	} else {
+		req.Header.Set("Authorization", "Bearer "+st.secret)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range st.headers {
 		req.Header.Set(k, v)
@@ -171,12 +188,26 @@ func demoRequest(client *http.Client, base string, st demoStep) (string, bool) {
 		chunks := strings.Count(string(raw), "data: ")
 		return fmt.Sprintf("200 stream: %d events, ends with [DONE]: %t (request %s)", chunks, strings.Contains(string(raw), "data: [DONE]"), h.Get(gateway.HeaderRequestID)), strings.Contains(string(raw), "[DONE]")
 	default:
-		line := fmt.Sprintf("200 served by %s via %s", h.Get(gateway.HeaderServedModel), h.Get(gateway.HeaderServedProvider))
+		line := "200 served by " + h.Get(gateway.HeaderServedModel)
+		if p := h.Get(gateway.HeaderServedProvider); p != "" {
+			line += " via " + p
+		} else {
+			line += " (the upstream did not say which provider)"
+		}
 		if d := h.Get(gateway.HeaderDegraded); d != "" {
 			line += ", degraded: " + d
 		}
 		if h.Get(gateway.HeaderCache) == "hit" {
 			line += " (from the response cache)"
+		}
+		var shape struct {
+			Type   string `json:"type"`
+			Object string `json:"object"`
+		}
+		if json.Unmarshal(raw, &shape) == nil && shape.Type == "message" {
+			line += " (a Messages API message)"
+		} else if shape.Object == "list" {
+			line += " (embeddings)"
 		}
 		return line, !strings.HasPrefix(st.title, "refused")
 	}
