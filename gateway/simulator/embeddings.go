@@ -145,30 +145,114 @@ func (s *Server) embeddingsModel(ref string) (*Model, bool) {
 	return m, ok && m.Embedding
 }
 
-// serveEmbeddings walks the candidates and answers with body(served, items, tokens).
+// serveEmbeddings tries the candidates in order, as the chat endpoints do:
+// each attempt's faults apply (a failing one moves on to the next
+// candidate), an input larger than the model's context window fails the
+// attempt, and the first that serves answers with body(served, items,
+// tokens). When none serves, the last failure is the answer. It walks on
+// its own rather than through the chat endpoints' walk, so that it depends
+// only on the fault machinery.
 func (s *Server) serveEmbeddings(w http.ResponseWriter, r *http.Request, kind string, hdr []Fault, q *embeddingsRequest, cands []candidate,
-	shape func(int, string) any, overflow func(*Model, int) failure, body func(c *candidate, items []string, tokens int) any) {
+	shape func(int, string) any, body func(c *candidate, items []string, tokens int) any) {
 	items, tokens, ok := q.inputs()
 	if !ok {
 		writeJSON(w, http.StatusBadRequest, shape(400, "'input' must be a non-empty string, array of strings or array of token ids"))
 		return
 	}
-	res, ok := s.serveWalk(w, r, kind, hdr, false, tokens, cands, shape, overflow)
-	if !ok {
-		return
+	var last *failure
+	for i := range cands {
+		c := &cands[i]
+		slug := c.ep.Slug()
+		delay, f := s.plan(hdr, c.model.Slug, slug)
+		if !s.sleep(r.Context(), delay) {
+			return // the caller went away
+		}
+		fs := ""
+		if f != nil {
+			fs = f.String()
+		}
+		switch {
+		case f != nil && f.failsAttempt():
+			x := s.failWith(f, shape, slug)
+			last = &x
+		case c.model.ContextWindow > 0 && tokens > c.model.ContextWindow:
+			b, _ := json.Marshal(shape(400, fmt.Sprintf("This model's maximum context length is %d tokens, however you requested %d tokens in your input.", c.model.ContextWindow, tokens)))
+			last = &failure{status: http.StatusBadRequest, body: b}
+		default:
+			s.record(Call{Kind: kind, Model: c.model.Slug, Provider: slug, Status: http.StatusOK, Fault: fs})
+			s.answerEmbeddings(w, r, f, body(c, items, tokens))
+			return
+		}
+		s.record(Call{Kind: kind, Model: c.model.Slug, Provider: slug, Status: last.status, Fault: fs})
 	}
-	b, err := json.Marshal(body(res.served, items, tokens))
+	if last != nil {
+		last.write(w)
+	}
+}
+
+// answerEmbeddings writes a served answer, unless a behaviour fault (hang,
+// garbage, cut, ...) takes the attempt over.
+func (s *Server) answerEmbeddings(w http.ResponseWriter, r *http.Request, f *Fault, answer any) {
+	b, err := json.Marshal(answer)
 	if err != nil {
 		simError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	if s.serveBehaviour(w, r, res.fault, false, b) {
+	if s.serveBehaviour(w, r, f, false, b) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", fmt.Sprint(len(b)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b)
+}
+
+// vercelEmbeddingEndpoints orders a model's endpoints as the gateway's
+// providerOptions say: only filters, sort ranks (catalog order by
+// default), order goes first and the other eligible providers follow.
+func vercelEmbeddingEndpoints(m *Model, g *vercelGateway) []Endpoint {
+	var eps []Endpoint
+	for _, e := range m.Endpoints {
+		if g != nil && len(g.Only) > 0 && !anyProvider(g.Only, e) {
+			continue
+		}
+		eps = append(eps, e)
+	}
+	if g == nil {
+		return eps
+	}
+	sortEndpoints(eps, vercelSort[g.Sort])
+	var first, rest []Endpoint
+	for _, ref := range g.Order {
+		for _, e := range eps {
+			if providerMatches(ref, e.Slug()) && !anyProvider(slugsOf(first), e) {
+				first = append(first, e)
+			}
+		}
+	}
+	for _, e := range eps {
+		if !anyProvider(slugsOf(first), e) {
+			rest = append(rest, e)
+		}
+	}
+	return append(first, rest...)
+}
+
+func anyProvider(refs []string, e Endpoint) bool {
+	for _, r := range refs {
+		if providerMatches(r, e.Slug()) {
+			return true
+		}
+	}
+	return false
+}
+
+func slugsOf(eps []Endpoint) []string {
+	out := make([]string, len(eps))
+	for i, e := range eps {
+		out[i] = e.Slug()
+	}
+	return out
 }
 
 func (s *Server) handleOpenAIEmbeddings(w http.ResponseWriter, r *http.Request) {
@@ -190,7 +274,7 @@ func (s *Server) handleOpenAIEmbeddings(w http.ResponseWriter, r *http.Request) 
 		}})
 		return
 	}
-	s.serveEmbeddings(w, r, KindOpenAI, hdr, &q, []candidate{{m, ep}}, openAIShape, openAIOverflow, func(c *candidate, items []string, tokens int) any {
+	s.serveEmbeddings(w, r, KindOpenAI, hdr, &q, []candidate{{m, ep}}, openAIShape, func(c *candidate, items []string, tokens int) any {
 		return orderedJSON{{"object", "list"}, {"data", embeddingData(&q, c.model.Slug, items)}, {"model", q.Model},
 			{"usage", orderedJSON{{"prompt_tokens", tokens}, {"total_tokens", tokens}}}}
 	})
@@ -222,10 +306,10 @@ func (s *Server) handleOREmbeddings(w http.ResponseWriter, r *http.Request) {
 		cands = append(cands, candidate{m, e})
 	}
 	if len(cands) == 0 {
-		writeJSON(w, http.StatusNotFound, orNoProviders(m, q.Provider))
+		writeJSON(w, http.StatusNotFound, orShape(404, fmt.Sprintf("No allowed providers are available for the selected model %s", m.Slug)))
 		return
 	}
-	s.serveEmbeddings(w, r, KindOpenRouter, hdr, &q, cands, orShape, orOverflow, func(c *candidate, items []string, tokens int) any {
+	s.serveEmbeddings(w, r, KindOpenRouter, hdr, &q, cands, orShape, func(c *candidate, items []string, tokens int) any {
 		return orderedJSON{{"id", s.nextID("gen-emb-sim-")}, {"object", "list"}, {"data", embeddingData(&q, c.model.Slug, items)},
 			{"model", c.model.Slug},
 			{"usage", orderedJSON{{"prompt_tokens", tokens}, {"total_tokens", tokens}, {"cost", cost(c.ep, tokens, 0)}}}}
@@ -253,14 +337,14 @@ func (s *Server) handleVercelEmbeddings(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	var cands []candidate
-	for _, e := range vercelEndpoints(m, g) {
+	for _, e := range vercelEmbeddingEndpoints(m, g) {
 		cands = append(cands, candidate{m, e})
 	}
 	if len(cands) == 0 {
 		writeJSON(w, http.StatusNotFound, vercelShape(404, fmt.Sprintf("No providers available for model '%s' with the requested provider options", q.Model)))
 		return
 	}
-	s.serveEmbeddings(w, r, KindVercel, hdr, &q, cands, vercelShape, vercelOverflow, func(c *candidate, items []string, tokens int) any {
+	s.serveEmbeddings(w, r, KindVercel, hdr, &q, cands, vercelShape, func(c *candidate, items []string, tokens int) any {
 		// The documented answer elides the routing report ("{ ... }"); the
 		// simulator writes the member the chat answers were recorded
 		// carrying there, the provider that served.

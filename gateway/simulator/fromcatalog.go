@@ -8,11 +8,12 @@ import "github.com/sluicegw/sluice/guardrails"
 func FromCatalog(cat *guardrails.Catalog) Config {
 	cfg := Config{}
 	for _, m := range cat.Models() {
-		sm := Model{Slug: m.Slug, ContextWindow: m.ContextWindow, Embedding: m.Embedding()}
+		sm := Model{Slug: m.Slug, ContextWindow: m.ContextWindow}
 		for _, e := range m.Endpoints {
 			sm.Endpoints = append(sm.Endpoints, Endpoint{Provider: e.Provider, Tag: e.Tag, PriceIn: e.PriceIn, PriceOut: e.PriceOut,
 				LatencyMs: float64(e.LatencyMS), ThroughputTPS: e.ThroughputTPS})
 		}
+		sm.Embedding = m.Embedding()
 		cfg.Models = append(cfg.Models, sm)
 	}
 	return cfg
