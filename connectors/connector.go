@@ -143,6 +143,10 @@ type Call struct {
 	// completions (nil for chat completions): the answer goes back in its
 	// shape.
 	Inbound *Inbound
+	// Resolve, when set, names a reported model id by the catalog's slug
+	// ("" when it names none), so that a translated Messages answer knows
+	// the model asked for under an upstream's dated or canonical id.
+	Resolve func(reported string) string
 }
 
 // Stream translates one streaming answer's server-sent events.

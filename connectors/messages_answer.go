@@ -119,6 +119,8 @@ func messageModel(call *Call, reported string) string {
 	switch {
 	case reported == "", reported == decided, reported == native, native != "" && guardrails.TrimVersion(reported) == native:
 		return call.Inbound.Model
+	case call.Resolve != nil && call.Resolve(reported) == decided:
+		return call.Inbound.Model
 	}
 	return reported
 }

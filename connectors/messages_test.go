@@ -600,3 +600,19 @@ func TestCountTokensTranslate(t *testing.T) {
 	require.NotNil(t, perr)
 	assert.Equal(t, "/max_tokens", perr.Param)
 }
+
+// A translated answer names the model as the caller wrote it when the
+// upstream reports the model asked for under another id the catalog knows.
+func TestMessagesModelNamedAsAsked(t *testing.T) {
+	call := msgTestCall()
+	assert.Equal(t, "claude-haiku-4-5", messageModel(call, "anthropic/claude-haiku-4.5"))
+	assert.Equal(t, "anthropic/claude-4.5-haiku-20251001", messageModel(call, "anthropic/claude-4.5-haiku-20251001"), "without the catalog's names")
+	call.Resolve = func(id string) string {
+		if id == "anthropic/claude-4.5-haiku-20251001" {
+			return "anthropic/claude-haiku-4.5"
+		}
+		return ""
+	}
+	assert.Equal(t, "claude-haiku-4-5", messageModel(call, "anthropic/claude-4.5-haiku-20251001"))
+	assert.Equal(t, "openai/gpt-4o", messageModel(call, "openai/gpt-4o"), "a substitution stays visible")
+}

@@ -103,6 +103,13 @@ func (s *Snapshot) CompileFor(plan *compiler.Plan, upstream string, body connect
 	c.Native = native
 	c.Outcome.Degraded = connectors.MergeDegraded(c.Outcome.Degraded, native)
 	c.Call = &connectors.Call{Plan: plan, Outcome: &c.Outcome, UsageAdded: native.UsageAdded, Inbound: in}
+	if in != nil && in.API == connectors.APIMessages && s.Catalog != nil {
+		cat, kind, direct := s.Catalog, u.Config.Connector, u.Check.Capabilities.DirectProvider
+		c.Call.Resolve = func(reported string) string {
+			slug, _ := cat.ReportedModel(kind, direct, reported)
+			return slug
+		}
+	}
 	return c, nil
 }
 
