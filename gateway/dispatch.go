@@ -221,23 +221,14 @@ func (s *Server) reserve(t *turn, c *snapshot.Compiled, model string) (body conn
 	}
 	month := budget.Month(time.Now())
 	exhausted := apierr.New(apierr.CodeBudgetExhausted, fmt.Sprintf("the monthly platform-key budget of key %q or its team is exhausted", t.key.ID))
-	in, out, priced := highestPrices(t.snap, c, model)
 	if t.api == connectors.APIEmbeddings {
-		// Nothing to cap: an embedding costs its input, reserved as it is.
-		cost := float64(t.req.PromptTokens) * in / 1e6
-		if cost <= 0 {
-			if s.ledger.Available(month, limits...) <= 0 {
-				return nil, false, nil, exhausted
-			}
-			return body, false, nil, nil
-		}
-		grant, release := s.ledger.Reserve(month, cost, limits...)
-		if grant <= 0 {
-			release()
+		release, ok := s.reserveInput(t, c, model, month, limits)
+		if !ok {
 			return nil, false, nil, exhausted
 		}
 		return body, false, release, nil
 	}
+	in, out, priced := highestPrices(t.snap, c, model)
 	if !priced {
 		// Nothing to cap with: refuse only an exhausted budget.
 		if s.ledger.Available(month, limits...) <= 0 {

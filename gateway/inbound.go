@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/sluicegw/sluice/connectors"
+	"github.com/sluicegw/sluice/gateway/budget"
+	"github.com/sluicegw/sluice/snapshot"
 )
 
 // The request paths of the APIs beside chat completions. Each reads top to
@@ -63,4 +65,23 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 	}
 	s.settle(t)    // settle: price, pin, charge, release
 	s.answer(w, t) // answer: the answer, or the failure the request ended on
+}
+
+// reserveInput reserves an embeddings attempt under the key's and team's
+// budgets: its input's estimated cost at the highest input price of what
+// the upstream may serve. There is no completion to cap. ok is false when
+// the budget is exhausted; release frees the reservation (nil when nothing
+// is priced, and then nothing is held).
+func (s *Server) reserveInput(t *turn, c *snapshot.Compiled, model, month string, limits []budget.Limit) (release func(), ok bool) {
+	in, _, _ := highestPrices(t.snap, c, model)
+	cost := float64(t.req.PromptTokens) * in / 1e6
+	if cost <= 0 {
+		return nil, s.ledger.Available(month, limits...) > 0
+	}
+	grant, release := s.ledger.Reserve(month, cost, limits...)
+	if grant <= 0 {
+		release()
+		return nil, false
+	}
+	return release, true
 }

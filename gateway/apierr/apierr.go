@@ -13,12 +13,12 @@
 package apierr
 
 import (
+	"github.com/sluicegw/sluice/compiler"
+	"github.com/sluicegw/sluice/connectors"
+
 	"encoding/json"
 	"errors"
 	"net/http"
-
-	"github.com/sluicegw/sluice/compiler"
-	"github.com/sluicegw/sluice/connectors"
 )
 
 // Stable codes the gateway answers with (in addition to the compiler's and
@@ -49,8 +49,6 @@ const (
 	CodeValidation            = "validation_failed"
 	CodeServiceUnavailable    = "service_unavailable"
 	CodePermissionDenied      = "permission_denied"
-	CodeModelKindMismatch     = compiler.CodeModelKindMismatch
-	CodeAPIUnsupported        = compiler.CodeAPIUnsupported
 )
 
 // statuses maps every code to its HTTP status; a code missing here is a bug
@@ -64,6 +62,8 @@ var statuses = map[string]int{
 	CodeInvalidRouting:        http.StatusBadRequest,
 	CodeUnknownRoute:          http.StatusNotFound,
 	CodeUnsupportedParameter:  http.StatusBadRequest,
+	CodeModelKindMismatch:     http.StatusBadRequest,
+	CodeAPIUnsupported:        http.StatusUnprocessableEntity,
 	CodeUpstreamUnavailable:   http.StatusBadGateway,
 	CodeUpstreamTimeout:       http.StatusGatewayTimeout,
 	CodeUpstreamBadResponse:   http.StatusBadGateway,
@@ -84,10 +84,6 @@ var statuses = map[string]int{
 	CodeUnknownModel:          http.StatusNotFound,
 	CodeAllTargetsRestricted:  http.StatusUnprocessableEntity,
 	CodeValidation:            http.StatusUnprocessableEntity,
-	// The request's model does another kind of work than its API.
-	CodeModelKindMismatch: http.StatusBadRequest,
-	// The upstream does not serve the request's API at all.
-	CodeAPIUnsupported: http.StatusUnprocessableEntity,
 }
 
 // types maps statuses to the OpenAI error "type" field.
@@ -109,6 +105,17 @@ func errType(status int) string {
 		return "invalid_request_error"
 	}
 }
+
+// Codes of the inbound APIs beside chat completions.
+const (
+	// CodeModelKindMismatch: the model does another kind of work than the
+	// request's API (an embedding model asked for a completion, or the
+	// reverse).
+	CodeModelKindMismatch = compiler.CodeModelKindMismatch
+	// CodeAPIUnsupported: the upstream has no endpoint for the request's
+	// API.
+	CodeAPIUnsupported = compiler.CodeAPIUnsupported
+)
 
 // Error is a user-facing error with a stable code.
 type Error struct {
