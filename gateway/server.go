@@ -190,7 +190,10 @@ func New(opts Options) (*Server, error) {
 
 // NewTransport returns the upstream transport: keep-alive connections reused
 // across requests, enough idle connections per host for high concurrency,
-// and no transparent compression (bodies pass through as sent).
+// and no transparent compression (bodies pass through as sent). Each
+// connection's read and write buffers are 4 KiB: a plain-HTTP upstream
+// holds a connection per open stream for the stream's whole life, and a
+// stream's chunks are a few hundred bytes.
 func NewTransport() *http.Transport {
 	return &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
@@ -201,8 +204,8 @@ func NewTransport() *http.Transport {
 		IdleConnTimeout:     90 * time.Second,
 		TLSHandshakeTimeout: 10 * time.Second,
 		DisableCompression:  true,
-		WriteBufferSize:     8 << 10,
-		ReadBufferSize:      8 << 10,
+		WriteBufferSize:     4 << 10,
+		ReadBufferSize:      4 << 10,
 	}
 }
 
