@@ -8,7 +8,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,9 +56,10 @@ func BenchmarkRequestPathTraced(b *testing.B) {
 	benchRequestPath(b, tracing)
 }
 
-// benchRequestPath serves one chat completion per iteration through the
-// whole handler, against a canned upstream answer; tracing nil is off.
-func benchRequestPath(b *testing.B, tracing *telemetry.Tracing) {
+// benchServer starts the demo configuration's gateway in-process, its
+// upstreams answered by t (nil: a canned non-streaming answer), its
+// response cache off; tracing nil is off.
+func benchServer(b *testing.B, tracing *telemetry.Tracing, t http.RoundTripper) http.Handler {
 	dir := b.TempDir()
 	if err := os.CopyFS(dir, sluice.DemoConfig()); err != nil {
 		b.Fatal(err)
@@ -63,29 +67,104 @@ func benchRequestPath(b *testing.B, tracing *telemetry.Tracing) {
 	p := dir + "/sluice.toml"
 	cfg, _ := os.ReadFile(p)
 	_ = os.WriteFile(p, []byte(strings.Replace(string(cfg), "[cache]\nenabled = true", "[cache]\nenabled = false", 1)), 0o644)
-	answer := []byte(`{"id":"gen-1","object":"chat.completion","created":1,"model":"openai/gpt-4o","provider":"openai",` +
-		`"choices":[{"index":0,"message":{"role":"assistant","content":"Three bullet points."},"finish_reason":"stop"}],` +
-		`"usage":{"prompt_tokens":42,"completion_tokens":12,"total_tokens":54}}`)
-	srv, err := gateway.New(gateway.Options{ConfigDir: dir, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Transport: cannedTransport{answer},
+	if t == nil {
+		t = cannedTransport{[]byte(`{"id":"gen-1","object":"chat.completion","created":1,"model":"openai/gpt-4o","provider":"openai",` +
+			`"choices":[{"index":0,"message":{"role":"assistant","content":"Three bullet points."},"finish_reason":"stop"}],` +
+			`"usage":{"prompt_tokens":42,"completion_tokens":12,"total_tokens":54}}`)}
+	}
+	srv, err := gateway.New(gateway.Options{ConfigDir: dir, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Transport: t,
 		UpstreamURLs: map[string]string{"market": "http://upstream.invalid/api/v1"}, Tracing: tracing})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() {
+	b.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = srv.Close(ctx)
-	}()
-	h := srv.Handler()
-	body := []byte(`{"model":"openai/gpt-4o","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Summarise the incident report."}],"temperature":0.2}`)
+	})
+	return srv.Handler()
+}
+
+// benchBody is the benchmarks' request.
+const benchBody = `{"model":"openai/gpt-4o","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Summarise the incident report."}],"temperature":0.2`
+
+// serveOne serves one request through h and fails unless it answered 200.
+func serveOne(b *testing.B, h http.Handler, body string) {
+	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer sk-sluice-demo-chat")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		b.Fatal(rec.Code, rec.Body.String())
+	}
+}
+
+// benchRequestPath serves one chat completion per iteration through the
+// whole handler, against a canned upstream answer; tracing nil is off.
+func benchRequestPath(b *testing.B, tracing *telemetry.Tracing) {
+	h := benchServer(b, tracing, nil)
 	b.ReportAllocs()
 	for b.Loop() {
-		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer sk-sluice-demo-chat")
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != 200 {
-			b.Fatal(rec.Code, rec.Body.String())
-		}
+		serveOne(b, h, benchBody+"}")
 	}
+}
+
+// BenchmarkRequestStack reports, as stack-B/req, the goroutine stack a
+// request leaves its goroutine with: the deepest the request path went,
+// rounded up to the stack's power of two. net/http serves a connection's
+// requests on one goroutine, so an open stream holds this much stack for
+// its whole life (beside the server's own frames above the handler, which
+// this leaves out: the handler is called directly). Each iteration serves
+// one request on a fresh goroutine that then waits; the collector is off
+// meanwhile, since a collection shrinks idle stacks. The stream variant
+// relays a recorded marketplace stream.
+func BenchmarkRequestStack(b *testing.B) {
+	stream, err := os.ReadFile("../testdata/recorded/openrouter/stream-plain-openai-gpt-5.4-nano.sse")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, mode := range []struct {
+		name string
+		t    http.RoundTripper
+		body string
+	}{
+		{"nonstream", nil, benchBody + "}"},
+		{"stream", cannedStream{stream}, benchBody + `,"stream":true}`},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			h := benchServer(b, nil, mode.t)
+			serveOne(b, h, mode.body) // the first request compiles and decides
+			defer debug.SetGCPercent(debug.SetGCPercent(-1))
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			release := make(chan struct{})
+			served := make(chan struct{})
+			var wg sync.WaitGroup
+			for i := 0; i < b.N; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					serveOne(b, h, mode.body)
+					served <- struct{}{}
+					<-release
+				}()
+				<-served
+			}
+			runtime.ReadMemStats(&after)
+			close(release)
+			wg.Wait()
+			b.ReportMetric(float64(after.StackInuse-before.StackInuse)/float64(b.N), "stack-B/req")
+		})
+	}
+}
+
+// cannedStream answers every upstream request with a fixed event stream.
+type cannedStream struct{ body []byte }
+
+func (c cannedStream) RoundTrip(r *http.Request) (*http.Response, error) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	_ = r.Body.Close()
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}},
+		Body: io.NopCloser(bytes.NewReader(c.body)), Request: r}, nil
 }

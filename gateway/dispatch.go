@@ -39,13 +39,21 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, t *turn) *apie
 		next, ok, why := t.targets.Next(tgt, a.out.failure, a.callerKey)
 		if !ok {
 			if t.route != nil {
-				s.log.Info("route ends on a failure", "request_id", t.id, "route", t.route.Model, "target", tgt.Name(),
-					"failure", a.out.failure.String(), "stop", string(why))
+				s.logRouteEnd(t, tgt, a, string(why))
 			}
 			return nil
 		}
 		reason, tgt = a.out.failure.String(), next
 	}
+}
+
+// logRouteEnd logs a route that ended on a failure. Out of dispatch, whose
+// frame stays on the stack for a whole stream.
+//
+//go:noinline
+func (s *Server) logRouteEnd(t *turn, tgt failover.Target, a *attempt, why string) {
+	s.log.Info("route ends on a failure", "request_id", t.id, "route", t.route.Model, "target", tgt.Name(),
+		"failure", a.out.failure.String(), "stop", why)
 }
 
 // dispatchTarget sends the request to one target and returns the last
@@ -70,7 +78,8 @@ func (s *Server) dispatchTarget(w http.ResponseWriter, r *http.Request, t *turn,
 		s.send(w, r, t, a)
 		return a, nil
 	}
-	a := t.newAttempt(attempt{target: tgt, compiled: c, reason: reason, apiKey: ck, callerKey: true})
+	a := t.newAttempt(tgt, c, reason, ck)
+	a.callerKey = true
 	s.send(w, r, t, a)
 	if a.out.committed() || !t.key.SafetyNet || !failover.Retryable(a.out.failure, true) {
 		return a, nil
@@ -150,7 +159,8 @@ func (s *Server) meteredAttempt(t *turn, tgt failover.Target, c *snapshot.Compil
 	if stop != nil {
 		return nil, stop
 	}
-	a := t.newAttempt(attempt{target: tgt, compiled: c, reason: reason, apiKey: c.Upstream.APIKey, metered: true, capped: capped, release: release})
+	a := t.newAttempt(tgt, c, reason, c.Upstream.APIKey)
+	a.metered, a.capped, a.release = true, capped, release
 	if capped {
 		cc, err := t.memo.CompileBody(tgt.Upstream, tgt.Model, body)
 		if err != nil {

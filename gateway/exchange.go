@@ -47,22 +47,16 @@ type relayedError struct {
 // answer to forward should the request end on it. It writes no row and
 // charges no budget.
 func (s *Server) exchange(w http.ResponseWriter, r *http.Request, t *turn, a *attempt) {
-	c := a.compiled
-	call, err := s.call(r.Context(), c, t.req.Stream, r.Header, t.snap.Config.Server.ForwardHeaders, a.apiKey, a.spanCtx)
+	call, err := s.call(r.Context(), a.compiled, t.req.Stream, r.Header, t.snap.Config.Server.ForwardHeaders, a.apiKey, a.spanCtx)
 	if err != nil {
-		if clientGone(r) {
-			a.out.gone = true // nobody to answer; recorded as 499
-			return
-		}
-		a.out.failure, a.out.apiErr = failover.ClassifyTransport(err), transportError(err)
-		s.log.Warn("upstream exchange failed", "request_id", t.id, "upstream", a.target.Upstream, "class", a.out.failure.Class, "err", err.Error())
+		s.callFailed(r, t, a, err)
 		return
 	}
 	defer call.finish()
 	resp := call.resp
 	switch {
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		a.out = readFailure(call)
+		readFailure(call, &a.out)
 	case t.req.Stream:
 		s.relayStream(w, r, t, a, call)
 	default:
@@ -70,20 +64,38 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, t *turn, a *at
 	}
 }
 
-// readFailure reads an upstream's error answer and classifies it.
-func readFailure(call *upstreamCall) exchange {
+// callFailed records an exchange that got no answer at all. (Its own
+// function, like every rarely taken path here: the frames of the exchange
+// stay on the stack for a whole stream, and a smaller stack is less memory
+// per open stream.)
+//
+//go:noinline
+func (s *Server) callFailed(r *http.Request, t *turn, a *attempt, err error) {
+	if clientGone(r) {
+		a.out.gone = true // nobody to answer; recorded as 499
+		return
+	}
+	a.out.failure, a.out.apiErr = failover.ClassifyTransport(err), transportError(err)
+	s.log.Warn("upstream exchange failed", "request_id", t.id, "upstream", a.target.Upstream, "class", a.out.failure.Class, "err", err.Error())
+}
+
+// readFailure reads an upstream's error answer into out and classifies it.
+//
+//go:noinline
+func readFailure(call *upstreamCall, out *exchange) {
 	resp := call.resp
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody+1))
 	switch {
 	case err != nil:
 		err = call.readErr(err)
-		return exchange{failure: failover.ClassifyTransport(err), apiErr: transportError(err)}
+		out.failure, out.apiErr = failover.ClassifyTransport(err), transportError(err)
 	case len(body) > maxErrorBody:
-		return exchange{failure: failover.Classify(resp.StatusCode, resp.Header, nil),
-			apiErr: apierr.New(apierr.CodeUpstreamBadResponse, "the upstream's error answer exceeded 1 MiB and was not relayed")}
+		out.failure = failover.Classify(resp.StatusCode, resp.Header, nil)
+		out.apiErr = apierr.New(apierr.CodeUpstreamBadResponse, "the upstream's error answer exceeded 1 MiB and was not relayed")
+	default:
+		out.failure = failover.Classify(resp.StatusCode, resp.Header, body)
+		out.relay = &relayedError{status: resp.StatusCode, header: resp.Header, body: body}
 	}
-	return exchange{failure: failover.Classify(resp.StatusCode, resp.Header, body),
-		relay: &relayedError{status: resp.StatusCode, header: resp.Header, body: body}}
 }
 
 // badAnswer is the failure of an answer that came with a success status but
@@ -119,91 +131,128 @@ func (s *Server) readAnswer(t *turn, a *attempt, call *upstreamCall) {
 // chunk has left, nothing can switch to another target: a failure is told
 // in-band and the stream ends without [DONE], so the caller never mistakes a
 // cut stream for a whole one.
+//
+// The loop is all that stays on the stack while a stream is open: the
+// first event and the ending are their own functions, so that this frame
+// holds little more than the loop's state.
 func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, a *attempt, call *upstreamCall) {
 	c := a.compiled
-	st := c.Upstream.Connector.NewStream(c.Call)
 	// Chunks are flushed to the caller when the relay would otherwise wait
 	// for the upstream (just before a read of its body), not once per
 	// event: an upstream that sends many events at once costs one write to
 	// the caller, and one that trickles them out has each flushed on arrival.
-	fr := &flushBeforeRead{r: call.resp.Body}
-	rd := connectors.NewSSEReader(fr)
-	defer rd.Release()
-	ev, data, err := rd.Next()
+	rs := &relay{st: c.Upstream.Connector.NewStream(c.Call), fr: flushBeforeRead{r: call.resp.Body}}
+	rs.rd = connectors.NewSSEReader(&rs.fr)
+	defer rs.rd.Release()
+	if !s.startRelay(w, r, t, a, call, rs) {
+		return
+	}
+	for !rs.done && rs.sa.err == nil {
+		ev, data, err := rs.rd.Next()
+		if err != nil {
+			if rs.sa.err != nil {
+				break // the caller went away while the relay flushed
+			}
+			if !errors.Is(err, io.EOF) {
+				rs.streamErr = call.readErr(err)
+			}
+			break
+		}
+		rs.done, err = rs.st.Event(ev, data, rs.sa.emit)
+		if err != nil {
+			// The translator relayed the upstream's error event itself.
+			rs.streamErr, rs.toldInBand = err, rs.sa.err == nil
+			break
+		}
+	}
+	s.endRelay(r, t, a, call, rs)
+}
+
+// relay is one stream's relay: the upstream's events, their translator and
+// the caller's side.
+type relay struct {
+	fr flushBeforeRead
+	rd *connectors.SSEReader
+	st connectors.Stream
+	sa *streamAnswer
+	// done: the upstream's end of stream was relayed.
+	done bool
+	// streamErr is why the relay stopped early; toldInBand, that the caller
+	// was told so in the stream.
+	streamErr  error
+	toldInBand bool
+}
+
+// startRelay reads and translates the upstream's first event and commits
+// the stream to the caller with it. It reports false, with a.out set, when
+// the attempt failed before anything reached the caller.
+//
+//go:noinline
+func (s *Server) startRelay(w http.ResponseWriter, r *http.Request, t *turn, a *attempt, call *upstreamCall, rs *relay) bool {
+	ev, data, err := rs.rd.Next()
 	if err != nil {
 		if clientGone(r) {
 			a.out.gone = true
-			return
+			return false
 		}
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
 		err = call.readErr(err)
 		a.out.failure, a.out.apiErr = failover.ClassifyTransport(err), transportError(err)
-		return
+		return false
 	}
 	if f, e, ok := firstEventError(data); ok {
 		// The upstream failed before its first token, in-band: nothing has
 		// reached the caller yet, so this is an ordinary failure.
 		a.out.failure, a.out.apiErr = f, e
-		return
+		return false
 	}
 	// The translator takes the first event before anything is committed: an
 	// event it cannot read fails over like any failure before the first chunk.
 	var pending [][]byte
-	done, err := st.Event(ev, data, func(p []byte) error {
+	rs.done, err = rs.st.Event(ev, data, func(p []byte) error {
 		pending = append(pending, append([]byte(nil), p...))
 		return nil
 	})
 	if err != nil {
 		a.out.failure, a.out.apiErr = badAnswer, apierr.New(apierr.CodeUpstreamBadResponse, "the upstream's stream did not start with a valid event")
-		return
+		return false
 	}
-	sa := s.beginStream(w, t, a)
-	fr.flush = sa.flush
+	rs.sa = s.beginStream(w, t, a)
+	rs.fr.flush = rs.sa.flush
 	for _, p := range pending {
-		if sa.emit(p) != nil {
+		if rs.sa.emit(p) != nil {
 			break
 		}
 	}
 	// The first chunk leaves at once, whatever else the upstream has sent.
-	_ = fr.flushPending()
-	toldInBand := false
-	var streamErr error
-	for !done && sa.err == nil {
-		if ev, data, err = rd.Next(); err != nil {
-			if sa.err != nil {
-				break // the caller went away while the relay flushed
-			}
-			if !errors.Is(err, io.EOF) {
-				streamErr = call.readErr(err)
-			}
-			break
-		}
-		done, err = st.Event(ev, data, sa.emit)
-		if err != nil {
-			// The translator relayed the upstream's error event itself.
-			streamErr, toldInBand = err, sa.err == nil
-			break
-		}
-	}
-	_ = fr.flushPending()
-	res := st.Result()
-	toldInBand = toldInBand || res.StreamError != ""
-	a.out.answered, a.out.streamed, a.out.result, a.out.ttft = true, true, res, sa.ttft
+	_ = rs.fr.flushPending()
+	return true
+}
+
+// endRelay flushes what is left, ends a stream that did not complete with
+// an in-band error, and records the attempt's outcome.
+//
+//go:noinline
+func (s *Server) endRelay(r *http.Request, t *turn, a *attempt, call *upstreamCall, rs *relay) {
+	_ = rs.fr.flushPending()
+	res := rs.st.Result()
+	toldInBand := rs.toldInBand || res.StreamError != ""
+	a.out.answered, a.out.streamed, a.out.result, a.out.ttft = true, true, res, rs.sa.ttft
 	switch {
-	case sa.err != nil || clientGone(r):
+	case rs.sa.err != nil || clientGone(r):
 		a.out.status = 499 // the caller went away; the upstream request was cancelled with it
-	case done && res.StreamError == "":
+	case rs.done && res.StreamError == "":
 		a.out.status = http.StatusOK
 		call.complete = true
 	default:
 		// Cut, failed or errored mid-stream: say so in-band, then end.
-		if streamErr != nil {
-			s.log.Warn("stream failed after it started", "request_id", t.id, "upstream", a.target.Upstream, "err", streamErr.Error())
+		if rs.streamErr != nil {
+			s.log.Warn("stream failed after it started", "request_id", t.id, "upstream", a.target.Upstream, "err", rs.streamErr.Error())
 		}
 		if !toldInBand {
-			sa.cut()
+			rs.sa.cut()
 		}
 		a.out.status = http.StatusBadGateway
 	}

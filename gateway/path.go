@@ -101,16 +101,20 @@ type stage struct {
 	reason   string
 }
 
-// newAttempt returns storage for the request's next attempt.
-func (t *turn) newAttempt(a attempt) *attempt {
+// newAttempt returns the request's next attempt, on tgt compiled as c with
+// apiKey; the caller sets what kind of key it is. Built in place: an attempt
+// is large, and a copy of it in the dispatching frames would stay on the
+// stack for a whole stream.
+func (t *turn) newAttempt(tgt failover.Target, c *snapshot.Compiled, reason, apiKey string) *attempt {
+	var a *attempt
 	if t.made < len(t.attemptBuf) {
-		t.attemptBuf[t.made] = a
+		a = &t.attemptBuf[t.made]
 		t.made++
-		return &t.attemptBuf[t.made-1]
+	} else {
+		a = new(attempt)
 	}
-	p := new(attempt)
-	*p = a
-	return p
+	a.target, a.compiled, a.reason, a.apiKey = tgt, c, reason, apiKey
+	return a
 }
 
 // attempt is one exchange with an upstream: a target, its compiled request
