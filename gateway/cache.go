@@ -42,9 +42,12 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, t *turn) bool {
 }
 
 // cacheKey is an exact match on the normalised request (the routing object
-// included) and the principal's decision revision. It names neither the
-// upstream nor the profile revision: an answer is a property of the request
-// and of what governance allows, and a hit contacts no provider at all.
+// included), the principal's decision revision and, for a route alias, the
+// route's own revision: an edit of the route (on any replica) changes the
+// key, so its cached answers are never served again, everywhere at once,
+// while other routes keep theirs. It names neither the upstream nor the
+// profile revision: an answer is a property of the request and of what
+// governance allows, and a hit contacts no provider at all.
 func cacheKey(t *turn) string {
 	h := sha256.New()
 	h.Write([]byte(t.key.Principal().String()))
@@ -52,6 +55,8 @@ func cacheKey(t *turn) string {
 	if t.decision != nil {
 		h.Write([]byte(t.decision.Revision()))
 	}
+	h.Write([]byte{0})
+	h.Write([]byte(t.snap.RouteRevision(t.req.Model)))
 	h.Write([]byte{0})
 	h.Write(canonicalBody(t.body))
 	return hex.EncodeToString(h.Sum(nil))
