@@ -197,7 +197,7 @@ func budgetLimits(t *turn) []budget.Limit {
 	if b := t.key.MonthlyBudgetUSD; b > 0 {
 		limits = append(limits, budget.Limit{Scope: budget.KeyScope(t.key.ID), USD: b})
 	}
-	if team := t.snap.Config.Team(t.key.Team); team != nil && team.MonthlyBudgetUSD > 0 {
+	if team := t.snap.Config.Team(t.key.Org, t.key.Team); team != nil && team.MonthlyBudgetUSD > 0 {
 		limits = append(limits, budget.Limit{Scope: budget.TeamScope(t.key.Org, t.key.Team), USD: team.MonthlyBudgetUSD})
 	}
 	return limits
