@@ -8,6 +8,7 @@ import (
 	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/gateway/apierr"
 	"github.com/sluicegw/sluice/gateway/request"
+	"github.com/sluicegw/sluice/gateway/shared"
 	"github.com/sluicegw/sluice/guardrails"
 	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/snapshot"
@@ -23,6 +24,11 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.answerError(w, t, e)
 		return
 	}
+	if e := s.admit(r, t); e != nil { // admit: rate limits; the shared state's reads, one round trip
+		s.answerError(w, t, e)
+		return
+	}
+	defer s.depart(t)      // depart: give back what admission held
 	if s.replay(w, r, t) { // cache: a hit contacts no provider
 		return
 	}
@@ -54,6 +60,19 @@ type turn struct {
 	hasPin  bool
 	req     *request.Request
 	body    []byte // as received (the cache key's input)
+
+	// admit
+	checks   []shared.Check // the rate limits the request passed
+	charged  int64          // tokens a tpm limit charged at admission
+	admitted bool           // checks hold something to give back at depart
+	// fetched: admission read the shared state (fetchedLocal: Redis was
+	// down, so the replica's own cache and pins answer instead).
+	fetched, fetchedLocal bool
+	fetchedCache          *cachedAnswer
+	fetchedPin            snapshot.Pin
+	hasFetchedPin         bool
+	pre                   *preReservation // the first attempt's reservation, made with admission
+	reserved              int             // shared reservations made since
 
 	// cache
 	cacheKey string // "" when the answer is not cached
@@ -128,6 +147,9 @@ type attempt struct {
 	// release frees the attempt's budget reservation; settle calls it after
 	// charging the cost, a failure at once.
 	release func()
+	// hold is the reservation in the fleet's shared budgets (nil in
+	// process): settle charges it and releases it in one step.
+	hold *shared.Hold
 
 	out exchange
 }
