@@ -226,6 +226,9 @@ func NewPlanner(opts PlannerOptions) *Planner {
 	return p
 }
 
+// Health returns the planner's health store.
+func (p *Planner) Health() HealthStore { return p.health }
+
 // Observe records the outcome of one attempt on a target of the route
 // (route is the route's alias). A success resets the target's consecutive
 // failures and feeds its latency average; a failure counts towards making
