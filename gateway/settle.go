@@ -87,6 +87,13 @@ func (s *Server) settleShared(t *turn, a *attempt, pin snapshot.Pin) {
 	if t.pinKey != "" && sv.model != "" {
 		w.PinKey, w.Pin, w.PinTTL = t.pinKey, []byte(pin.Model+"\x00"+pin.Provider), t.snap.Config.Sessions.TTL.Duration
 	}
+	if t.admitted {
+		// The request is answered: its parallel slots and token correction
+		// go in the same round trip (depart then has nothing left to do).
+		w.Depart = &shared.Departure{ID: t.id, Checks: t.checks, Local: t.fetchedLocal,
+			Delta: sv.usage.PromptTokens + sv.usage.CompletionTokens - t.charged}
+		t.admitted = false
+	}
 	keep := t.answerToKeep()
 	if keep != nil {
 		c := &t.snap.Config.Cache

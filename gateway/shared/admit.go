@@ -173,6 +173,9 @@ type Writes struct {
 	Cache         []byte
 	CacheTTL      time.Duration
 	CacheMaxBytes int64
+	// Depart, when set, gives back what admission held in the same round
+	// trip (the request is answered; nothing is left to wait for).
+	Depart *Departure
 }
 
 // Write applies the writes in one round trip. It reports false when Redis
@@ -196,6 +199,9 @@ func (c *Client) Write(ctx context.Context, w *Writes) bool {
 		if charge {
 			c.outage.add(w.Month, w.Cost, w.Scopes)
 		}
+		if w.Depart != nil {
+			c.limiter.Depart(w.Depart.ID, w.Depart.Checks, w.Depart.Delta)
+		}
 		return false
 	}
 	rctx, cancel := c.ctx(ctx)
@@ -216,7 +222,15 @@ func (c *Client) Write(ctx context.Context, w *Writes) bool {
 			cachePutScript.EvalSha(rctx, p, []string{c.key("c", w.CacheKey), c.key("ci"), c.key("cs"), c.key("ct")},
 				w.Cache, w.CacheTTL.Milliseconds(), w.CacheMaxBytes, now)
 		}
+		if d := w.Depart; d != nil && !d.Local {
+			if keys, args := c.departArgs(d); len(keys) > 0 {
+				departScript.EvalSha(rctx, p, keys, args...)
+			}
+		}
 	})
+	if w.Depart != nil && (w.Depart.Local || isDown(err)) {
+		c.limiter.Depart(w.Depart.ID, w.Depart.Checks, w.Depart.Delta)
+	}
 	if isDown(err) {
 		c.failed("write", err)
 		if charge {
@@ -246,6 +260,21 @@ func (c *Client) Depart(d Departure) {
 		c.limiter.Depart(d.ID, d.Checks, d.Delta)
 		return
 	}
+	keys, args := c.departArgs(&d)
+	if len(keys) == 0 {
+		return
+	}
+	go func() {
+		ctx, cancel := c.ctx(context.Background())
+		defer cancel()
+		if err := departScript.Run(ctx, c.rdb, keys, args...).Err(); isDown(err) {
+			c.failed("depart", err)
+		}
+	}()
+}
+
+// departArgs lays out the depart script's keys and arguments.
+func (c *Client) departArgs(d *Departure) ([]string, []any) {
 	var keys []string
 	args := []any{d.ID, 0}
 	np := 0
@@ -264,16 +293,7 @@ func (c *Client) Depart(d Departure) {
 			}
 		}
 	}
-	if len(keys) == 0 {
-		return
-	}
-	go func() {
-		ctx, cancel := c.ctx(context.Background())
-		defer cancel()
-		if err := departScript.Run(ctx, c.rdb, keys, args...).Err(); isDown(err) {
-			c.failed("depart", err)
-		}
-	}()
+	return keys, args
 }
 
 // scripts are loaded into a Redis that lost them (a restart) before a
