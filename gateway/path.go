@@ -15,7 +15,8 @@ import (
 )
 
 // chatCompletions is the request path of POST /v1/chat/completions, top to
-// bottom. Each step is one method in the file of its name; none writes the
+// bottom: begin, parse, admit (rate limits, and the fleet's shared state
+// read in one round trip), replay, plan, dispatch, settle, answer, record. Each step is one method in the file of its name; none writes the
 // request-log row, which record builds once from what the turn learned.
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	t := s.begin(r)   // auth: the key and configuration authenticate found

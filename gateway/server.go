@@ -1,7 +1,7 @@
 // Package gateway serves the OpenAI-compatible API over compiled plans and
 // records every request. The request path is one function, chatCompletions
-// in path.go, that reads top to bottom — begin (auth) → parse → replay (the
-// response cache) → plan → dispatch (the attempt loop) → settle → answer →
+// in path.go, that reads top to bottom — begin (auth) → parse → admit (rate
+// limits; the shared state) → replay (the response cache) → plan → dispatch (the attempt loop) → settle → answer →
 // record — with each step in the file of its name. This file wires the
 // server; every other responsibility is a subpackage: access
 // (authentication), apierr (error codes and bodies), request (parsing),
