@@ -177,7 +177,7 @@ func (v *viewer) Label() string {
 	if v.Admin {
 		return "admin"
 	}
-	return "analyst " + v.KeyID + " (team " + v.Org + "/" + v.Team + ")"
+	return "analyst " + v.KeyID + " (team " + v.Team + ")"
 }
 
 // resolve returns the request's viewer, or nil without a live session. A
