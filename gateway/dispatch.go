@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/gateway/apierr"
 	"github.com/sluicegw/sluice/gateway/budget"
+	"github.com/sluicegw/sluice/gateway/shared"
 	"github.com/sluicegw/sluice/snapshot"
 )
 
@@ -155,12 +157,12 @@ func healthFailure(f failover.Failure) bool {
 // cost counts against the key's and the team's budgets: refused when a budget
 // is exhausted, and compiled again when the budget lowered the completion cap.
 func (s *Server) meteredAttempt(t *turn, tgt failover.Target, c *snapshot.Compiled, reason string) (*attempt, *apierr.Error) {
-	body, capped, release, stop := s.reserve(t, c, tgt.Model)
+	body, capped, release, hold, stop := s.reserve(t, c, tgt.Model)
 	if stop != nil {
 		return nil, stop
 	}
 	a := t.newAttempt(tgt, c, reason, c.Upstream.APIKey)
-	a.metered, a.capped, a.release = true, capped, release
+	a.metered, a.capped, a.release, a.hold = true, capped, release, hold
 	if capped {
 		cc, err := t.memo.CompileBody(tgt.Upstream, tgt.Model, body)
 		if err != nil {
@@ -199,7 +201,7 @@ func (s *Server) safetyNetEligible(t *turn, platformKey string) bool {
 		return false
 	}
 	limits := budgetLimits(t)
-	return len(limits) == 0 || s.ledger.Available(budget.Month(time.Now()), limits...) > 0
+	return len(limits) == 0 || s.available(t, budget.Month(time.Now()), limits) > 0
 }
 
 // budgetLimits returns the key's and the team's monthly platform-key
@@ -209,7 +211,7 @@ func budgetLimits(t *turn) []budget.Limit {
 	if b := t.key.MonthlyBudgetUSD; b > 0 {
 		limits = append(limits, budget.Limit{Scope: budget.KeyScope(t.key.ID), USD: b})
 	}
-	if team := t.snap.Config.Team(t.key.Team); team != nil && team.MonthlyBudgetUSD > 0 {
+	if team := t.snap.Config.Team(t.key.Org, t.key.Team); team != nil && team.MonthlyBudgetUSD > 0 {
 		limits = append(limits, budget.Limit{Scope: budget.TeamScope(t.key.Org, t.key.Team), USD: team.MonthlyBudgetUSD})
 	}
 	return limits
@@ -221,52 +223,90 @@ func budgetLimits(t *turn) []budget.Limit {
 // when unbounded, the largest affordable) completion, at the highest prices
 // of any model the upstream may serve for it (the model and the chain it is
 // sent) — and lowers the completion cap to what that reservation pays for.
-// Attempts in flight together therefore cannot overrun a budget. release
-// frees the reservation (settle calls it once the cost is charged).
-func (s *Server) reserve(t *turn, c *snapshot.Compiled, model string) (body connectors.Body, capped bool, release func(), _ *apierr.Error) {
+// Attempts in flight together therefore cannot overrun a budget (across the
+// fleet with shared state). release frees the reservation (settle calls it
+// once the cost is charged); hold is the shared reservation, if any.
+func (s *Server) reserve(t *turn, c *snapshot.Compiled, model string) (body connectors.Body, capped bool, release func(), hold *shared.Hold, _ *apierr.Error) {
 	body = t.req.Body
 	limits := budgetLimits(t)
 	if len(limits) == 0 {
-		return body, false, nil, nil
+		return body, false, nil, nil, nil
 	}
 	month := budget.Month(time.Now())
 	exhausted := apierr.New(apierr.CodeBudgetExhausted, fmt.Sprintf("the monthly platform-key budget of key %q or its team is exhausted", t.key.ID))
-	in, out, priced := highestPrices(t.snap, c, model)
+	want, promptCost, out, priced := worstCase(t, c, model, body)
 	if !priced {
 		// Nothing to cap with: refuse only an exhausted budget.
-		if s.ledger.Available(month, limits...) <= 0 {
-			return nil, false, nil, exhausted
+		if s.available(t, month, limits) <= 0 {
+			return nil, false, nil, nil, exhausted
 		}
-		return body, false, nil, nil
+		return body, false, nil, nil, nil
 	}
 	field := "max_tokens"
 	if _, ok := body["max_completion_tokens"]; ok {
 		field = "max_completion_tokens"
 	}
-	var asked int64
-	if raw, ok := body[field]; ok {
-		_ = json.Unmarshal(raw, &asked)
-	}
-	promptCost := float64(t.req.PromptTokens) * in / 1e6
-	want := math.Inf(1)
-	if asked > 0 {
-		want = promptCost + float64(asked)*out/1e6
-	}
-	grant, release := s.ledger.Reserve(month, want, limits...)
+	asked := askedCompletion(body)
+	grant, release, hold := s.hold(t, c.Upstream.Config.Name, model, month, want, limits)
 	maxTokens := int64((grant - promptCost) / out * 1e6)
 	if grant <= 0 || maxTokens < 1 {
 		release()
-		return nil, false, nil, exhausted
+		return nil, false, nil, nil, exhausted
 	}
 	if asked > 0 && asked <= maxTokens {
-		return body, false, release, nil
+		return body, false, release, hold, nil
 	}
 	cappedBody := make(connectors.Body, len(body))
 	for k, v := range body {
 		cappedBody[k] = v
 	}
 	cappedBody[field] = json.RawMessage(strconv.FormatInt(maxTokens, 10))
-	return cappedBody, true, release, nil
+	return cappedBody, true, release, hold, nil
+}
+
+// worstCase prices an attempt at its worst: want is the prompt plus the
+// completion cap the body asks at the highest prices of what the upstream
+// may serve (+Inf without a cap); priced is false when the catalog has no
+// output price for any of it.
+func worstCase(t *turn, c *snapshot.Compiled, model string, body connectors.Body) (want, promptCost, out float64, priced bool) {
+	in, out, priced := highestPrices(t.snap, c, model)
+	if !priced {
+		return 0, 0, 0, false
+	}
+	promptCost = float64(t.req.PromptTokens) * in / 1e6
+	want = math.Inf(1)
+	if asked := askedCompletion(body); asked > 0 {
+		want = promptCost + float64(asked)*out/1e6
+	}
+	return want, promptCost, out, true
+}
+
+// hold reserves want under the limits: in this process, or in the fleet's
+// shared budgets — where the reservation admission made for this target,
+// when there is one, is used instead of another round trip.
+func (s *Server) hold(t *turn, upstream, model, month string, want float64, limits []budget.Limit) (float64, func(), *shared.Hold) {
+	if s.fleet == nil {
+		grant, release := s.ledger.Reserve(month, want, limits...)
+		return grant, release, nil
+	}
+	var h *shared.Hold
+	if p := t.pre; p != nil && p.hold != nil && p.upstream == upstream && p.model == model && p.ask.Want == want && p.ask.Month == month {
+		h, p.hold = p.hold, nil
+	} else {
+		t.reserved++
+		h = s.fleet.Reserve(context.Background(), fmt.Sprintf("%s.%d", t.id, t.reserved),
+			shared.BudgetAsk{Month: month, Want: want, Limits: limits, Lease: budgetLease(t, upstream)})
+	}
+	return h.Grant(), func() { s.fleet.Release(context.Background(), h) }, h
+}
+
+// available is what remains of the limits: this process's ledger, or the
+// fleet's.
+func (s *Server) available(t *turn, month string, limits []budget.Limit) float64 {
+	if s.fleet == nil {
+		return s.ledger.Available(month, limits...)
+	}
+	return s.fleet.Available(context.Background(), month, limits)
 }
 
 // highestPrices returns the highest input and output prices (USD per

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -457,13 +458,21 @@ func (deadlineError) Timeout() bool { return true }
 // transportError maps a failed exchange to the caller's error.
 func transportError(err error) *apierr.Error {
 	switch {
-	case errors.Is(err, errFirstByte), errors.Is(err, errTotal), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, errFirstByte), errors.Is(err, errTotal), errors.Is(err, context.DeadlineExceeded), isNetTimeout(err):
 		return apierr.New(apierr.CodeUpstreamTimeout, "the upstream did not answer in time: "+err.Error())
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
 		return apierr.New(apierr.CodeUpstreamUnavailable, "the upstream closed the connection before its answer was complete")
 	default:
 		return apierr.New(apierr.CodeUpstreamUnavailable, "the upstream could not be reached")
 	}
+}
+
+// isNetTimeout reports a network timeout that is not a context deadline
+// (a dialer's or a TLS handshake's): it answers 504 like every other
+// deadline.
+func isNetTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // clientGone reports whether the caller has gone away.

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/sluicegw/sluice/gateway/shared"
 )
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -25,6 +27,21 @@ type Readiness struct {
 	Ready  bool        `json:"ready"`
 	Config ConfigState `json:"config"`
 	Store  StoreState  `json:"store"`
+	// State is the state store (routes and audit).
+	State StateStoreState `json:"state"`
+	// Shared is the fleet's shared state (Redis), absent without
+	// [shared] redis_url. Redis down does not make the gateway unready:
+	// it serves from local state.
+	Shared *shared.Status `json:"shared,omitempty"`
+}
+
+// StateStoreState describes the state store. One that does not answer
+// does not make the gateway unready: it serves with the routes loaded last
+// and refuses route changes (503).
+type StateStoreState struct {
+	Kind      string `json:"kind"`
+	Reachable bool   `json:"reachable"`
+	Error     string `json:"error,omitempty"`
 }
 
 // ConfigState describes the configuration serving.
@@ -70,6 +87,16 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		SpooledRows: st.SpooledRows, DroppedRows: st.DroppedRows, SpoolBytes: st.SpoolBytes}
 	if err != nil {
 		rd.Store.Error = err.Error()
+	}
+	rd.State.Kind = snap.Config.State.Kind
+	if err := s.state.Ping(ctx); err != nil {
+		rd.State.Error = err.Error()
+	} else {
+		rd.State.Reachable = true
+	}
+	if s.fleet != nil {
+		st := s.fleet.Status()
+		rd.Shared = &st
 	}
 	limit := snap.Config.Store.SpoolMaxBytes
 	rd.Ready = rd.Store.Reachable || st.SpoolBytes < limit

@@ -11,13 +11,15 @@ import (
 	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/gateway/apierr"
 	"github.com/sluicegw/sluice/gateway/request"
+	"github.com/sluicegw/sluice/gateway/shared"
 	"github.com/sluicegw/sluice/guardrails"
 	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/snapshot"
 )
 
 // chatCompletions is the request path of POST /v1/chat/completions, top to
-// bottom. Each step is one method in the file of its name; none writes the
+// bottom: begin, parse, admit (rate limits, and the fleet's shared state
+// read in one round trip), replay, plan, dispatch, settle, answer, record. Each step is one method in the file of its name; none writes the
 // request-log row, which record builds once from what the turn learned.
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	t := s.begin(r)   // auth: the key and configuration authenticate found
@@ -26,6 +28,11 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.answerError(w, t, e)
 		return
 	}
+	if e := s.admit(r, t); e != nil { // admit: rate limits; the shared state's reads, one round trip
+		s.answerError(w, t, e)
+		return
+	}
+	defer s.depart(t)      // depart: give back what admission held
 	if s.replay(w, r, t) { // cache: a hit contacts no provider
 		return
 	}
@@ -61,6 +68,19 @@ type turn struct {
 	hasPin  bool
 	req     *request.Request
 	body    []byte // as received (the cache key's input)
+
+	// admit
+	checks   []shared.Check // the rate limits the request passed
+	charged  int64          // tokens a tpm limit charged at admission
+	admitted bool           // checks hold something to give back at depart
+	// fetched: admission read the shared state (fetchedLocal: Redis was
+	// down, so the replica's own cache and pins answer instead).
+	fetched, fetchedLocal bool
+	fetchedCache          *cachedAnswer
+	fetchedPin            snapshot.Pin
+	hasFetchedPin         bool
+	pre                   *preReservation // the first attempt's reservation, made with admission
+	reserved              int             // shared reservations made since
 
 	// cache
 	cacheKey string // "" when the answer is not cached
@@ -143,6 +163,9 @@ type attempt struct {
 	// upstream request carries (nil when tracing is off).
 	span    trace.Span
 	spanCtx context.Context
+	// hold is the reservation in the fleet's shared budgets (nil in
+	// process): settle charges it and releases it in one step.
+	hold *shared.Hold
 
 	out exchange
 }

@@ -114,4 +114,6 @@ const (
 	CodeAllTargetsRestricted = "all_targets_restricted"
 	CodeThenNotOnPool        = "then_requires_fastest"
 	CodeForbiddenClass       = "forbidden_class"
+	CodeInvalidProxy         = "invalid_trusted_proxy"
+	CodeMissingSetting       = "missing_setting"
 )

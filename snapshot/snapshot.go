@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/sluicegw/sluice/compiler"
@@ -45,6 +46,7 @@ type Snapshot struct {
 
 	// fileRevision is the revision of the files alone, before WithRoutes.
 	fileRevision string
+	routeRevs    map[string]string            // by lower-cased alias: the route's own revision
 	layers       map[string][]profiles.Layer  // by key id: the ladder above the request
 	callerKeys   map[string]map[string]string // by key id, then upstream: the caller's own key
 }
@@ -128,7 +130,26 @@ func Load(dir string) (*Snapshot, profiles.Diagnostics) {
 	}
 	s.Revision = s.revision()
 	s.fileRevision = s.Revision
+	s.routeRevs = routeRevisions(cfg.Routes)
 	return s, nil
+}
+
+// RouteRevision identifies a route's content (its targets, strategy,
+// limits and tail), "" when no route has the alias. It is the same on every
+// replica serving the same route, and changes with any edit of it: the
+// response cache keys on it, so an edit invalidates the route's answers
+// everywhere and leaves other routes' alone.
+func (s *Snapshot) RouteRevision(alias string) string { return s.routeRevs[strings.ToLower(alias)] }
+
+// routeRevisions hashes each route's JSON.
+func routeRevisions(routes []profiles.Route) map[string]string {
+	out := make(map[string]string, len(routes))
+	for _, r := range routes {
+		b, _ := json.Marshal(r)
+		sum := sha256.Sum256(b)
+		out[strings.ToLower(r.Model)] = hex.EncodeToString(sum[:8])
+	}
+	return out
 }
 
 // checkRoutes reports what needs the catalog: a target whose model's class a
@@ -199,6 +220,7 @@ func (s *Snapshot) WithRoutes(routes []profiles.Route) (*Snapshot, []profiles.Ro
 	b, _ := json.Marshal(routes)
 	h.Write(b)
 	cp.Revision = hex.EncodeToString(h.Sum(nil))[:16]
+	cp.routeRevs = routeRevisions(routes)
 	cp.LoadedAt = time.Now()
 	return &cp, nil
 }

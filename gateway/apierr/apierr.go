@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 )
 
 // Stable codes the gateway answers with (in addition to the compiler's and
@@ -43,6 +44,9 @@ const (
 	CodeValidation            = "validation_failed"
 	CodeServiceUnavailable    = "service_unavailable"
 	CodePermissionDenied      = "permission_denied"
+	// CodeRateLimited: a key's or team's rpm, tpm or max_parallel is spent;
+	// the answer carries Retry-After.
+	CodeRateLimited = "rate_limited"
 )
 
 // statuses maps every code to its HTTP status; a code missing here is a bug
@@ -65,6 +69,7 @@ var statuses = map[string]int{
 	CodeInternal:              http.StatusInternalServerError,
 	CodeServiceUnavailable:    http.StatusServiceUnavailable,
 	CodePermissionDenied:      http.StatusForbidden,
+	CodeRateLimited:           http.StatusTooManyRequests,
 	// Governance refusals: somebody's policy forbids it.
 	CodeModelForbidden:       http.StatusForbidden,
 	CodeProviderNotPermitted: http.StatusForbidden,
@@ -108,6 +113,9 @@ type Error struct {
 	Param string
 	// Details carries extra structured errors (e.g. every validation error).
 	Details []Detail
+	// RetryAfter, when positive, is sent as the Retry-After header (whole
+	// seconds): when the caller may try again (rate_limited sets it).
+	RetryAfter int
 }
 
 // Detail is one located problem inside an [Error].
@@ -189,6 +197,9 @@ func Write(w http.ResponseWriter, e *Error) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
 	w.WriteHeader(e.Status())
 	_, _ = w.Write(e.Body())
 }
