@@ -45,19 +45,31 @@ func authFrom(ctx context.Context) authenticated {
 // not recorded in the request log.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Every answer of the API carries its request id, a refusal too.
-		start := time.Now()
-		id := newRequestID(start)
-		w.Header().Set(HeaderRequestID, id)
-		snap := s.snap.Load()
-		k := access.Key(snap.Config, access.BearerToken(r))
-		if k == nil {
-			s.metrics.AuthFailures.Inc()
-			writeError(w, apierr.New(apierr.CodeUnauthorized, "missing or unknown API key; send Authorization: Bearer <key>"))
-			return
+		if r = s.authRequest(w, r); r != nil {
+			next.ServeHTTP(w, r)
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), authCtx, authenticated{key: k, snap: snap, id: id, start: start})))
 	})
+}
+
+// authRequest authenticates r: the request to serve, carrying what was
+// found, or nil when it was refused (and answered). Out of the middleware,
+// whose frame stays on the stack under every request, open streams'
+// included.
+//
+//go:noinline
+func (s *Server) authRequest(w http.ResponseWriter, r *http.Request) *http.Request {
+	// Every answer of the API carries its request id, a refusal too.
+	start := time.Now()
+	id := newRequestID(start)
+	w.Header().Set(HeaderRequestID, id)
+	snap := s.snap.Load()
+	k := access.Key(snap.Config, access.BearerToken(r))
+	if k == nil {
+		s.metrics.AuthFailures.Inc()
+		writeError(w, apierr.New(apierr.CodeUnauthorized, "missing or unknown API key; send Authorization: Bearer <key>"))
+		return nil
+	}
+	return r.WithContext(context.WithValue(r.Context(), authCtx, authenticated{key: k, snap: snap, id: id, start: start}))
 }
 
 // newRequestID returns 32 hex digits: the time in Unix milliseconds (6
@@ -107,6 +119,10 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request, t *turn) *apierr.
 		}
 		return errClientGone // the client went away while sending
 	}
+	// Read to its end, the body is closed: net/http then knows there is
+	// nothing left to drain before the answer's headers (it would otherwise
+	// try, in a deep frame of a stream's first flush).
+	_ = r.Body.Close()
 	req, perr := request.Parse(body)
 	if perr != nil {
 		return perr

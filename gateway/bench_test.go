@@ -1,17 +1,19 @@
 package gateway_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -59,14 +61,18 @@ func BenchmarkRequestPathTraced(b *testing.B) {
 // benchServer starts the demo configuration's gateway in-process, its
 // upstreams answered by t (nil: a canned non-streaming answer), its
 // response cache off; tracing nil is off.
-func benchServer(b *testing.B, tracing *telemetry.Tracing, t http.RoundTripper) http.Handler {
+func benchServer(b testing.TB, tracing *telemetry.Tracing, t http.RoundTripper) http.Handler {
 	dir := b.TempDir()
 	if err := os.CopyFS(dir, sluice.DemoConfig()); err != nil {
 		b.Fatal(err)
 	}
 	p := dir + "/sluice.toml"
 	cfg, _ := os.ReadFile(p)
-	_ = os.WriteFile(p, []byte(strings.Replace(string(cfg), "[cache]\nenabled = true", "[cache]\nenabled = false", 1)), 0o644)
+	cfg = []byte(strings.Replace(string(cfg), "[cache]\nenabled = true", "[cache]\nenabled = false", 1))
+	if os.Getenv("SLUICE_BENCH_STORE_OFF") != "" {
+		cfg = []byte(strings.Replace(string(cfg), "kind = \"sqlite\"", "kind = \"off\"", 1))
+	}
+	_ = os.WriteFile(p, cfg, 0o644)
 	if t == nil {
 		t = cannedTransport{[]byte(`{"id":"gen-1","object":"chat.completion","created":1,"model":"openai/gpt-4o","provider":"openai",` +
 			`"choices":[{"index":0,"message":{"role":"assistant","content":"Three bullet points."},"finish_reason":"stop"}],` +
@@ -110,14 +116,15 @@ func benchRequestPath(b *testing.B, tracing *telemetry.Tracing) {
 }
 
 // BenchmarkRequestStack reports, as stack-B/req, the goroutine stack a
-// request leaves its goroutine with: the deepest the request path went,
-// rounded up to the stack's power of two. net/http serves a connection's
-// requests on one goroutine, so an open stream holds this much stack for
-// its whole life (beside the server's own frames above the handler, which
-// this leaves out: the handler is called directly). Each iteration serves
-// one request on a fresh goroutine that then waits; the collector is off
-// meanwhile, since a collection shrinks idle stacks. The stream variant
-// relays a recorded marketplace stream.
+// request leaves behind: net/http serves a connection's requests on one
+// goroutine, whose stack grows (in powers of two) to the deepest point of
+// any request it served, so an open stream holds that much for its whole
+// life. Each iteration serves one request over its own loopback
+// connection, read by hand on the client side (no client goroutines), and
+// leaves the connection open; the growth of the runtime's stack memory per
+// request is the server goroutine's stack (the collector is off meanwhile,
+// since a collection shrinks idle stacks). The stream variant relays a
+// recorded marketplace stream.
 func BenchmarkRequestStack(b *testing.B) {
 	stream, err := os.ReadFile("../testdata/recorded/openrouter/stream-plain-openai-gpt-5.4-nano.sse")
 	if err != nil {
@@ -132,28 +139,43 @@ func BenchmarkRequestStack(b *testing.B) {
 		{"stream", cannedStream{stream}, benchBody + `,"stream":true}`},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
-			h := benchServer(b, nil, mode.t)
-			serveOne(b, h, mode.body) // the first request compiles and decides
+			srv := httptest.NewServer(benchServer(b, nil, mode.t))
+			defer srv.Close()
+			addr := strings.TrimPrefix(srv.URL, "http://")
+			raw := "POST /v1/chat/completions HTTP/1.1\r\nHost: sluice\r\nAuthorization: Bearer sk-sluice-demo-chat\r\n" +
+				"Content-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(mode.body)) + "\r\n\r\n" + mode.body
+			serve := func() net.Conn {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.WriteString(c, raw); err != nil {
+					b.Fatal(err)
+				}
+				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				if resp.StatusCode != 200 {
+					b.Fatal(resp.Status)
+				}
+				return c
+			}
+			_ = serve().Close() // the first request compiles and decides
 			defer debug.SetGCPercent(debug.SetGCPercent(-1))
 			runtime.GC()
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			release := make(chan struct{})
-			served := make(chan struct{})
-			var wg sync.WaitGroup
+			conns := make([]net.Conn, 0, b.N)
 			for i := 0; i < b.N; i++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					serveOne(b, h, mode.body)
-					served <- struct{}{}
-					<-release
-				}()
-				<-served
+				conns = append(conns, serve())
 			}
+			time.Sleep(50 * time.Millisecond) // the server's goroutines settle back to waiting
 			runtime.ReadMemStats(&after)
-			close(release)
-			wg.Wait()
+			for _, c := range conns {
+				_ = c.Close()
+			}
 			b.ReportMetric(float64(after.StackInuse-before.StackInuse)/float64(b.N), "stack-B/req")
 		})
 	}

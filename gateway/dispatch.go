@@ -23,39 +23,52 @@ import (
 // an error only when the request must stop at once (a budget is exhausted, a
 // model may not use the safety net).
 func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, t *turn) *apierr.Error {
-	tgt := t.first
-	reason := ""
-	if f, ok := t.targets.FirstReason(); ok {
-		reason = f.String() // planning sent an oversized prompt straight to the tail
-	}
+	t.cur, t.curReason = t.first, firstReason(t)
 	for {
 		start := time.Now()
-		a, stop := s.dispatchTarget(w, r, t, tgt, reason)
+		a, stop := s.dispatchTarget(w, r, t)
 		if stop != nil {
 			return stop
 		}
-		s.observe(r, t, a, time.Since(start))
-		if a.out.committed() {
+		if !s.advance(r, t, a, time.Since(start)) {
 			return nil
 		}
-		next, ok, why := t.targets.Next(tgt, a.out.failure, a.callerKey)
-		if !ok {
-			if t.route != nil {
-				s.logRouteEnd(t, tgt, a, string(why))
-			}
-			return nil
-		}
-		reason, tgt = a.out.failure.String(), next
 	}
 }
 
-// logRouteEnd logs a route that ended on a failure. Out of dispatch, whose
-// frame stays on the stack for a whole stream.
+// firstReason is why the first target was dispatched: "" for the plan's
+// first, or the overflow when planning sent an oversized prompt straight to
+// the tail.
+func firstReason(t *turn) string {
+	if f, ok := t.targets.FirstReason(); ok {
+		return f.String()
+	}
+	return ""
+}
+
+// advance feeds the attempt's outcome to the planner and moves the turn on
+// to the plan's next target; false when the request ends here (an answer,
+// or a failure the plan does not go past). Out of dispatch, like
+// every step of its loop: dispatch's frame stays on the stack for a whole
+// stream, and a smaller stack is less memory per open stream.
 //
 //go:noinline
-func (s *Server) logRouteEnd(t *turn, tgt failover.Target, a *attempt, why string) {
-	s.log.Info("route ends on a failure", "request_id", t.id, "route", t.route.Model, "target", tgt.Name(),
-		"failure", a.out.failure.String(), "stop", why)
+func (s *Server) advance(r *http.Request, t *turn, a *attempt, took time.Duration) bool {
+	tgt := &t.cur
+	s.observe(r, t, a, took)
+	if a.out.committed() {
+		return false
+	}
+	next, ok, why := t.targets.Next(*tgt, a.out.failure, a.callerKey)
+	if !ok {
+		if t.route != nil {
+			s.log.Info("route ends on a failure", "request_id", t.id, "route", t.route.Model, "target", tgt.Name(),
+				"failure", a.out.failure.String(), "stop", string(why))
+		}
+		return false
+	}
+	t.curReason, *tgt = a.out.failure.String(), next
+	return true
 }
 
 // dispatchTarget sends the request to one target and returns the last
@@ -64,11 +77,11 @@ func (s *Server) logRouteEnd(t *turn, tgt failover.Target, a *attempt, why strin
 // model is tried once more on the platform key, if the account is eligible
 // and the model may run on platform keys. Without a caller key the attempt is
 // on the platform key, metered.
-func (s *Server) dispatchTarget(w http.ResponseWriter, r *http.Request, t *turn, tgt failover.Target, reason string) (*attempt, *apierr.Error) {
+func (s *Server) dispatchTarget(w http.ResponseWriter, r *http.Request, t *turn) (*attempt, *apierr.Error) {
+	tgt, reason := &t.cur, t.curReason
 	c, err := t.memo.Compile(tgt.Upstream, tgt.Model) // planning kept only targets that compile
 	if err != nil {
-		s.log.Error("compile failed", "request_id", t.id, "upstream", tgt.Upstream, "err", err)
-		return nil, internalError()
+		return nil, s.compileFailed(t, tgt, err)
 	}
 	t.at = stage{compiled: c, reason: reason}
 	ck := t.snap.CallerKey(t.key.ID, tgt.Upstream)
@@ -86,6 +99,26 @@ func (s *Server) dispatchTarget(w http.ResponseWriter, r *http.Request, t *turn,
 	if a.out.committed() || !t.key.SafetyNet || !failover.Retryable(a.out.failure, true) {
 		return a, nil
 	}
+	return s.safetyNet(w, r, t, c, a)
+}
+
+// compileFailed logs a target that did not compile (planning kept only
+// targets that do, so this is a bug) and answers it.
+//
+//go:noinline
+func (s *Server) compileFailed(t *turn, tgt *failover.Target, err error) *apierr.Error {
+	s.log.Error("compile failed", "request_id", t.id, "upstream", tgt.Upstream, "err", err)
+	return internalError()
+}
+
+// safetyNet tries the current target once more on the platform key after
+// the caller's own key failed retryably, when the account is eligible and
+// the model may run on platform keys; otherwise the caller's own failure
+// stands.
+//
+//go:noinline
+func (s *Server) safetyNet(w http.ResponseWriter, r *http.Request, t *turn, c *snapshot.Compiled, a *attempt) (*attempt, *apierr.Error) {
+	tgt := &t.cur
 	if e := s.safetyNetRefusal(t, tgt.Model); e != nil {
 		return nil, e
 	}
@@ -112,6 +145,9 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, t *turn, a *attemp
 	t.final = a
 	s.startAttemptSpan(t, a)
 	s.exchange(w, r, t, a)
+	if a.open != nil {
+		return // an open stream: the relay step ends its span
+	}
 	s.endAttemptSpan(a)
 	if !a.out.committed() {
 		s.metrics.UpstreamErrors.WithLabelValues(a.target.Upstream, a.out.failure.Class).Inc()
@@ -156,7 +192,7 @@ func healthFailure(f failover.Failure) bool {
 // meteredAttempt prepares an attempt on the platform key, whose answer's
 // cost counts against the key's and the team's budgets: refused when a budget
 // is exhausted, and compiled again when the budget lowered the completion cap.
-func (s *Server) meteredAttempt(t *turn, tgt failover.Target, c *snapshot.Compiled, reason string) (*attempt, *apierr.Error) {
+func (s *Server) meteredAttempt(t *turn, tgt *failover.Target, c *snapshot.Compiled, reason string) (*attempt, *apierr.Error) {
 	body, capped, release, hold, stop := s.reserve(t, c, tgt.Model)
 	if stop != nil {
 		return nil, stop

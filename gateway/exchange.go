@@ -44,25 +44,26 @@ type relayedError struct {
 
 // exchange sends one attempt's compiled request and reads what comes back
 // into a.out: a non-streaming answer translated (not yet written), a stream
-// relayed to the caller chunk by chunk, or a classified failure with the
-// answer to forward should the request end on it. It writes no row and
-// charges no budget.
+// opened (its first event relayed, the rest left to the relay step), or a
+// classified failure with the answer to forward should the request end on
+// it. It writes no row and charges no budget.
 func (s *Server) exchange(w http.ResponseWriter, r *http.Request, t *turn, a *attempt) {
 	call, err := s.call(r.Context(), a.compiled, t.req.Stream, r.Header, t.snap.Config.Server.ForwardHeaders, a.apiKey, a.spanCtx)
 	if err != nil {
 		s.callFailed(r, t, a, err)
 		return
 	}
-	defer call.finish()
 	resp := call.resp
-	switch {
-	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		readFailure(call, &a.out)
-	case t.req.Stream:
-		s.relayStream(w, r, t, a, call)
-	default:
-		s.readAnswer(t, a, call)
+	if t.req.Stream && resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		s.openStream(w, r, t, a, call) // the relay step owns the call from here
+		return
 	}
+	defer call.finish()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		readFailure(call, &a.out)
+		return
+	}
+	s.readAnswer(t, a, call)
 }
 
 // callFailed records an exchange that got no answer at all. (Its own
@@ -126,28 +127,51 @@ func (s *Server) readAnswer(t *turn, a *attempt, call *upstreamCall) {
 	a.out.answered, a.out.body, a.out.result = true, body, res
 }
 
-// relayStream relays a streaming answer chunk by chunk. Nothing is committed
-// to the caller until the upstream's first event has arrived and translated:
-// a failure before it fails over like a non-streaming one. Once the first
-// chunk has left, nothing can switch to another target: a failure is told
-// in-band and the stream ends without [DONE], so the caller never mistakes a
-// cut stream for a whole one.
+// A streaming answer is relayed in two steps. openStream, an attempt of
+// dispatch, reads and translates the upstream's first event: nothing is
+// committed to the caller before it, so a failure up to there fails over
+// like a non-streaming one. Once it has translated, the attempt is the
+// answer and dispatch ends; the relay step (relay, in the request path
+// after dispatch) writes it out and relays the rest. From then on nothing
+// can switch to another target: a failure is told in-band and the stream
+// ends without [DONE], so the caller never mistakes a cut stream for a whole
+// one. (Relaying from the request path rather than from inside dispatch
+// keeps the stack an open stream holds at 8 KiB: the first flush, which
+// writes the headers, runs net/http's deepest frame.)
+
+// openStream opens a stream's relay on its first event; on a failure before
+// it, a.out says what failed and the call is finished.
 //
-// The loop is all that stays on the stack while a stream is open: the
-// first event and the ending are their own functions, so that this frame
-// holds little more than the loop's state.
-func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, a *attempt, call *upstreamCall) {
+//go:noinline
+func (s *Server) openStream(w http.ResponseWriter, r *http.Request, t *turn, a *attempt, call *upstreamCall) {
 	c := a.compiled
 	// Chunks are flushed to the caller when the relay would otherwise wait
 	// for the upstream (just before a read of its body), not once per
 	// event: an upstream that sends many events at once costs one write to
 	// the caller, and one that trickles them out has each flushed on arrival.
-	rs := &relay{st: c.Upstream.Connector.NewStream(c.Call), fr: flushBeforeRead{r: call.resp.Body}}
+	rs := &relay{st: c.Upstream.Connector.NewStream(c.Call), fr: flushBeforeRead{r: call.resp.Body}, call: call}
 	rs.rd = connectors.NewSSEReader(&rs.fr)
-	defer rs.rd.Release()
 	if !s.startRelay(w, r, t, a, call, rs) {
+		rs.rd.Release()
+		call.finish()
 		return
 	}
+	a.open = rs
+	a.out.answered, a.out.streamed = true, true
+}
+
+// relay relays the rest of the stream dispatch opened, if it opened one,
+// and ends the attempt: its outcome, its span, its upstream call.
+func (s *Server) relay(r *http.Request, t *turn) {
+	a := t.final
+	if a == nil || a.open == nil {
+		return
+	}
+	rs := a.open
+	a.open = nil
+	defer rs.call.finish()
+	defer rs.rd.Release()
+	_ = rs.fr.flushPending() // the first chunk leaves at once, whatever else the upstream has sent
 	for !rs.done && rs.sa.err == nil {
 		ev, data, err := rs.rd.Next()
 		if err != nil {
@@ -155,7 +179,7 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, a 
 				break // the caller went away while the relay flushed
 			}
 			if !errors.Is(err, io.EOF) {
-				rs.streamErr = call.readErr(err)
+				rs.streamErr = rs.call.readErr(err)
 			}
 			break
 		}
@@ -166,16 +190,18 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, a 
 			break
 		}
 	}
-	s.endRelay(r, t, a, call, rs)
+	s.endRelay(r, t, a, rs.call, rs)
+	s.endAttemptSpan(a)
 }
 
 // relay is one stream's relay: the upstream's events, their translator and
 // the caller's side.
 type relay struct {
-	fr flushBeforeRead
-	rd *connectors.SSEReader
-	st connectors.Stream
-	sa *streamAnswer
+	call *upstreamCall
+	fr   flushBeforeRead
+	rd   *connectors.SSEReader
+	st   connectors.Stream
+	sa   *streamAnswer
 	// done: the upstream's end of stream was relayed.
 	done bool
 	// streamErr is why the relay stopped early; toldInBand, that the caller
@@ -227,8 +253,6 @@ func (s *Server) startRelay(w http.ResponseWriter, r *http.Request, t *turn, a *
 			break
 		}
 	}
-	// The first chunk leaves at once, whatever else the upstream has sent.
-	_ = rs.fr.flushPending()
 	return true
 }
 

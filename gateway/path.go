@@ -19,7 +19,8 @@ import (
 
 // chatCompletions is the request path of POST /v1/chat/completions, top to
 // bottom: begin, parse, admit (rate limits, and the fleet's shared state
-// read in one round trip), replay, plan, dispatch, settle, answer, record. Each step is one method in the file of its name; none writes the
+// read in one round trip), replay, plan, dispatch, relay, settle, answer,
+// record. Each step is one method in the file of its name; none writes the
 // request-log row, which record builds once from what the turn learned.
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	t := s.begin(r)   // auth: the key and configuration authenticate found
@@ -44,6 +45,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.answerError(w, t, e)
 		return
 	}
+	s.relay(r, t)  // relay: the rest of a stream dispatch opened
 	s.settle(t)    // settle: price, pin, charge, release, keep for replay
 	s.answer(w, t) // answer: the answer, or the failure the request ended on
 }
@@ -97,9 +99,11 @@ type turn struct {
 	chain          []string        // the decided model's chain
 
 	// dispatch
-	at    stage    // where the request is: the target dispatched last
-	sent  int      // attempts sent
-	final *attempt // the last attempt sent (answered or not)
+	cur       failover.Target // the target being dispatched
+	curReason string          // the failure that sent the request on to cur ("" for the first)
+	at        stage           // where the request is: the target dispatched last
+	sent      int             // attempts sent
+	final     *attempt        // the last attempt sent (answered or not)
 	// attemptBuf holds the first attempts, so that a request that answers
 	// at once allocates none for them.
 	attemptBuf [1]attempt
@@ -125,7 +129,7 @@ type stage struct {
 // apiKey; the caller sets what kind of key it is. Built in place: an attempt
 // is large, and a copy of it in the dispatching frames would stay on the
 // stack for a whole stream.
-func (t *turn) newAttempt(tgt failover.Target, c *snapshot.Compiled, reason, apiKey string) *attempt {
+func (t *turn) newAttempt(tgt *failover.Target, c *snapshot.Compiled, reason, apiKey string) *attempt {
 	var a *attempt
 	if t.made < len(t.attemptBuf) {
 		a = &t.attemptBuf[t.made]
@@ -133,7 +137,7 @@ func (t *turn) newAttempt(tgt failover.Target, c *snapshot.Compiled, reason, api
 	} else {
 		a = new(attempt)
 	}
-	a.target, a.compiled, a.reason, a.apiKey = tgt, c, reason, apiKey
+	a.target, a.compiled, a.reason, a.apiKey = *tgt, c, reason, apiKey
 	return a
 }
 
@@ -159,6 +163,9 @@ type attempt struct {
 	// release frees the attempt's budget reservation; settle calls it after
 	// charging the cost, a failure at once.
 	release func()
+	// open is the stream this attempt opened, until the relay step has
+	// relayed it (nil for anything else).
+	open *relay
 	// span is the attempt's client span, spanCtx its context, which the
 	// upstream request carries (nil when tracing is off).
 	span    trace.Span
