@@ -473,3 +473,18 @@ func (c *Catalog) SaveLastGood(path string) error {
 	}
 	return nil
 }
+
+// Document returns a copy of the catalog's canonical content (models
+// sorted by slug, names lower-cased) as a document an import can merge
+// into.
+func (c *Catalog) Document() *Document {
+	b, err := json.Marshal(Document{Providers: c.spelled, Models: c.models})
+	if err != nil { // plain data: cannot happen
+		panic(fmt.Sprintf("guardrails: encoding the catalog: %v", err))
+	}
+	var d Document
+	if err := json.Unmarshal(b, &d); err != nil {
+		panic(fmt.Sprintf("guardrails: decoding the catalog: %v", err))
+	}
+	return &d
+}

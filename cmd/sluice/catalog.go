@@ -118,7 +118,8 @@ func runCatalogImport(env *cliEnv, args []string) int {
 	if err != nil {
 		return fail("reading %s: %v", *out, err)
 	}
-	_, raw, sum, diags := listing.Apply(filepath.Base(*out), base, imp, listing.MergeOptions{PriceThreshold: *threshold})
+	applied, diags := listing.Apply(filepath.Base(*out), base, imp, listing.MergeOptions{PriceThreshold: *threshold})
+	raw, sum := applied.Raw, applied.Summary
 	if len(diags) > 0 {
 		fmt.Fprintln(env.stdout, diags.Error())
 		return fail("the merged catalog would not load; %s was not changed", *out)

@@ -22,9 +22,10 @@ func TestListingsInTheDocumentedShape(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, imp.Models, len(DefaultConfig().Models))
 	require.Empty(t, imp.Notes)
-	doc, _, sum, diags := listing.Apply("catalog.json", nil, imp, listing.MergeOptions{})
+	a, diags := listing.Apply("catalog.json", nil, imp, listing.MergeOptions{})
 	require.Empty(t, diags)
-	require.Len(t, sum.ModelsAdded, 9)
+	require.Len(t, a.Summary.ModelsAdded, 9)
+	doc := a.Document
 	var llama *guardrails.Model
 	for _, m := range doc.Models {
 		if m.Slug == "meta-llama/llama-3.1-70b-instruct" {

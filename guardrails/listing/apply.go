@@ -5,18 +5,33 @@ import (
 	"github.com/sluicegw/sluice/profiles"
 )
 
+// Applied is the outcome of [Apply].
+type Applied struct {
+	// Document is the merged catalog document.
+	Document *guardrails.Document
+	// Raw is its catalog.json bytes.
+	Raw []byte
+	// Catalog is the merged catalog, loaded.
+	Catalog *guardrails.Catalog
+	// Summary says what changed.
+	Summary *Summary
+}
+
 // Apply merges an import into a catalog document (nil for none) and
-// checks the result exactly as the gateway loads a catalog. It returns the
-// merged document, its catalog.json bytes and the summary; on any problem
-// the diagnostics (located in a catalog named name) and nothing to write.
-func Apply(name string, base *guardrails.Document, imp *Import, opt MergeOptions) (*guardrails.Document, []byte, *Summary, profiles.Diagnostics) {
+// loads the result exactly as the gateway loads a catalog. On any problem
+// it returns the diagnostics (located in a catalog named name) and nothing
+// to write; the summary is returned either way.
+func Apply(name string, base *guardrails.Document, imp *Import, opt MergeOptions) (*Applied, profiles.Diagnostics) {
 	doc, sum := Merge(base, imp, opt)
+	a := &Applied{Document: doc, Summary: sum}
 	raw, err := EncodeDocument(doc)
 	if err != nil {
-		return nil, nil, sum, profiles.Diagnostics{{File: name, Code: profiles.CodeJSONSyntax, Message: err.Error()}}
+		return a, profiles.Diagnostics{{File: name, Code: profiles.CodeJSONSyntax, Message: err.Error()}}
 	}
-	if _, diags := guardrails.ParseCatalog(name, raw); len(diags) > 0 {
-		return nil, nil, sum, diags
+	cat, diags := guardrails.ParseCatalog(name, raw)
+	if len(diags) > 0 {
+		return a, diags
 	}
-	return doc, raw, sum, nil
+	a.Raw, a.Catalog = raw, cat
+	return a, nil
 }

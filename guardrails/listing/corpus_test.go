@@ -81,13 +81,13 @@ func runCase(t *testing.T, dir string) (out, summary, failure []byte) {
 	}
 	base, err := listing.ReadDocument(filepath.Join(dir, "base.json"))
 	require.NoError(t, err)
-	_, cat, sum, diags := listing.Apply(guardrails.CatalogFile, base, imp, listing.MergeOptions{PriceThreshold: c.Threshold})
+	a, diags := listing.Apply(guardrails.CatalogFile, base, imp, listing.MergeOptions{PriceThreshold: c.Threshold})
 	if len(diags) > 0 {
 		return nil, nil, []byte(diags.Error() + "\n")
 	}
 	var b bytes.Buffer
-	sum.Write(&b, true)
-	return cat, b.Bytes(), nil
+	a.Summary.Write(&b, true)
+	return a.Raw, b.Bytes(), nil
 }
 
 // golden compares got with the file, or rewrites it with -update; a nil
