@@ -36,6 +36,7 @@ import (
 	"github.com/sluicegw/sluice/gateway/requestlog"
 	"github.com/sluicegw/sluice/gateway/state"
 	"github.com/sluicegw/sluice/gateway/ui"
+	"github.com/sluicegw/sluice/guardrails/listing"
 	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/snapshot"
 )
@@ -87,6 +88,10 @@ type Server struct {
 	snap     atomic.Pointer[snapshot.Snapshot]
 	reloadMu sync.Mutex
 	lastErr  atomic.Pointer[reloadError]
+	// listing is the last good [catalog] listing, merged over catalog.json
+	// at every load; refresh is the last refresh attempt.
+	listing atomic.Pointer[listing.Import]
+	refresh atomic.Pointer[refreshStatus]
 
 	cache    *lru.Cache[string, *cachedAnswer]
 	sessions *lru.Cache[string, snapshot.Pin]
@@ -153,6 +158,7 @@ func New(opts Options) (*Server, error) {
 	if s.state, err = state.Open(filepath.Join(st.DataDir, state.File)); err != nil {
 		return nil, err
 	}
+	snap = s.loadStoredListing(snap)
 	served, diags := s.withStoredRoutes(context.Background(), snap)
 	if len(diags) > 0 {
 		return nil, diags
@@ -237,7 +243,7 @@ func (s *Server) routes() chi.Router {
 func (s *Server) Reload() profiles.Diagnostics {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
-	snap, diags := snapshot.Load(s.opts.ConfigDir)
+	snap, diags := s.loadSnapshot()
 	if len(diags) == 0 {
 		snap, diags = s.withStoredRoutes(context.Background(), snap)
 	}

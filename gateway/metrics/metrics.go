@@ -32,6 +32,14 @@ type Metrics struct {
 	// matched nothing in the catalog (recorded verbatim), by kind (model,
 	// provider) and upstream.
 	Unmatched *prometheus.CounterVec
+	// CatalogRefreshes counts [catalog] refreshes by result (ok, failed).
+	CatalogRefreshes *prometheus.CounterVec
+	// CatalogRefreshOK is 1 while the last catalog refresh succeeded (or
+	// none was tried), 0 after a failed one.
+	CatalogRefreshOK prometheus.Gauge
+	// CatalogListingTime is when the listing merged into the catalog
+	// serving was fetched (Unix seconds; 0 with none).
+	CatalogListingTime prometheus.Gauge
 }
 
 // New creates the collectors and registers them.
@@ -61,8 +69,16 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help: "1 when the last configuration reload succeeded; 0 while the last good configuration serves after a failed one."}),
 		AuthFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_auth_failures_total",
 			Help: "Requests refused for a missing or unknown API key."}),
+		CatalogRefreshes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_catalog_refreshes_total",
+			Help: "Catalog refreshes from a marketplace listing ([catalog] source), by result."}, []string{"result"}),
+		CatalogRefreshOK: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_catalog_last_refresh_ok",
+			Help: "1 when the last catalog refresh succeeded or none was tried; 0 while the last good catalog serves after a failed one."}),
+		CatalogListingTime: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_catalog_listing_timestamp_seconds",
+			Help: "When the marketplace listing merged into the catalog serving was fetched, in Unix seconds; 0 when none is."}),
 	}
-	reg.MustRegister(m.Requests, m.Duration, m.TTFT, m.Degraded, m.Refused, m.UpstreamErrors, m.Fallbacks, m.Cache, m.Reloads, m.ConfigHealthy, m.AuthFailures, m.Unmatched)
+	reg.MustRegister(m.Requests, m.Duration, m.TTFT, m.Degraded, m.Refused, m.UpstreamErrors, m.Fallbacks, m.Cache, m.Reloads, m.ConfigHealthy, m.AuthFailures, m.Unmatched,
+		m.CatalogRefreshes, m.CatalogRefreshOK, m.CatalogListingTime)
 	m.ConfigHealthy.Set(1)
+	m.CatalogRefreshOK.Set(1)
 	return m
 }

@@ -244,7 +244,9 @@ func (o *OpenRouter) Import(ctx context.Context) (*Import, error) {
 	if err != nil {
 		return nil, err
 	}
-	return BuildOpenRouter(models, endpoints, o.Only), nil
+	imp := BuildOpenRouter(models, endpoints, o.Only)
+	imp.FetchedAt = time.Now().UTC()
+	return imp, nil
 }
 
 // endpoints fetches or reads every model's endpoints listing, at most
@@ -392,7 +394,9 @@ func (v *Vercel) Import(ctx context.Context) (*Import, error) {
 	if err != nil {
 		return nil, err
 	}
-	return BuildVercel(models, v.Only), nil
+	imp := BuildVercel(models, v.Only)
+	imp.FetchedAt = time.Now().UTC()
+	return imp, nil
 }
 
 func readFile(path string) ([]byte, error) {

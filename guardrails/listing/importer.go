@@ -4,6 +4,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/sluicegw/sluice/guardrails"
 )
@@ -22,6 +23,8 @@ type Import struct {
 	Only []string `json:"only,omitempty"`
 	// Listed counts the models the listing lists.
 	Listed int `json:"listed"`
+	// FetchedAt is when the listing was read. Default: zero (not known).
+	FetchedAt time.Time `json:"fetched_at,omitzero"`
 	// Models are the listed models, each with the endpoints the listing
 	// gives (Source set); a model whose listing has no endpoints has none.
 	// OpenRouter only.
