@@ -116,19 +116,25 @@ func (s *Server) RefreshCatalog(ctx context.Context) error {
 		return s.refreshFailed(lines, err)
 	}
 	s.reloadMu.Lock()
-	defer s.reloadMu.Unlock()
 	snap, diags := snapshot.LoadWith(s.opts.ConfigDir, snapshot.Options{Listing: imp})
 	if len(diags) == 0 {
 		snap, diags = s.withStoredRoutes(ctx, snap)
 	}
 	if len(diags) > 0 {
+		s.reloadMu.Unlock()
 		lines := make([]string, len(diags))
 		for i, d := range diags {
 			lines[i] = d.String()
 		}
 		return s.refreshFailed(lines, diags)
 	}
-	old := s.snap.Load()
+	s.listing.Store(imp)
+	old := s.snap.Swap(snap)
+	s.refresh.Store(&refreshStatus{at: time.Now(), ok: true})
+	s.reloadMu.Unlock()
+	// After the swap: what changed (for the log), and the listing kept
+	// for a restart (its write, an fsync, delays neither the swap nor a
+	// reload waiting for the lock).
 	var sum *listing.Summary
 	if old.Catalog != nil {
 		_, sum = listing.Merge(old.Catalog.Document(), imp, listing.MergeOptions{PriceThreshold: 0.05})
@@ -137,9 +143,6 @@ func (s *Server) RefreshCatalog(ctx context.Context) error {
 	if err := listing.SaveImport(path, imp); err != nil {
 		s.log.Warn("catalog refreshed, but the listing could not be kept for a restart", "path", path, "err", err.Error())
 	}
-	s.listing.Store(imp)
-	s.snap.Store(snap)
-	s.refresh.Store(&refreshStatus{at: time.Now(), ok: true})
 	s.metrics.CatalogRefreshes.WithLabelValues("ok").Inc()
 	s.metrics.CatalogRefreshOK.Set(1)
 	s.metrics.CatalogListingTime.Set(float64(imp.FetchedAt.Unix()))

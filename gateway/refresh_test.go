@@ -40,7 +40,7 @@ type refreshRig struct {
 	logs   *syncBuffer
 }
 
-func newRefreshRig(t *testing.T, dir string) *refreshRig {
+func newRefreshRig(t testing.TB, dir string) *refreshRig {
 	t.Helper()
 	for env, v := range platformKeys {
 		t.Setenv(env, v)
@@ -112,13 +112,21 @@ func (r *refreshRig) ready(t *testing.T) gateway.Readiness {
 	return rd
 }
 
-// refreshDir copies the demo configuration with [catalog] source set.
-func refreshDir(t *testing.T) string {
+// refreshDir copies the demo configuration with the test edits and
+// [catalog] source set.
+func refreshDir(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(dir, sluice.DemoConfig()))
-	editConfig(t, dir, append(append([][2]string{}, testEdits...),
-		[2]string{"[retry]\n", "[catalog]\nsource = \"openrouter\"\nrefresh = \"1h\"\n\n[retry]\n"})...)
+	p := filepath.Join(dir, "sluice.toml")
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	s := string(b)
+	for _, e := range append(append([][2]string{}, testEdits...), [2]string{"[retry]\n", "[catalog]\nsource = \"openrouter\"\nrefresh = \"1h\"\n\n[retry]\n"}) {
+		require.Contains(t, s, e[0])
+		s = strings.Replace(s, e[0], e[1], 1)
+	}
+	require.NoError(t, os.WriteFile(p, []byte(s), 0o644))
 	return dir
 }
 
