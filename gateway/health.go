@@ -24,9 +24,10 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 
 // Readiness is the /readyz body.
 type Readiness struct {
-	Ready  bool        `json:"ready"`
-	Config ConfigState `json:"config"`
-	Store  StoreState  `json:"store"`
+	Ready   bool         `json:"ready"`
+	Config  ConfigState  `json:"config"`
+	Catalog CatalogState `json:"catalog"`
+	Store   StoreState   `json:"store"`
 	// State is the state store (routes and audit).
 	State StateStoreState `json:"state"`
 	// Shared is the fleet's shared state (Redis), absent without
@@ -42,6 +43,25 @@ type StateStoreState struct {
 	Kind      string `json:"kind"`
 	Reachable bool   `json:"reachable"`
 	Error     string `json:"error,omitempty"`
+}
+
+// CatalogState describes the catalog serving and its refresh. A failed
+// refresh does not make the gateway unready: the last good catalog serves.
+type CatalogState struct {
+	// Revision and Models identify the catalog serving.
+	Revision string `json:"revision,omitempty"`
+	Models   int    `json:"models"`
+	// Source and Refresh are [catalog] source and refresh ("" when off).
+	Source  string `json:"source,omitempty"`
+	Refresh string `json:"refresh,omitempty"`
+	// ListingFetchedAt is when the listing merged over catalog.json was
+	// fetched (zero when none is).
+	ListingFetchedAt time.Time `json:"listing_fetched_at,omitzero"`
+	// LastRefreshAt is the last refresh attempt; LastRefreshFailed is set
+	// while it failed, with its Errors.
+	LastRefreshAt     time.Time `json:"last_refresh_at,omitzero"`
+	LastRefreshFailed bool      `json:"last_refresh_failed"`
+	Errors            []string  `json:"errors,omitempty"`
 }
 
 // ConfigState describes the configuration serving.
@@ -73,7 +93,7 @@ type StoreState struct {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	snap := s.snap.Load()
 	st := s.writer.Stats()
-	rd := Readiness{Config: ConfigState{Revision: snap.Revision, LoadedAt: snap.LoadedAt}}
+	rd := Readiness{Config: ConfigState{Revision: snap.Revision, LoadedAt: snap.LoadedAt}, Catalog: s.catalogState(snap)}
 	if le := s.lastErr.Load(); le != nil {
 		rd.Config.LastReloadFailed, rd.Config.FailedAt = true, le.at
 		for _, d := range le.diags {

@@ -39,6 +39,7 @@ import (
 	"github.com/sluicegw/sluice/gateway/state"
 	"github.com/sluicegw/sluice/gateway/telemetry"
 	"github.com/sluicegw/sluice/gateway/ui"
+	"github.com/sluicegw/sluice/guardrails/listing"
 	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/snapshot"
 )
@@ -98,6 +99,10 @@ type Server struct {
 	snap     atomic.Pointer[snapshot.Snapshot]
 	reloadMu sync.Mutex
 	lastErr  atomic.Pointer[reloadError]
+	// listing is the last good [catalog] listing, merged over catalog.json
+	// at every load; refresh is the last refresh attempt.
+	listing atomic.Pointer[listing.Import]
+	refresh atomic.Pointer[refreshStatus]
 
 	cache    *lru.Cache[string, *cachedAnswer]
 	sessions *lru.Cache[string, snapshot.Pin]
@@ -193,6 +198,7 @@ func New(opts Options) (*Server, error) {
 	if s.state, err = state.Open(context.Background(), cfg); err != nil {
 		return nil, err
 	}
+	snap = s.loadStoredListing(snap)
 	served, diags := s.withStoredRoutes(context.Background(), snap)
 	if len(diags) > 0 {
 		return nil, diags
@@ -286,7 +292,7 @@ func (s *Server) routes() chi.Router {
 func (s *Server) Reload() profiles.Diagnostics {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
-	snap, diags := snapshot.Load(s.opts.ConfigDir)
+	snap, diags := s.loadSnapshot()
 	if len(diags) == 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if err := s.state.Ping(ctx); err != nil {

@@ -111,15 +111,23 @@ func (s *Server) settleShared(t *turn, a *attempt, pin snapshot.Pin) {
 }
 
 // cost estimates the spend of an answer from the endpoint's prices (USD per
-// million tokens; 0 without an endpoint). With the cross-turn discount,
-// cached prompt tokens are priced at a tenth.
+// million tokens; 0 without an endpoint). Prompt tokens written to the
+// provider's cache are priced at the endpoint's cache-write price; with the
+// cross-turn discount, cached prompt tokens are priced at its cache-read
+// price (each is price_in when the catalog gives none); the rest of the
+// prompt at price_in. Counts an upstream reports inconsistently (more cached
+// or written than the whole prompt) are priced as plain prompt tokens.
 func cost(ep *guardrails.Endpoint, u connectors.Usage, discount bool) float64 {
 	if ep == nil {
 		return 0
 	}
-	prompt := float64(u.PromptTokens)
-	if discount && u.CachedTokens > 0 && u.CachedTokens <= u.PromptTokens {
-		prompt -= 0.9 * float64(u.CachedTokens)
+	plain, read, written := float64(u.PromptTokens), 0.0, 0.0
+	if u.CacheWriteTokens > 0 && u.CacheWriteTokens <= u.PromptTokens {
+		written = float64(u.CacheWriteTokens)
 	}
-	return (prompt*ep.PriceIn + float64(u.CompletionTokens)*ep.PriceOut) / 1e6
+	if discount && u.CachedTokens > 0 && float64(u.CachedTokens)+written <= plain {
+		read = float64(u.CachedTokens)
+	}
+	plain -= read + written
+	return (plain*ep.PriceIn + read*ep.CacheReadPrice() + written*ep.CacheWritePrice() + float64(u.CompletionTokens)*ep.PriceOut) / 1e6
 }

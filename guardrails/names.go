@@ -354,3 +354,46 @@ func validMonthDay(mmdd string) bool {
 	d := int(mmdd[2]-'0')*10 + int(mmdd[3]-'0')
 	return m >= 1 && m <= 12 && d >= 1 && d <= 31
 }
+
+// builtinReported maps a connector kind, then a name key, to the provider
+// slug the built-in spellings give that name; built once.
+var builtinReported = func() map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for _, slug := range sortedProviderSlugs(builtinProviders) {
+		for connector, list := range builtinProviders[slug].Reported {
+			if out[connector] == nil {
+				out[connector] = map[string]string{}
+			}
+			for _, name := range list {
+				if _, taken := out[connector][nameKey(name)]; !taken {
+					out[connector][nameKey(name)] = slug
+				}
+			}
+		}
+	}
+	return out
+}()
+
+// BuiltinProviderSlug returns the catalog provider slug that the built-in
+// spellings give a name the connector's upstream reports ("Amazon Bedrock"
+// from OpenRouter, "bedrock" from the Vercel AI Gateway), compared case-
+// and punctuation-insensitively, or false when no built-in provider has it.
+func BuiltinProviderSlug(connector, name string) (string, bool) {
+	slug, ok := builtinReported[connector][nameKey(name)]
+	return slug, ok
+}
+
+// BuiltinReportedNames returns the names the built-in spellings say the
+// connector's upstream reports for a catalog provider slug (OpenRouter's
+// display name, say), or nil when there is no built-in spelling.
+func BuiltinReportedNames(connector, slug string) []string {
+	return append([]string(nil), builtinProviders[slug].Reported[connector]...)
+}
+
+// BuiltinSendName returns the name the built-in spellings send to the
+// connector's upstream for a catalog provider slug, or false when it sends
+// the slug itself.
+func BuiltinSendName(connector, slug string) (string, bool) {
+	s, ok := builtinProviders[slug].Send[connector]
+	return s, ok
+}

@@ -33,6 +33,7 @@ type Config struct {
 	Cache     Cache      `toml:"cache" json:"cache"`
 	Sessions  Sessions   `toml:"sessions" json:"sessions"`
 	Retry     Retry      `toml:"retry" json:"retry"`
+	Catalog   Catalog    `toml:"catalog" json:"catalog"`
 	Upstreams []Upstream `toml:"upstreams" json:"upstreams"`
 	Keys      []Key      `toml:"keys" json:"keys"`
 	Routes    []Route    `toml:"routes" json:"routes"`
@@ -195,6 +196,27 @@ type Sessions struct {
 	// MaxEntries bounds the pin table. Default 100000.
 	MaxEntries int `toml:"max_entries" json:"max_entries"`
 }
+
+// Catalog configures the live refresh of the model catalog from a
+// marketplace's listing. Off by default.
+type Catalog struct {
+	// Source is the listing refreshed from: "openrouter", or "" (off:
+	// catalog.json alone). Default "".
+	Source string `toml:"source" json:"source,omitempty"`
+	// Refresh is how often the listing is fetched; at least a minute.
+	// Default 1h.
+	Refresh Duration `toml:"refresh" json:"refresh"`
+	// Upstream names the [[upstreams]] entry whose base_url and api_key_env
+	// the refresh uses. Default: the first upstream whose connector is the
+	// source; with none, the public API without a key.
+	Upstream string `toml:"upstream" json:"upstream,omitempty"`
+	// Only limits the refresh to the models these patterns match (guardrail
+	// pattern syntax). Default none: every model.
+	Only []string `toml:"only" json:"only,omitempty"`
+}
+
+// MinCatalogRefresh is the shortest [catalog] refresh accepted.
+const MinCatalogRefresh = time.Minute
 
 // Retry configures gateway-side failover across route targets.
 type Retry struct {
@@ -561,6 +583,17 @@ func (c *Config) applyDefaults() {
 	if c.Sessions.MaxEntries == 0 {
 		c.Sessions.MaxEntries = 100000
 	}
+	if c.Catalog.Refresh.Duration == 0 {
+		c.Catalog.Refresh.Duration = time.Hour
+	}
+	if c.Catalog.Source != "" && c.Catalog.Upstream == "" {
+		for _, u := range c.Upstreams {
+			if u.Connector == c.Catalog.Source {
+				c.Catalog.Upstream = u.Name
+				break
+			}
+		}
+	}
 	if c.Retry.MaxRetries == nil {
 		two := 2
 		c.Retry.MaxRetries = &two
@@ -694,6 +727,16 @@ func (c *Config) crossCheck(pos positions, diags *Diagnostics) {
 		}
 		for envKey := range k.BYOK {
 			known(strings.TrimSuffix(envKey, "_env"), []string{"keys", itoa(i), "byok", envKey}, fmt.Sprintf("key %q byok", k.ID))
+		}
+	}
+	if cat := c.Catalog; cat.Source != "" {
+		if cat.Refresh.Duration < MinCatalogRefresh {
+			at(CodeCatalogRefresh, []string{"catalog", "refresh"}, "catalog.refresh is %s; the listing is fetched at most once a minute", cat.Refresh.Duration)
+		}
+		if u := c.upstreams[cat.Upstream]; cat.Upstream != "" && u == nil {
+			known(cat.Upstream, []string{"catalog", "upstream"}, "catalog.upstream")
+		} else if u != nil && u.Connector != cat.Source {
+			at(CodeCatalogRefresh, []string{"catalog", "upstream"}, "catalog.upstream %q has connector %q; the %s listing is read through an upstream with connector %q", u.Name, u.Connector, cat.Source, cat.Source)
 		}
 	}
 	teams := map[string]bool{}

@@ -116,4 +116,7 @@ const (
 	CodeForbiddenClass       = "forbidden_class"
 	CodeInvalidProxy         = "invalid_trusted_proxy"
 	CodeMissingSetting       = "missing_setting"
+	// CodeCatalogRefresh: [catalog] asks for a refresh sluice will not do (more
+	// often than once a minute, or through an upstream of another connector).
+	CodeCatalogRefresh = "invalid_catalog_refresh"
 )

@@ -330,6 +330,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /openrouter/api/v1/models", s.track(s.handleORModels))
 	mux.HandleFunc("GET /openrouter/api/v1/models/{author}/{slug}/endpoints", s.track(s.handleOREndpoints))
 	mux.HandleFunc("POST /vercel/v1/chat/completions", s.track(s.handleVercel))
+	mux.HandleFunc("GET /vercel/v1/models", s.track(s.handleVercelModels))
 	mux.HandleFunc("POST /openai/v1/chat/completions", s.track(s.handleOpenAI))
 	mux.HandleFunc("POST /anthropic/v1/messages", s.track(s.handleAnthropic))
 	return mux
