@@ -75,7 +75,7 @@ func (s *Server) handleAnthropic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	prompt := promptTokens(q.System, q.Messages)
-	res, ok := s.serveWalk(w, r, KindAnthropic, hdr, q.Stream, prompt, []candidate{{m, ep}}, anthropicShape, anthropicOverflow)
+	res, ok := s.serveWalk(w, r, KindAnthropic, hdr, q.Stream, prompt, []candidate{{m, ep}}, anyAttempt(anthropicShape), anthropicOverflow)
 	if !ok {
 		return
 	}
@@ -131,7 +131,7 @@ func (s *Server) handleAnthropic(w http.ResponseWriter, r *http.Request) {
 			"usage": map[string]any{"output_tokens": out}}},
 		event{"message_stop", map[string]any{"type": "message_stop"}},
 	)
-	e := s.newSSE(w, r)
+	e := s.newSSE(w, r, "text/event-stream")
 	for i, ev := range events {
 		if f != nil && f.Action == FaultCutAfter && i == f.N {
 			cut()

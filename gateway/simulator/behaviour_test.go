@@ -140,17 +140,19 @@ func TestStreamErrorAfter(t *testing.T) {
 	require.NoError(t, r.err)
 	require.Equal(t, 200, r.status, "the status stays 200 after the first chunk")
 	evs := parseSSE(r.body)
-	require.Len(t, evs, 3)
+	require.Len(t, evs, 4, "two chunks, the error chunk, then [DONE] as OpenRouter sends it")
 	var last map[string]any
 	require.NoError(t, json.Unmarshal([]byte(evs[2].data), &last))
 	assert.NotNil(t, last["error"])
 	assert.Equal(t, "error", last["choices"].([]any)[0].(map[string]any)["finish_reason"])
+	assert.Equal(t, "[DONE]", evs[3].data)
 
+	// Non-stream: the status stays 200 and the error is inside the choice.
 	r = post(t, orURL(s), orBody(false), FaultHeader, "stream_error_after=2")
 	require.Equal(t, 200, r.status)
-	m := r.json(t)
-	assert.NotNil(t, m["error"])
-	assert.Equal(t, "error", m["choices"].([]any)[0].(map[string]any)["finish_reason"])
+	choice := r.json(t)["choices"].([]any)[0].(map[string]any)
+	assert.NotNil(t, choice["error"])
+	assert.Equal(t, "error", choice["finish_reason"])
 
 	r = post(t, s.URL(KindOpenAI)+"/chat/completions", `{"model":"gpt-x","stream":true,`+hello+`}`, FaultHeader, "stream_error_after=1")
 	evs = parseSSE(r.body)
@@ -232,7 +234,8 @@ func TestProgrammaticFaults(t *testing.T) {
 	require.NoError(t, s.SetFaults(Fault{Action: FaultStatus, Status: 500, Provider: "cheap"}))
 	r := post(t, orURL(s), `{"model":"acme/alpha",`+hello+`}`)
 	require.Equal(t, 200, r.status)
-	assert.Equal(t, "multi/one", r.json(t)["provider"])
+	assert.Equal(t, "multi", r.json(t)["provider"])
+	assert.Equal(t, 1, s.CallCount(CallFilter{Provider: "multi/one", Status: 200}))
 
 	require.NoError(t, s.SetFaults(Fault{Action: FaultError, ErrorName: "anthropic/overloaded_error"}))
 	r = post(t, s.URL(KindAnthropic)+"/messages", `{"model":"claude-x-1.5","max_tokens":5,`+hello+`}`, "x-api-key", "k", "anthropic-version", "2023-06-01")
@@ -352,13 +355,22 @@ func TestStreamShapesAndUsage(t *testing.T) {
 		assert.Equal(t, map[bool]int{false: 0, true: 1}[include], usage)
 		assert.Equal(t, "served by openai/gpt-x via openai", text.String())
 	}
-	// OpenRouter: the final chunk carries usage and the metadata.
+	// OpenRouter: the final chunk carries usage and the metadata, and it
+	// repeats the finish rather than being a choices:[] chunk; every chunk
+	// names the provider and the model.
 	r := post(t, orURL(s), orBody(true), "X-OpenRouter-Metadata", "enabled")
 	evs := parseSSE(r.body)
 	final := decode(evs[len(evs)-2])
 	assert.Equal(t, "stop", final["choices"].([]any)[0].(map[string]any)["finish_reason"])
 	assert.NotNil(t, final["usage"])
+	assert.Greater(t, final["usage"].(map[string]any)["cost"], 0.0)
 	assert.EqualValues(t, 1, final["openrouter_metadata"].(map[string]any)["attempt"])
+	for _, e := range evs[:len(evs)-1] {
+		m := decode(e)
+		assert.Equal(t, "fast", m["provider"])
+		assert.Equal(t, "acme/gamma", m["model"])
+	}
+	assert.True(t, strings.HasPrefix(string(r.body), ": OPENROUTER PROCESSING\n\n"), "a processing comment opens the stream")
 	// Vercel: providerMetadata on the final chunk.
 	r = post(t, s.URL(KindVercel)+"/chat/completions", `{"model":"acme/gamma","stream":true,`+hello+`}`)
 	evs = parseSSE(r.body)

@@ -3,6 +3,7 @@ package simulator
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,32 +18,32 @@ func TestOpenRouterKnobs(t *testing.T) {
 		body     string // fields besides messages
 		fault    string
 		model    string
-		provider string
-		attempts []string // provider of each attempt, in order
-		strategy string
+		provider string   // endpoint that served
+		attempts []string // endpoint of each attempt, in order
+		strategy string   // openrouter_metadata.strategy
 	}{
-		{"default is cheapest", `"model":"acme/alpha"`, "", "acme/alpha", "cheap", []string{"cheap"}, "default"},
-		{"sort price", `"model":"acme/alpha","provider":{"sort":"price"}`, "", "acme/alpha", "cheap", []string{"cheap"}, "price"},
-		{"sort throughput", `"model":"acme/alpha","provider":{"sort":"throughput"}`, "", "acme/alpha", "fast", []string{"fast"}, "throughput"},
-		{"sort latency", `"model":"acme/alpha","provider":{"sort":"latency"}`, "", "acme/alpha", "quick", []string{"quick"}, "latency"},
-		{"sort object", `"model":"acme/alpha","provider":{"sort":{"by":"latency","partition":"none"}}`, "", "acme/alpha", "quick", []string{"quick"}, "latency"},
-		{"nitro suffix", `"model":"acme/alpha:nitro"`, "", "acme/alpha", "fast", []string{"fast"}, "default"},
-		{"order", `"model":"acme/alpha","provider":{"order":["quick"]}`, "", "acme/alpha", "quick", []string{"quick"}, "default"},
-		{"order base slug takes its cheapest endpoint", `"model":"acme/alpha","provider":{"order":["multi"]}`, "", "acme/alpha", "multi/one", []string{"multi/one"}, "default"},
-		{"order exact tag, any case", `"model":"acme/alpha","provider":{"order":["MULTI/Two"]}`, "", "acme/alpha", "multi/two", []string{"multi/two"}, "default"},
-		{"only", `"model":"acme/alpha","provider":{"only":["fast","quick"]}`, "", "acme/alpha", "quick", []string{"quick"}, "default"},
-		{"ignore", `"model":"acme/alpha","provider":{"ignore":["cheap"]}`, "", "acme/alpha", "multi/one", []string{"multi/one"}, "default"},
-		{"ignore base slug", `"model":"acme/alpha","provider":{"ignore":["cheap","multi"]}`, "", "acme/alpha", "quick", []string{"quick"}, "default"},
+		{"default is cheapest", `"model":"acme/alpha"`, "", "acme/alpha", "cheap", []string{"cheap"}, "direct"},
+		{"sort price", `"model":"acme/alpha","provider":{"sort":"price"}`, "", "acme/alpha", "cheap", []string{"cheap"}, "direct"},
+		{"sort throughput", `"model":"acme/alpha","provider":{"sort":"throughput"}`, "", "acme/alpha", "fast", []string{"fast"}, "direct"},
+		{"sort latency", `"model":"acme/alpha","provider":{"sort":"latency"}`, "", "acme/alpha", "quick", []string{"quick"}, "direct"},
+		{"sort object", `"model":"acme/alpha","provider":{"sort":{"by":"latency","partition":"none"}}`, "", "acme/alpha", "quick", []string{"quick"}, "direct"},
+		{"nitro suffix", `"model":"acme/alpha:nitro"`, "", "acme/alpha", "fast", []string{"fast"}, "direct"},
+		{"order", `"model":"acme/alpha","provider":{"order":["quick"]}`, "", "acme/alpha", "quick", []string{"quick"}, "direct"},
+		{"order base slug takes its cheapest endpoint", `"model":"acme/alpha","provider":{"order":["multi"]}`, "", "acme/alpha", "multi/one", []string{"multi/one"}, "direct"},
+		{"order exact tag, any case", `"model":"acme/alpha","provider":{"order":["MULTI/Two"]}`, "", "acme/alpha", "multi/two", []string{"multi/two"}, "direct"},
+		{"only", `"model":"acme/alpha","provider":{"only":["fast","quick"]}`, "", "acme/alpha", "quick", []string{"quick"}, "direct"},
+		{"ignore", `"model":"acme/alpha","provider":{"ignore":["cheap"]}`, "", "acme/alpha", "multi/one", []string{"multi/one"}, "direct"},
+		{"ignore base slug", `"model":"acme/alpha","provider":{"ignore":["cheap","multi"]}`, "", "acme/alpha", "quick", []string{"quick"}, "direct"},
 		{"order falls back to the rest", `"model":"acme/alpha","provider":{"order":["fast"]}`, "status=503;provider=fast",
-			"acme/alpha", "cheap", []string{"fast", "cheap"}, "default"},
+			"acme/alpha", "cheap", []string{"fast", "cheap"}, "direct"},
 		{"order walks its list in order", `"model":"acme/alpha","provider":{"order":["fast","quick"],"allow_fallbacks":false}`, "status=503;provider=fast",
-			"acme/alpha", "quick", []string{"fast", "quick"}, "default"},
+			"acme/alpha", "quick", []string{"fast", "quick"}, "direct"},
 		{"provider fault walks to next cheapest", `"model":"acme/alpha"`, "status=429;provider=cheap",
-			"acme/alpha", "multi/one", []string{"cheap", "multi/one"}, "default"},
+			"acme/alpha", "multi/one", []string{"cheap", "multi/one"}, "direct"},
 		{"models chain walks on model fault", `"model":"acme/alpha","models":["acme/gamma"],"provider":{"only":["cheap","fast"]}`, "status=500;model=acme/alpha",
-			"acme/gamma", "fast", []string{"cheap", "fast", "fast"}, "default"},
+			"acme/gamma", "fast", []string{"cheap", "fast", "fast"}, "fallback"},
 		{"models without model", `"models":["acme/beta","acme/gamma"]`, "status=502;model=beta",
-			"acme/gamma", "fast", []string{"cheap", "quick", "fast"}, "default"},
+			"acme/gamma", "fast", []string{"cheap", "quick", "fast"}, "fallback"},
 		{"auto picks first catalog model", `"model":"openrouter/auto"`, "", "acme/alpha", "cheap", []string{"cheap"}, "auto"},
 		{"auto honours allowed_models", `"model":"openrouter/auto","plugins":[{"id":"auto-router","allowed_models":["acme/gamma"]}]`, "",
 			"acme/gamma", "fast", []string{"fast"}, "auto"},
@@ -60,18 +61,28 @@ func TestOpenRouterKnobs(t *testing.T) {
 			require.Equal(t, http.StatusOK, r.status, string(r.body))
 			m := r.json(t)
 			assert.Equal(t, c.model, m["model"])
-			assert.Equal(t, c.provider, m["provider"])
+			// The answer names the provider, not which of its endpoints.
+			base, _, _ := strings.Cut(c.provider, "/")
+			assert.Equal(t, base, m["provider"])
 			msg := m["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
 			assert.Equal(t, fmt.Sprintf("served by %s via %s", c.model, c.provider), msg["content"])
 			meta := m["openrouter_metadata"].(map[string]any)
 			assert.EqualValues(t, len(c.attempts), meta["attempt"])
 			assert.Equal(t, c.strategy, meta["strategy"])
-			var got []string
+			var got, reported []string
+			for _, call := range s.Calls() {
+				got = append(got, call.Provider)
+			}
 			for _, a := range meta["attempts"].([]any) {
-				got = append(got, a.(map[string]any)["provider"].(string))
+				reported = append(reported, a.(map[string]any)["provider"].(string))
 			}
 			assert.Equal(t, c.attempts, got)
-			assert.Len(t, s.Calls(), len(c.attempts))
+			var bases []string
+			for _, a := range c.attempts {
+				b, _, _ := strings.Cut(a, "/")
+				bases = append(bases, b)
+			}
+			assert.Equal(t, bases, reported)
 			u := m["usage"].(map[string]any)
 			assert.EqualValues(t, 3, u["prompt_tokens"], "ceil(11/4)")
 			assert.Greater(t, u["cost"].(float64), 0.0)
@@ -113,7 +124,12 @@ func TestOpenRouterRefusals(t *testing.T) {
 			require.Equal(t, c.status, r.status, string(r.body))
 			e := r.json(t)["error"].(map[string]any)
 			assert.EqualValues(t, c.status, e["code"])
-			assert.Contains(t, e["message"], c.message)
+			msg := e["message"]
+			if msg == "Provider returned error" {
+				// A provider's own answer is relayed in metadata.raw.
+				msg = e["metadata"].(map[string]any)["raw"]
+			}
+			assert.Contains(t, msg, c.message)
 		})
 	}
 }
@@ -169,6 +185,8 @@ func TestVercelKnobs(t *testing.T) {
 	assert.Equal(t, 400, r.status, "sort values are cost, ttft, tps")
 }
 
+// vercelRoutingOf returns the routing report of a Vercel-like answer,
+// which lives inside the choice.
 func TestOpenAIDirect(t *testing.T) {
 	s := startSim(t, testConfig())
 	url := s.URL(KindOpenAI) + "/chat/completions"

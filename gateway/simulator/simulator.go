@@ -78,8 +78,11 @@ type Server struct {
 	base   string
 	done   chan struct{}
 	closed sync.Once
-	wg     sync.WaitGroup
-	seq    atomic.Int64
+	// started is when the server was made; the Vercel-like gateway's
+	// report times attempts from it.
+	started time.Time
+	wg      sync.WaitGroup
+	seq     atomic.Int64
 
 	mu        sync.Mutex
 	calls     []Call
@@ -97,7 +100,7 @@ func New(cfg Config) *Server {
 	if cfg.SlowStreamInterval <= 0 {
 		cfg.SlowStreamInterval = 50 * time.Millisecond
 	}
-	s := &Server{cfg: cfg, errs: errs, done: make(chan struct{}), hdrFaults: map[string]int{}}
+	s := &Server{cfg: cfg, errs: errs, done: make(chan struct{}), hdrFaults: map[string]int{}, started: time.Now()}
 	return s
 }
 
@@ -424,17 +427,19 @@ func decodeBody(r *http.Request, v any) error {
 // ---- streaming ----
 
 type sseWriter struct {
-	s       *Server
-	w       http.ResponseWriter
-	ctx     context.Context
-	fl      http.Flusher
-	chunks  int
-	started bool
+	s           *Server
+	w           http.ResponseWriter
+	ctx         context.Context
+	fl          http.Flusher
+	contentType string
+	chunks      int
+	started     bool
 }
 
-func (s *Server) newSSE(w http.ResponseWriter, r *http.Request) *sseWriter {
+// newSSE starts nothing yet: the headers leave with the first write.
+func (s *Server) newSSE(w http.ResponseWriter, r *http.Request, contentType string) *sseWriter {
 	fl, _ := w.(http.Flusher)
-	return &sseWriter{s: s, w: w, ctx: r.Context(), fl: fl}
+	return &sseWriter{s: s, w: w, ctx: r.Context(), fl: fl, contentType: contentType}
 }
 
 func (e *sseWriter) start() {
@@ -443,7 +448,7 @@ func (e *sseWriter) start() {
 	}
 	e.started = true
 	h := e.w.Header()
-	h.Set("Content-Type", "text/event-stream")
+	h.Set("Content-Type", e.contentType)
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Connection", "keep-alive")
 	e.w.WriteHeader(http.StatusOK)
@@ -478,12 +483,15 @@ func (e *sseWriter) send(event string, data []byte) bool {
 	return e.ctx.Err() == nil
 }
 
-func (e *sseWriter) sendJSON(event string, v any) bool {
-	b, err := json.Marshal(v)
-	if err != nil {
+// comment writes an SSE comment line (a keep-alive) and flushes; it is not
+// a chunk, so no chunk delay precedes it.
+func (e *sseWriter) comment(text string) bool {
+	e.start()
+	if _, err := io.WriteString(e.w, ": "+text+"\n\n"); err != nil {
 		return false
 	}
-	return e.send(event, b)
+	e.flush()
+	return e.ctx.Err() == nil
 }
 
 // cut drops the connection without finishing the response.
@@ -520,7 +528,7 @@ func (s *Server) serveBehaviour(w http.ResponseWriter, r *http.Request, f *Fault
 		return true
 	case FaultGarbage:
 		if stream {
-			e := s.newSSE(w, r)
+			e := s.newSSE(w, r, "text/event-stream")
 			e.send("", []byte(`{"id":"gen-garbage","choices":[{"delta":{"content":"par`))
 			e.send("", []byte("\x00not json at all}}"))
 			return true
@@ -531,7 +539,7 @@ func (s *Server) serveBehaviour(w http.ResponseWriter, r *http.Request, f *Fault
 		return true
 	case FaultSlowStream:
 		if stream {
-			e := s.newSSE(w, r)
+			e := s.newSSE(w, r, "text/event-stream")
 			for i := 0; ; i++ {
 				if !e.send("", []byte(`{"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"."},"finish_reason":null}]}`)) {
 					cut()
@@ -591,6 +599,30 @@ type failure struct {
 	status int
 	rec    *errorbodies.Recording
 	body   []byte
+}
+
+// message is the failure's error message: error.message of its body (or
+// message, Vercel's and Anthropic's inner shape), else the status text.
+func (f failure) message() string {
+	body := f.body
+	if f.rec != nil {
+		body = f.rec.Body
+	}
+	var probe struct {
+		Message string `json:"message"`
+		Error   *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if len(body) < 1<<20 && json.Unmarshal(body, &probe) == nil {
+		if probe.Error != nil && probe.Error.Message != "" {
+			return probe.Error.Message
+		}
+		if probe.Message != "" {
+			return probe.Message
+		}
+	}
+	return http.StatusText(f.status)
 }
 
 func (f failure) write(w http.ResponseWriter) {
