@@ -339,17 +339,25 @@ func TestStreamShapesAndUsage(t *testing.T) {
 		require.Equal(t, "[DONE]", evs[len(evs)-1].data)
 		var usage int
 		var text strings.Builder
-		for _, e := range evs[:len(evs)-1] {
+		for i, e := range evs[:len(evs)-1] {
 			m := decode(e)
 			assert.Equal(t, "chat.completion.chunk", m["object"])
+			assert.Equal(t, "gpt-x-2024-08-06", m["model"])
+			assert.IsType(t, "", m["obfuscation"], "every chunk is padded")
+			_, hasUsage := m["usage"]
+			assert.Equal(t, include, hasUsage, "usage (null until the last chunk) only when asked")
 			if m["usage"] != nil {
 				usage++
-				assert.Empty(t, m["choices"])
+				assert.Equal(t, []any{}, m["choices"])
 				continue
 			}
 			d := m["choices"].([]any)[0].(map[string]any)["delta"].(map[string]any)
 			if c, ok := d["content"].(string); ok {
 				text.WriteString(c)
+			}
+			if m["choices"].([]any)[0].(map[string]any)["finish_reason"] != nil {
+				assert.Empty(t, d, "the finish chunk's delta is empty")
+				assert.Equal(t, len(evs)-2-map[bool]int{true: 1}[include], i, "the finish chunk comes last but for the usage chunk")
 			}
 		}
 		assert.Equal(t, map[bool]int{false: 0, true: 1}[include], usage)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -233,87 +232,6 @@ func (s *Server) handleVercel(w http.ResponseWriter, r *http.Request) {
 		}}},
 	}
 	s.serveChat(w, r, &q, a, res.fault, vercelShape)
-}
-
-// ---- OpenAI ----
-
-func openAIShape(status int, msg string) any {
-	typ, code := "invalid_request_error", any(nil)
-	switch {
-	case status == 429:
-		typ, code = "requests", "rate_limit_exceeded"
-	case status == 401:
-		code = "invalid_api_key"
-	case status >= 500:
-		typ = "server_error"
-	}
-	return map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": code}}
-}
-
-func openAIOverflow(m *Model, prompt int) failure {
-	b, _ := json.Marshal(map[string]any{"error": map[string]any{
-		"message": fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.", m.ContextWindow, prompt),
-		"type":    "invalid_request_error", "param": "messages", "code": "context_length_exceeded",
-	}})
-	return failure{status: http.StatusBadRequest, body: b}
-}
-
-// directModel finds a catalog model served by provider from a native id
-// ("gpt-4o", "claude-sonnet-4-5") or a slug ("openai/gpt-4o").
-func (s *Server) directModel(ref, provider string) (*Model, Endpoint, bool) {
-	norm := func(x string) string { return strings.ReplaceAll(strings.ToLower(x), ".", "-") }
-	want := norm(ref)
-	for i := range s.cfg.Models {
-		m := &s.cfg.Models[i]
-		_, name, _ := strings.Cut(m.Slug, "/")
-		if want != norm(m.Slug) && want != norm(name) {
-			continue
-		}
-		for _, e := range m.Endpoints {
-			if providerMatches(provider, e.Slug()) {
-				return m, e, true
-			}
-		}
-	}
-	return nil, Endpoint{}, false
-}
-
-func (s *Server) handleOpenAI(w http.ResponseWriter, r *http.Request) {
-	hdr, err := s.headerFaults(r)
-	if err != nil {
-		simError(w, http.StatusBadRequest, FaultHeader+": "+err.Error())
-		return
-	}
-	var q chatRequest
-	if err := decodeBody(r, &q); err != nil {
-		writeJSON(w, http.StatusBadRequest, openAIShape(400, "We could not parse the JSON body of your request."))
-		return
-	}
-	if q.Model == "" {
-		writeJSON(w, http.StatusBadRequest, openAIShape(400, "you must provide a model parameter"))
-		return
-	}
-	m, ep, ok := s.directModel(q.Model, "openai")
-	if !ok {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{
-			"message": fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", q.Model),
-			"type":    "invalid_request_error", "param": nil, "code": "model_not_found",
-		}})
-		return
-	}
-	prompt := promptTokens(nil, q.Messages)
-	res, ok := s.serveWalk(w, r, KindOpenAI, hdr, q.Stream, prompt, []candidate{{m, ep}}, anyAttempt(openAIShape), openAIOverflow)
-	if !ok {
-		return
-	}
-	_, name, _ := strings.Cut(m.Slug, "/")
-	text := answerText(m.Slug, "openai")
-	out := estimateTokens(len(text))
-	a := &chatAnswer{
-		id: s.nextID("chatcmpl-sim-"), model: name, text: text, created: time.Now().Unix(), in: prompt, out: out,
-		extra: map[string]any{"system_fingerprint": "fp_sim"},
-	}
-	s.serveChat(w, r, &q, a, res.fault, openAIShape)
 }
 
 func (e *sseWriter) sendJSON(event string, v any) bool {

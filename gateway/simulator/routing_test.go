@@ -190,16 +190,26 @@ func TestVercelKnobs(t *testing.T) {
 func TestOpenAIDirect(t *testing.T) {
 	s := startSim(t, testConfig())
 	url := s.URL(KindOpenAI) + "/chat/completions"
-	for _, model := range []string{"gpt-x", "openai/gpt-x"} {
+	for model, want := range map[string]string{
+		"gpt-x": "gpt-x-2024-08-06", "openai/gpt-x": "gpt-x-2024-08-06", "gpt-x-2025-01-31": "gpt-x-2025-01-31",
+	} {
 		r := post(t, url, `{"model":"`+model+`",`+hello+`}`)
 		require.Equal(t, 200, r.status, string(r.body))
 		m := r.json(t)
-		assert.Equal(t, "gpt-x", m["model"])
+		assert.Equal(t, want, m["model"], "the dated snapshot id, as asked when asked dated")
 		assert.Equal(t, "chat.completion", m["object"])
 		_, hasProvider := m["provider"]
 		assert.False(t, hasProvider)
 		msg := m["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
 		assert.Equal(t, "served by openai/gpt-x via openai", msg["content"])
+		assert.Equal(t, []any{}, msg["annotations"])
+		assert.Equal(t, "default", m["service_tier"])
+		assert.Regexp(t, `^fp_[0-9a-f]{10}$`, m["system_fingerprint"])
+		u := m["usage"].(map[string]any)
+		assert.Contains(t, u["prompt_tokens_details"], "cached_tokens")
+		assert.Contains(t, u["completion_tokens_details"], "reasoning_tokens")
+		assert.True(t, strings.HasPrefix(string(r.body), "{\n  \"id\": \"chatcmpl-"), "pretty-printed as recorded: %s", r.body)
+		assert.True(t, strings.HasSuffix(string(r.body), "\n}\n"))
 	}
 	// acme/alpha is not served by openai.
 	r := post(t, url, `{"model":"acme/alpha",`+hello+`}`)
@@ -208,7 +218,7 @@ func TestOpenAIDirect(t *testing.T) {
 	assert.Equal(t, "model_not_found", e["code"])
 	assert.Equal(t, "invalid_request_error", e["type"])
 	assert.Equal(t, "The model `acme/alpha` does not exist or you do not have access to it.", e["message"])
-	assert.Equal(t, 2, s.CallCount(CallFilter{Kind: KindOpenAI, Provider: "openai", Status: 200}))
+	assert.Equal(t, 3, s.CallCount(CallFilter{Kind: KindOpenAI, Provider: "openai", Status: 200}))
 }
 
 func TestContextOverflowShapes(t *testing.T) {
