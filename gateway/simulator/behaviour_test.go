@@ -274,7 +274,7 @@ func TestAnthropicShapes(t *testing.T) {
 	m := r.json(t)
 	assert.Equal(t, "message", m["type"])
 	assert.Equal(t, "assistant", m["role"])
-	assert.Equal(t, "claude-x-1-5", m["model"])
+	assert.Equal(t, "claude-x-1-5-20250514", m["model"], "a dated id")
 	assert.Equal(t, "end_turn", m["stop_reason"])
 	content := m["content"].([]any)[0].(map[string]any)
 	assert.Equal(t, "text", content["type"])
@@ -283,13 +283,13 @@ func TestAnthropicShapes(t *testing.T) {
 
 	r = post(t, url, strings.Replace(body, `"max_tokens":5,`, `"stream":true,"max_tokens":5,`, 1), ah...)
 	require.Equal(t, 200, r.status)
-	assert.Equal(t, "text/event-stream", r.header.Get("Content-Type"))
+	assert.Equal(t, "text/event-stream; charset=utf-8", r.header.Get("Content-Type"))
 	var names []string
 	var text strings.Builder
 	for _, e := range parseSSE(r.body) {
 		names = append(names, e.name)
 		var d map[string]any
-		require.NoError(t, json.Unmarshal([]byte(e.data), &d))
+		require.NoError(t, json.Unmarshal([]byte(e.data), &d), "padded data is still JSON: %s", e.data)
 		assert.Equal(t, e.name, d["type"], "event name matches data.type")
 		if e.name == "content_block_delta" {
 			text.WriteString(d["delta"].(map[string]any)["text"].(string))
@@ -322,6 +322,68 @@ func TestAnthropicShapes(t *testing.T) {
 			assert.Contains(t, e["message"], c.msg)
 		})
 	}
+}
+
+// TestAnthropicThinking: a request that enables thinking gets a thinking
+// block with its signature before the text — whole in an answer, in a
+// stream as thinking deltas then one signature delta — and the stream is
+// framed as recorded: an event line per event, one ping after the first
+// block's start, data padded before its closing brace (ping's never).
+func TestAnthropicThinking(t *testing.T) {
+	s := startSim(t, testConfig())
+	url := s.URL(KindAnthropic) + "/messages"
+	ah := []string{"x-api-key", "k", "anthropic-version", "2023-06-01"}
+	body := `{"model":"claude-x-1-5","max_tokens":2048,"thinking":{"type":"enabled","budget_tokens":1024},` + hello + `}`
+	r := post(t, url, body, ah...)
+	require.Equal(t, 200, r.status, string(r.body))
+	content := r.json(t)["content"].([]any)
+	require.Len(t, content, 2)
+	thinking := content[0].(map[string]any)
+	assert.Equal(t, "thinking", thinking["type"])
+	assert.NotEmpty(t, thinking["thinking"])
+	assert.Regexp(t, `^E[A-Za-z0-9+/]{100,}=*$`, thinking["signature"])
+	assert.Equal(t, "text", content[1].(map[string]any)["type"])
+
+	r = post(t, url, strings.Replace(body, `"max_tokens"`, `"stream":true,"max_tokens"`, 1), ah...)
+	require.Equal(t, 200, r.status)
+	var kinds []string
+	var signature, thought strings.Builder
+	for _, e := range parseSSE(r.body) {
+		var d struct {
+			Type  string `json:"type"`
+			Index int    `json:"index"`
+			Block struct {
+				Type string `json:"type"`
+			} `json:"content_block"`
+			Delta struct {
+				Type      string `json:"type"`
+				Thinking  string `json:"thinking"`
+				Signature string `json:"signature"`
+			} `json:"delta"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(e.data), &d), e.data)
+		k := e.name
+		switch e.name {
+		case "content_block_start":
+			k += "/" + d.Block.Type
+		case "content_block_delta":
+			k += "/" + d.Delta.Type
+			thought.WriteString(d.Delta.Thinking)
+			signature.WriteString(d.Delta.Signature)
+		case "ping":
+			assert.Equal(t, `{"type": "ping"}`, e.data)
+		}
+		if len(kinds) == 0 || kinds[len(kinds)-1] != k {
+			kinds = append(kinds, k)
+		}
+	}
+	assert.Equal(t, []string{"message_start", "content_block_start/thinking", "ping", "content_block_delta/thinking_delta",
+		"content_block_delta/signature_delta", "content_block_stop", "content_block_start/text", "content_block_delta/text_delta",
+		"content_block_stop", "message_delta", "message_stop"}, kinds)
+	assert.Equal(t, thinking["thinking"], thought.String())
+	assert.NotEmpty(t, signature.String())
+	assert.Contains(t, string(r.body), "event: message_start\ndata: {")
+	assert.Regexp(t, `data: \{"type":"content_block_stop","index":\d+ +\}`, string(r.body), "padding before the closing brace")
 }
 
 func TestStreamShapesAndUsage(t *testing.T) {
