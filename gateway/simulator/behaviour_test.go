@@ -441,11 +441,22 @@ func TestStreamShapesAndUsage(t *testing.T) {
 		assert.Equal(t, "acme/gamma", m["model"])
 	}
 	assert.True(t, strings.HasPrefix(string(r.body), ": OPENROUTER PROCESSING\n\n"), "a processing comment opens the stream")
-	// Vercel: providerMetadata on the final chunk.
-	r = post(t, s.URL(KindVercel)+"/chat/completions", `{"model":"acme/gamma","stream":true,`+hello+`}`)
-	evs = parseSSE(r.body)
-	final = decode(evs[len(evs)-2])
-	assert.NotNil(t, final["providerMetadata"])
+	// Vercel: the routing report inside the last chunk's delta, with usage
+	// when asked (no separate usage chunk), and only on the last chunk.
+	for _, include := range []bool{false, true} {
+		r = post(t, s.URL(KindVercel)+"/chat/completions",
+			fmt.Sprintf(`{"model":"acme/gamma","stream":true,"stream_options":{"include_usage":%t},%s}`, include, hello))
+		evs = parseSSE(r.body)
+		require.Equal(t, "[DONE]", evs[len(evs)-1].data)
+		for i, e := range evs[:len(evs)-1] {
+			m := decode(e)
+			delta := m["choices"].([]any)[0].(map[string]any)["delta"].(map[string]any)
+			last := i == len(evs)-2
+			assert.Equal(t, last, delta["provider_metadata"] != nil, "routing report on the last chunk only")
+			assert.Equal(t, last && include, m["usage"] != nil, "usage on the last chunk, when asked")
+			assert.NotContains(t, m, "providerMetadata")
+		}
+	}
 }
 
 func TestConcurrentRequests(t *testing.T) {

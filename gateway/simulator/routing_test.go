@@ -159,6 +159,7 @@ func TestVercelKnobs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			s.Reset()
 			var hdr []string
 			if c.fault != "" {
 				hdr = []string{FaultHeader, c.fault}
@@ -166,19 +167,36 @@ func TestVercelKnobs(t *testing.T) {
 			r := post(t, url, `{"model":"acme/alpha","providerOptions":{"gateway":`+c.gateway+`},`+hello+`}`, hdr...)
 			require.Equal(t, http.StatusOK, r.status, string(r.body))
 			m := r.json(t)
-			assert.Equal(t, c.model, m["model"])
-			routing := m["providerMetadata"].(map[string]any)["gateway"].(map[string]any)["routing"].(map[string]any)
-			assert.Equal(t, c.provider, routing["finalProvider"])
-			var got []att
+			assert.Equal(t, "acme/alpha", m["model"], "the model is echoed as asked")
+			routing := vercelRoutingOf(t, m)
+			// The report names providers, not which of their endpoints.
+			assert.Equal(t, baseSlug(c.provider), routing["finalProvider"])
+			var got, want []att
 			for _, ma := range routing["modelAttempts"].([]any) {
 				ma := ma.(map[string]any)
-				a := att{model: ma["modelId"].(string)}
+				a := att{model: ma["canonicalSlug"].(string)}
 				for _, pa := range ma["providerAttempts"].([]any) {
 					a.providers = append(a.providers, pa.(map[string]any)["provider"].(string))
 				}
 				got = append(got, a)
 			}
-			assert.Equal(t, c.attempts, got)
+			var endpoints, called []string
+			for _, a := range c.attempts {
+				w := att{model: a.model}
+				for _, p := range a.providers {
+					w.providers = append(w.providers, baseSlug(p))
+					endpoints = append(endpoints, p)
+				}
+				want = append(want, w)
+			}
+			assert.Equal(t, want, got)
+			for _, call := range s.Calls() {
+				called = append(called, call.Provider)
+			}
+			assert.Equal(t, endpoints, called)
+			last := s.Calls()[len(s.Calls())-1]
+			assert.Equal(t, c.provider, last.Provider)
+			assert.Equal(t, c.model, last.Model)
 		})
 	}
 	r := post(t, url, `{"model":"acme/alpha","providerOptions":{"gateway":{"sort":"price"}},`+hello+`}`)
@@ -187,6 +205,17 @@ func TestVercelKnobs(t *testing.T) {
 
 // vercelRoutingOf returns the routing report of a Vercel-like answer,
 // which lives inside the choice.
+func vercelRoutingOf(t *testing.T, m map[string]any) map[string]any {
+	t.Helper()
+	msg := m["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	return msg["provider_metadata"].(map[string]any)["gateway"].(map[string]any)["routing"].(map[string]any)
+}
+
+func baseSlug(endpoint string) string {
+	base, _, _ := strings.Cut(endpoint, "/")
+	return base
+}
+
 func TestOpenAIDirect(t *testing.T) {
 	s := startSim(t, testConfig())
 	url := s.URL(KindOpenAI) + "/chat/completions"
@@ -269,4 +298,75 @@ func TestListings(t *testing.T) {
 	require.Len(t, eps, 5)
 	assert.Equal(t, "deepinfra/fp8", eps[0].(map[string]any)["tag"])
 	assert.Equal(t, "fp8", eps[0].(map[string]any)["quantization"])
+}
+
+// namedConfig is a catalog whose names differ per upstream, as the live
+// marketplaces' do.
+func namedConfig() Config {
+	return Config{
+		Models: []Model{{Slug: "anthropic/claude-x-1.5", ContextWindow: 1000,
+			Aliases:     []string{"anthropic/claude-1.5-x-20250101"},
+			UpstreamIDs: map[string]string{KindVercel: "anthropic/claude-x"},
+			Native:      map[string]string{"anthropic": "claude-x-1-5"},
+			Endpoints: []Endpoint{
+				{Provider: "anthropic", PriceIn: 1, PriceOut: 2},
+				{Provider: "amazon-bedrock", PriceIn: 1, PriceOut: 2},
+				{Provider: "google-vertex", PriceIn: 1, PriceOut: 2},
+			}}},
+		ProviderNames: map[string]map[string]string{
+			KindOpenRouter: {"anthropic": "Anthropic", "amazon-bedrock": "Amazon Bedrock", "google-vertex": "Google"},
+			KindVercel:     {"anthropic": "anthropic", "amazon-bedrock": "bedrock", "google-vertex": "vertex"},
+		},
+	}
+}
+
+// TestMarketplaceNames: each marketplace is asked and answers in its own
+// names — OpenRouter reports the canonical id and the provider's display
+// name; the Vercel AI Gateway takes its model id and provider slugs, echoes
+// the id and reports its slugs.
+func TestMarketplaceNames(t *testing.T) {
+	s := startSim(t, namedConfig())
+	for _, asked := range []string{"anthropic/claude-x-1.5", "anthropic/claude-1.5-x-20250101"} {
+		r := post(t, orURL(s), `{"model":"`+asked+`","provider":{"order":["amazon-bedrock"]},`+hello+`}`)
+		require.Equal(t, 200, r.status, string(r.body))
+		m := r.json(t)
+		assert.Equal(t, "anthropic/claude-1.5-x-20250101", m["model"])
+		assert.Equal(t, "Amazon Bedrock", m["provider"])
+	}
+	r := post(t, orURL(s), `{"model":"anthropic/claude-x","provider":{"order":["amazon-bedrock"]},`+hello+`}`)
+	assert.Equal(t, 400, r.status, "another upstream's id is not OpenRouter's")
+
+	r = post(t, s.URL(KindVercel)+"/chat/completions",
+		`{"model":"anthropic/claude-x","providerOptions":{"gateway":{"order":["vertex"],"only":["vertex","bedrock"]}},`+hello+`}`,
+		FaultHeader, "status=503;provider=google-vertex")
+	require.Equal(t, 200, r.status, string(r.body))
+	m := r.json(t)
+	assert.Equal(t, "anthropic/claude-x", m["model"], "echoed as asked")
+	routing := vercelRoutingOf(t, m)
+	assert.Equal(t, "vertex", routing["resolvedProvider"])
+	assert.Equal(t, "bedrock", routing["finalProvider"])
+	assert.Equal(t, "anthropic/claude-x", routing["canonicalSlug"])
+	assert.Equal(t, []any{"bedrock"}, routing["fallbacksAvailable"])
+	attempts := routing["attempts"].([]any)
+	require.Len(t, attempts, 2)
+	failed := attempts[0].(map[string]any)
+	assert.Equal(t, false, failed["success"])
+	assert.EqualValues(t, 503, failed["statusCode"])
+	assert.Contains(t, failed["error"], "simulated fault")
+	ma := routing["modelAttempts"].([]any)[0].(map[string]any)
+	assert.Equal(t, "anthropic/claude-x", ma["canonicalSlug"])
+	assert.Equal(t, "vertex:claude-x-1.5", ma["modelId"])
+	gateway := m["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["provider_metadata"].(map[string]any)["gateway"].(map[string]any)
+	assert.IsType(t, "", gateway["cost"], "the report's cost is a string")
+	u := m["usage"].(map[string]any)
+	assert.Equal(t, u["cost"], u["market_cost"])
+	assert.Equal(t, false, u["is_byok"])
+
+	r = post(t, s.URL(KindVercel)+"/chat/completions", `{"model":"anthropic/claude-x","providerOptions":{"gateway":{"only":["anthropic"]}},`+hello+`}`)
+	require.Equal(t, 200, r.status, string(r.body))
+	msg := r.json(t)["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	anth := msg["provider_metadata"].(map[string]any)["anthropic"].(map[string]any)
+	assert.Contains(t, anth["usage"], "cache_read_input_tokens", "Anthropic's own report beside the gateway's")
+	ma = vercelRoutingOf(t, r.json(t))["modelAttempts"].([]any)[0].(map[string]any)
+	assert.Equal(t, "anthropic:claude-x-1-5-20250514", ma["modelId"], "the provider's dated id")
 }
