@@ -9,8 +9,7 @@ import (
 )
 
 // The OpenRouter-like marketplace, answering as the live API does
-// (testdata/recorded/openrouter; the field-by-field summary is in the
-// package's shape test).
+// (testdata/recorded/openrouter).
 
 const orAuto = "openrouter/auto"
 

@@ -4,7 +4,10 @@
 // tests inject per request (header X-Sim-Fault) or per server
 // ([Server.SetFaults]). It is the only simulated piece of sluice's
 // integration tests and of `sluice demo`, so it honours the upstreams' native
-// routing knobs and answers in their wire shapes.
+// routing knobs and answers in their wire shapes: the shapes of the answers
+// recorded from the live APIs (testdata/recorded), which
+// TestShapesMatchRecordings holds it to, field by field and stream by
+// stream.
 package simulator
 
 import (
