@@ -298,6 +298,25 @@ func TestListings(t *testing.T) {
 	require.Len(t, eps, 5)
 	assert.Equal(t, "deepinfra/fp8", eps[0].(map[string]any)["tag"])
 	assert.Equal(t, "fp8", eps[0].(map[string]any)["quantization"])
+
+	// In the catalog's names: the canonical slug, the providers' display
+	// names.
+	s = startSim(t, namedConfig())
+	resp3, err := http.Get(s.URL(KindOpenRouter) + "/models")
+	require.NoError(t, err)
+	defer resp3.Body.Close()
+	listed := (reply{body: readAll(t, resp3)}).json(t)["data"].([]any)[0].(map[string]any)
+	assert.Equal(t, "anthropic/claude-1.5-x-20250101", listed["canonical_slug"])
+	details := listed["links"].(map[string]any)["details"].(string)
+	resp4, err := http.Get(s.URL(KindOpenRouter) + strings.TrimPrefix(details, "/api/v1"))
+	require.NoError(t, err)
+	defer resp4.Body.Close()
+	r4 := reply{status: resp4.StatusCode, body: readAll(t, resp4)}
+	require.Equal(t, 200, r4.status, "the details link resolves")
+	ep := r4.json(t)["data"].(map[string]any)["endpoints"].([]any)[1].(map[string]any)
+	assert.Equal(t, "Amazon Bedrock", ep["provider_name"])
+	assert.Equal(t, "amazon-bedrock", ep["tag"])
+	assert.Equal(t, "Amazon Bedrock | anthropic/claude-1.5-x-20250101", ep["name"])
 }
 
 // namedConfig is a catalog whose names differ per upstream, as the live
