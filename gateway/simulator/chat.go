@@ -34,9 +34,9 @@ func (q *chatRequest) includeUsage() bool {
 type attemptLog struct {
 	model  *Model
 	ep     Endpoint
-	Status int
-	// Error is a failed attempt's error message.
-	Error string
+	status int
+	// errMsg is a failed attempt's error message.
+	errMsg string
 	// start and end are when the attempt began and was decided.
 	start, end time.Time
 }

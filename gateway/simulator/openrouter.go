@@ -293,7 +293,7 @@ func (s *Server) orReport(q *chatRequest, requested, strategy string, cands []ca
 	m := &orMetadata{Attempt: len(res.attempts), Attempts: []orAttempt{}, IsBYOK: false,
 		Requested: requested, Strategy: strategy}
 	for _, at := range res.attempts {
-		m.Attempts = append(m.Attempts, orAttempt{Model: orModelID(at.model), Provider: s.cfg.providerName(KindOpenRouter, at.ep), Status: at.Status})
+		m.Attempts = append(m.Attempts, orAttempt{Model: orModelID(at.model), Provider: s.cfg.providerName(KindOpenRouter, at.ep), Status: at.status})
 	}
 	seen := map[string]bool{}
 	served := s.cfg.providerName(KindOpenRouter, res.served.ep)

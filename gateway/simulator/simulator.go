@@ -503,9 +503,8 @@ func cut() { panic(http.ErrAbortHandler) }
 // ---- fault behaviours shared by every upstream ----
 
 // serveBehaviour runs the faults that take over a served attempt (everything
-// but the error answers). It returns true when it answered.
-// chunk(i) renders streamed chunk i (valid JSON); body is the full
-// non-stream answer.
+// but the error answers). It returns true when it answered. body is the
+// full non-stream answer (cut_after sends half of it).
 func (s *Server) serveBehaviour(w http.ResponseWriter, r *http.Request, f *Fault, stream bool, body []byte) bool {
 	if f == nil {
 		return false

@@ -371,13 +371,13 @@ func (s *Server) vercelRouting(q *chatRequest, cands []candidate, res walkResult
 	for _, at := range res.attempts {
 		c := candidate{at.model, at.ep}
 		pa := vcAttempt{Provider: name(at.ep), ProviderAPIModelID: vercelAPIModel(c), CredentialType: "system",
-			Success: at.Status == http.StatusOK, StartTime: s.sinceStart(at.start), EndTime: s.sinceStart(at.end),
-			StatusCode: at.Status}
+			Success: at.status == http.StatusOK, StartTime: s.sinceStart(at.start), EndTime: s.sinceStart(at.end),
+			StatusCode: at.status}
 		pa.InternalModelID = pa.Provider + ":" + pa.ProviderAPIModelID
 		if pa.Success {
 			pa.ProviderResponseID = token(fmt.Sprint(pa.InternalModelID, at.start.UnixNano()), 23, alnum)
 		} else {
-			pa.Error = at.Error
+			pa.Error = at.errMsg
 		}
 		rt.Attempts = append(rt.Attempts, pa)
 		n := len(rt.ModelAttempts)
