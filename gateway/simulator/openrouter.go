@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -283,13 +284,13 @@ func (s *Server) handleOpenRouter(w http.ResponseWriter, r *http.Request) {
 	}
 	var meta *orMetadata
 	if strings.EqualFold(r.Header.Get(orMetadataHeader), "enabled") {
-		meta = s.orReport(&q, chain[0], strategy, cands, res)
+		meta = s.orReport(chain[0], strategy, cands, res)
 	}
 	s.serveAnswer(w, r, q.Stream, s.openRouterAnswer(res.served, prompt, meta), res.fault)
 }
 
 // orReport is the router's report of a served request.
-func (s *Server) orReport(q *chatRequest, requested, strategy string, cands []candidate, res walkResult) *orMetadata {
+func (s *Server) orReport(requested, strategy string, cands []candidate, res walkResult) *orMetadata {
 	m := &orMetadata{Attempt: len(res.attempts), Attempts: []orAttempt{}, IsBYOK: false,
 		Requested: requested, Strategy: strategy}
 	for _, at := range res.attempts {
@@ -340,7 +341,8 @@ func (s *Server) openRouterAnswer(c *candidate, prompt int, meta *orMetadata) *a
 		ServiceTier: tier, Usage: u, Metadata: meta,
 		Choices: []orChoice{{FinishReason: "stop", NativeFinishReason: &native,
 			Message: orMessage{Role: "assistant", Content: text}}}})
-	a.body = append([]byte(strings.Repeat(orKeepAlive, orKeepAliveUnits(c.ep))), body...)
+	keepAlive := []byte(strings.Repeat(orKeepAlive, orKeepAliveUnits(c.ep)))
+	a.body = slices.Concat(keepAlive, body)
 
 	chunk := func(content string, finish, nativeFinish *string) orChunk {
 		ch := orChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, Provider: provider,
@@ -375,7 +377,7 @@ func (s *Server) openRouterAnswer(c *candidate, prompt int, meta *orMetadata) *a
 			errFinish := orAnswer{ID: id, Object: "chat.completion", Created: created, Model: model, Provider: provider,
 				ServiceTier: tier, Usage: u,
 				Choices: []orChoice{{FinishReason: "error", Message: orMessage{Role: "assistant", Content: ""}, Error: failure}}}
-			return http.StatusOK, mustJSON(errFinish), nil
+			return http.StatusOK, slices.Concat(keepAlive, mustJSON(errFinish)), nil
 		}
 		errFinish := "error"
 		ch := chunk("", &errFinish, nil)
