@@ -20,6 +20,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -582,8 +583,9 @@ func (s *Server) serveBehaviour(w http.ResponseWriter, r *http.Request, f *Fault
 	return false
 }
 
-// hugeMessage is ~10 MB of text for the huge_error fault.
-func hugeMessage() []byte { return bytes.Repeat([]byte("x"), 10<<20) }
+// hugeMessage is ~10 MB of text for the huge_error fault, made once and
+// only read after.
+var hugeMessage = sync.OnceValue(func() []byte { return bytes.Repeat([]byte("x"), 10<<20) })
 
 // writeRecorded replays a recorded error answer byte for byte.
 func writeRecorded(w http.ResponseWriter, rec errorbodies.Recording) {
@@ -601,6 +603,11 @@ type failure struct {
 	status int
 	rec    *errorbodies.Recording
 	body   []byte
+	// huge, when set, is written into body at hugeAt: the huge_error
+	// fault's message, sent without building a 10 MB body per attempt, so
+	// that its headers leave at once.
+	huge   []byte
+	hugeAt int
 }
 
 // message is the failure's error message: error.message of its body (or
@@ -616,7 +623,7 @@ func (f failure) message() string {
 			Message string `json:"message"`
 		} `json:"error"`
 	}
-	if len(body) < 1<<20 && json.Unmarshal(body, &probe) == nil {
+	if f.huge == nil && json.Unmarshal(body, &probe) == nil {
 		if probe.Error != nil && probe.Error.Message != "" {
 			return probe.Error.Message
 		}
@@ -633,9 +640,18 @@ func (f failure) write(w http.ResponseWriter) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", fmt.Sprint(len(f.body)))
+	w.Header().Set("Content-Length", fmt.Sprint(len(f.body)+len(f.huge)))
 	w.WriteHeader(f.status)
-	_, _ = w.Write(f.body)
+	if f.huge == nil {
+		_, _ = w.Write(f.body)
+		return
+	}
+	_, _ = w.Write(f.body[:f.hugeAt])
+	if fl, ok := w.(http.Flusher); ok {
+		fl.Flush()
+	}
+	_, _ = w.Write(f.huge)
+	_, _ = w.Write(f.body[f.hugeAt:])
 }
 
 // failWith builds the answer of an attempt failed by fault f, using shape to
@@ -650,11 +666,13 @@ func (s *Server) failWith(f *Fault, shape func(status int, msg string) any, prov
 		if st == 0 {
 			st = http.StatusInternalServerError
 		}
-		// Marshal a placeholder and splice the ~10 MB message in: encoding
-		// it through encoding/json is needlessly slow.
+		// Marshal a placeholder and write the ~10 MB message where it
+		// stands: encoding it through encoding/json, or copying it into
+		// each body, is needlessly slow.
 		const mark = "@@huge@@"
 		b, _ := json.Marshal(shape(st, mark))
-		return failure{status: st, body: bytes.Replace(b, []byte(mark), hugeMessage(), 1)}
+		at := bytes.Index(b, []byte(mark))
+		return failure{status: st, body: slices.Concat(b[:at], b[at+len(mark):]), huge: hugeMessage(), hugeAt: at}
 	default:
 		msg := fmt.Sprintf("simulated fault: %s %d from %s", http.StatusText(f.Status), f.Status, provider)
 		b, _ := json.Marshal(shape(f.Status, msg))
