@@ -271,6 +271,28 @@ func (c *Catalog) ReportedProvider(connector, reported string) (string, bool) {
 	return slug, true
 }
 
+// ReportedName returns the name the connector's upstream gives a catalog
+// provider when it reports who served (OpenRouter's "Amazon Bedrock", the
+// Vercel AI Gateway's "bedrock"): the first of the catalog's reported names
+// for that connector, else of the built-in ones, else the provider slug
+// itself. A name that would read back ([Catalog.ReportedProvider]) as
+// another provider is passed over, so the name of a catalog provider
+// always reads back as it. An entry "provider/tag" is named by its provider: the
+// marketplaces report who served, not which of its endpoints.
+func (c *Catalog) ReportedName(connector, provider string) string {
+	base, _, _ := strings.Cut(strings.ToLower(provider), "/")
+	list, own := c.names.providers[base].Reported[connector]
+	if !own {
+		list = builtinProviders[base].Reported[connector]
+	}
+	for _, name := range list {
+		if slug, ok := c.ReportedProvider(connector, name); ok && slug == base {
+			return name
+		}
+	}
+	return base
+}
+
 // UpstreamID returns the id sent to the connector's kind of upstream for a
 // model: its upstream id there, else its slug.
 func (c *Catalog) UpstreamID(connector, slug string) string {

@@ -26,8 +26,8 @@ func perToken(perM float64) string {
 }
 
 // canonicalSlug is a model's permanent slug as OpenRouter lists it: the id
-// with the date the model was added, here a fixed one.
-func canonicalSlug(slug string) string { return slug + "-20250101" }
+// it reports the model by when it serves (see orModelID).
+func canonicalSlug(m *Model) string { return orModelID(m) }
 
 // displayName is the name OpenRouter reports a provider by: its built-in
 // display name, else the slug.
@@ -67,7 +67,7 @@ func (s *Server) handleORModels(w http.ResponseWriter, r *http.Request) {
 	for i := range s.cfg.Models {
 		m := &s.cfg.Models[i]
 		in, out := cheapest(m)
-		canonical := canonicalSlug(m.Slug)
+		canonical := canonicalSlug(m)
 		data = append(data, map[string]any{
 			"id": m.Slug, "canonical_slug": canonical, "hugging_face_id": nil, "name": m.Slug, "created": 1735689600,
 			"description": "A simulated model.", "context_length": m.ContextWindow,
@@ -92,7 +92,7 @@ func (s *Server) handleOREndpoints(w http.ResponseWriter, r *http.Request) {
 	m, ok := s.cfg.model(slug)
 	if !ok {
 		for i := range s.cfg.Models {
-			if strings.EqualFold(canonicalSlug(s.cfg.Models[i].Slug), slug) {
+			if strings.EqualFold(canonicalSlug(&s.cfg.Models[i]), slug) {
 				m, ok = &s.cfg.Models[i], true
 				break
 			}
@@ -111,7 +111,7 @@ func (s *Server) handleOREndpoints(w http.ResponseWriter, r *http.Request) {
 		}
 		name := displayName(e.Provider)
 		eps = append(eps, map[string]any{
-			"name": name + " | " + canonicalSlug(m.Slug), "model_id": m.Slug, "model_name": m.Slug,
+			"name": name + " | " + canonicalSlug(m), "model_id": m.Slug, "model_name": m.Slug,
 			"context_length": m.ContextWindow,
 			"pricing":        map[string]any{"prompt": perToken(e.PriceIn), "completion": perToken(e.PriceOut), "discount": 0},
 			"provider_name":  name, "tag": e.Slug(), "quantization": quant,

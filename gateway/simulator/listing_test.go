@@ -15,7 +15,15 @@ import (
 // and give back the simulator's own models, endpoints, prices, display
 // names and measurements.
 func TestListingsInTheDocumentedShape(t *testing.T) {
-	s := startSim(t, DefaultConfig())
+	cfg := DefaultConfig()
+	for i := range cfg.Models {
+		if cfg.Models[i].Slug == "meta-llama/llama-3.1-70b-instruct" {
+			// The canonical slug OpenRouter lists a model by is the id it
+			// reports it by, the catalog's first alias (see orModelID).
+			cfg.Models[i].Aliases = []string{"meta-llama/llama-3.1-70b-instruct-20250101"}
+		}
+	}
+	s := startSim(t, cfg)
 	ctx := context.Background()
 	client := &listing.Client{Concurrency: 2}
 	imp, err := (&listing.OpenRouter{BaseURL: s.URL(KindOpenRouter), Client: client}).Import(ctx)
