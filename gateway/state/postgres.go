@@ -155,19 +155,7 @@ func pgRoutes(ctx context.Context, q pgQuerier) ([]profiles.Route, error) {
 		return nil, fmt.Errorf("state: routes: %w", err)
 	}
 	defer rows.Close()
-	out := []profiles.Route{}
-	for rows.Next() {
-		var doc string
-		if err := rows.Scan(&doc); err != nil {
-			return nil, fmt.Errorf("state: routes: %w", err)
-		}
-		var r profiles.Route
-		if err := json.Unmarshal([]byte(doc), &r); err != nil {
-			return nil, fmt.Errorf("state: a stored route is corrupt: %w", err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return scanRoutes(rows)
 }
 
 // Routes implements [Store.Routes].

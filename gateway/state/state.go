@@ -165,6 +165,20 @@ func readRoutes(ctx context.Context, db querier) ([]profiles.Route, error) {
 		return nil, fmt.Errorf("state: routes: %w", err)
 	}
 	defer rows.Close()
+	return scanRoutes(rows)
+}
+
+// routeRows is what both stores' query results offer: database/sql's rows
+// and pgx's.
+type routeRows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// scanRoutes reads the routes of a query selecting each route's JSON
+// document, in order.
+func scanRoutes(rows routeRows) ([]profiles.Route, error) {
 	out := []profiles.Route{}
 	for rows.Next() {
 		var doc string

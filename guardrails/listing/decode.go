@@ -30,6 +30,25 @@ func (o object) at(tokens ...string) string {
 	return p
 }
 
+// modelList parses a model list, {"data": [...]}, both marketplaces'
+// shape: the elements of data, which must list at least one model
+// ([CodeEmpty]).
+func modelList(raw []byte, c *errs) ([]json.RawMessage, bool) {
+	root, ok := parseRoot(raw, c)
+	if !ok {
+		return nil, false
+	}
+	data, ok := root.arr("data", true)
+	if !ok {
+		return nil, false
+	}
+	if len(data) == 0 {
+		c.add(CodeEmpty, "/data", "the model list lists no models")
+		return nil, false
+	}
+	return data, true
+}
+
 // parseRoot decodes a whole listing document as an object; a syntax error
 // is located by line.
 func parseRoot(raw []byte, c *errs) (object, bool) {

@@ -71,16 +71,8 @@ func (m ORModel) EndpointsPath() string {
 // error ([CodeEmpty]).
 func ParseOpenRouterModels(where string, raw []byte) ([]ORModel, error) {
 	c := &errs{where: where}
-	root, ok := parseRoot(raw, c)
+	data, ok := modelList(raw, c)
 	if !ok {
-		return nil, c.err()
-	}
-	data, ok := root.arr("data", true)
-	if !ok {
-		return nil, c.err()
-	}
-	if len(data) == 0 {
-		c.add(CodeEmpty, "/data", "the model list lists no models")
 		return nil, c.err()
 	}
 	out := make([]ORModel, 0, len(data))

@@ -37,16 +37,8 @@ type VercelModel struct {
 // below the first tier). Unknown members are ignored.
 func ParseVercelModels(where string, raw []byte) ([]VercelModel, error) {
 	c := &errs{where: where}
-	root, ok := parseRoot(raw, c)
+	data, ok := modelList(raw, c)
 	if !ok {
-		return nil, c.err()
-	}
-	data, ok := root.arr("data", true)
-	if !ok {
-		return nil, c.err()
-	}
-	if len(data) == 0 {
-		c.add(CodeEmpty, "/data", "the model list lists no models")
 		return nil, c.err()
 	}
 	out := make([]VercelModel, 0, len(data))
