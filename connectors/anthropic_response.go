@@ -73,6 +73,7 @@ func (c *anthropic) Response(call *Call, body []byte) ([]byte, Result, error) {
 		Usage:   oaiUsage{PromptTokens: tok.prompt(), CompletionTokens: tok.output, TotalTokens: tok.prompt() + tok.output},
 	}
 	out.Usage.PromptTokensDetails.CachedTokens = tok.cacheRead
+	out.Usage.PromptTokensDetails.CacheWriteTokens = tok.cacheCreate
 	b, err := anthMarshal(out)
 	if err != nil {
 		return nil, res, fmt.Errorf("anthropic: encode answer: %w", err)
@@ -135,5 +136,5 @@ func (t *anthTokens) merge(u anthUsage) {
 func (t anthTokens) prompt() int64 { return t.input + t.cacheCreate + t.cacheRead }
 
 func (t anthTokens) usage() Usage {
-	return Usage{PromptTokens: t.prompt(), CompletionTokens: t.output, CachedTokens: t.cacheRead}
+	return Usage{PromptTokens: t.prompt(), CompletionTokens: t.output, CachedTokens: t.cacheRead, CacheWriteTokens: t.cacheCreate}
 }

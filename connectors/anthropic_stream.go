@@ -278,6 +278,10 @@ func (s *anthStream) messageStop(emit func([]byte) error) error {
 	s.buf = strconv.AppendInt(s.buf, s.tok.prompt()+s.tok.output, 10)
 	s.buf = append(s.buf, `,"prompt_tokens_details":{"cached_tokens":`...)
 	s.buf = strconv.AppendInt(s.buf, s.tok.cacheRead, 10)
+	if s.tok.cacheCreate > 0 {
+		s.buf = append(s.buf, `,"cache_write_tokens":`...)
+		s.buf = strconv.AppendInt(s.buf, s.tok.cacheCreate, 10)
+	}
 	s.buf = append(s.buf, "}}}"...)
 	if err := emit(s.buf); err != nil {
 		return err

@@ -88,6 +88,11 @@ type Usage struct {
 	// CachedTokens is the part of the prompt served from the provider's
 	// prompt cache, when reported.
 	CachedTokens int64 `json:"cached_tokens"`
+	// CacheWriteTokens is the part of the prompt written to the provider's
+	// prompt cache (cache creation), when reported: OpenRouter's
+	// prompt_tokens_details.cache_write_tokens, Anthropic's
+	// cache_creation_input_tokens. Default 0.
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
 }
 
 // Result is what a connector reads back from an answer.

@@ -97,11 +97,12 @@ func scanUsage(s jsonscan.Scanner, i int, h *completionHead) (int, bool) {
 		if !s.Is(i, '{') {
 			return 0, false
 		}
-		d := &struct {
-			CachedTokens int64 `json:"cached_tokens"`
-		}{}
+		d := &promptDetails{}
 		u.PromptTokensDetails = d
-		return s.Fields(i, 2, []string{"cached_tokens"}, func(_, i int) (int, bool) {
+		return s.Fields(i, 2, []string{"cached_tokens", "cache_write_tokens"}, func(field, i int) (int, bool) {
+			if field == 1 {
+				return s.DecodeInt(i, &d.CacheWriteTokens)
+			}
 			return s.DecodeInt(i, &d.CachedTokens)
 		})
 	})

@@ -129,5 +129,8 @@ type oaiUsage struct {
 	TotalTokens         int64 `json:"total_tokens"`
 	PromptTokensDetails struct {
 		CachedTokens int64 `json:"cached_tokens"`
+		// CacheWriteTokens is written (as OpenRouter does) only when a
+		// translated answer created cache entries.
+		CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
 	} `json:"prompt_tokens_details"`
 }

@@ -22,12 +22,17 @@ type completionHead struct {
 // headUsage is the usage a head reports; Cost is the marketplaces' billed
 // cost in USD (OpenRouter and the Vercel AI Gateway send usage.cost).
 type headUsage struct {
-	PromptTokens        int64 `json:"prompt_tokens"`
-	CompletionTokens    int64 `json:"completion_tokens"`
-	PromptTokensDetails *struct {
-		CachedTokens int64 `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-	Cost *float64 `json:"cost"`
+	PromptTokens        int64          `json:"prompt_tokens"`
+	CompletionTokens    int64          `json:"completion_tokens"`
+	PromptTokensDetails *promptDetails `json:"prompt_tokens_details"`
+	Cost                *float64       `json:"cost"`
+}
+
+// promptDetails is usage.prompt_tokens_details: the cached part of the
+// prompt, and (OpenRouter) the part written to the cache.
+type promptDetails struct {
+	CachedTokens     int64 `json:"cached_tokens"`
+	CacheWriteTokens int64 `json:"cache_write_tokens"`
 }
 
 // readHead fills the result from an OpenAI-shaped body or chunk; empty fields
@@ -58,7 +63,7 @@ func applyHead(h *completionHead, res *Result) {
 	if h.Usage != nil {
 		res.Usage = Usage{PromptTokens: h.Usage.PromptTokens, CompletionTokens: h.Usage.CompletionTokens}
 		if d := h.Usage.PromptTokensDetails; d != nil {
-			res.Usage.CachedTokens = d.CachedTokens
+			res.Usage.CachedTokens, res.Usage.CacheWriteTokens = d.CachedTokens, d.CacheWriteTokens
 		}
 		if h.Usage.Cost != nil {
 			res.Cost, res.CostReported = *h.Usage.Cost, true

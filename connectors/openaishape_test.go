@@ -30,9 +30,10 @@ func answerCall() *Call {
 // OpenAI-shaped upstream's corpus: one directory per case holding
 // answer.json (a non-streaming answer; golden relayed.json, or error.txt when
 // the connector refuses it) or stream.sse (an event stream; golden
-// chunks.jsonl) — or recorded.txt naming an answer under testdata/recorded
-// that the live upstream sent — and result.json, what the connector read
-// back. No relayed answer or chunk may keep a top-level member named in
+// chunks.jsonl; with a file usage-added, the caller did not ask for the
+// usage the connector asked for) — or recorded.txt naming an answer under
+// testdata/recorded that the live upstream sent — and result.json, what the
+// connector read back. No relayed answer or chunk may keep a top-level member named in
 // upstreamOnly, nor a member of a choice's message or delta named in
 // choiceOnly: those are the upstream's routing reports, which never reach
 // sluice's callers.
@@ -79,7 +80,12 @@ func runAnswerCorpus(t *testing.T, kind string, upstreamOnly, choiceOnly []strin
 			}
 			raw, err := os.ReadFile(stream)
 			require.NoError(t, err, "a case holds answer.json, stream.sse or recorded.txt")
-			s := c.NewStream(answerCall())
+			// A case holding usage-added is a stream whose caller did not ask
+			// for usage the connector asked for: none may reach the caller.
+			call := answerCall()
+			_, err = os.Stat(filepath.Join(dir, "usage-added"))
+			call.UsageAdded = err == nil
+			s := c.NewStream(call)
 			chunks, done, err := runStream(t, s, raw)
 			if strings.Contains(filepath.Base(dir), "error") {
 				require.ErrorIs(t, err, ErrInBandError, "a stream ends with the upstream's error event")
@@ -90,6 +96,11 @@ func runAnswerCorpus(t *testing.T, kind string, upstreamOnly, choiceOnly []strin
 			for i, ch := range chunks {
 				if !bytes.Equal(ch, doneData) {
 					noUpstreamMembers(t, "chunk "+string(rune('0'+i)), ch)
+					if call.UsageAdded {
+						var top map[string]json.RawMessage
+						require.NoError(t, json.Unmarshal(ch, &top))
+						assert.True(t, top["usage"] == nil || string(top["usage"]) == "null", "usage the caller did not ask for is relayed: %s", ch)
+					}
 				}
 				lines.Write(ch)
 				lines.WriteByte('\n')

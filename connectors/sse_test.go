@@ -135,3 +135,97 @@ func BenchmarkRelayOpenAIStream(b *testing.B) {
 		}
 	}
 }
+
+// chunkedReader hands out its input in pieces of the sizes it is given, in
+// turn (a zero size is a read that returns nothing, never twice running),
+// like a network connection that delivers a stream in arbitrary packets.
+type chunkedReader struct {
+	in    []byte
+	sizes []byte
+	i     int
+	empty bool // the last read returned nothing
+}
+
+func (c *chunkedReader) Read(p []byte) (int, error) {
+	if len(c.in) == 0 {
+		return 0, io.EOF
+	}
+	n := len(c.in)
+	if len(c.sizes) > 0 {
+		n = int(c.sizes[c.i%len(c.sizes)])
+		c.i++
+	}
+	if n == 0 && c.empty {
+		n = 1
+	}
+	c.empty = n == 0
+	n = min(n, len(p), len(c.in))
+	copy(p, c.in[:n])
+	c.in = c.in[n:]
+	return n, nil
+}
+
+// FuzzSSEReaderMatchesReference: the reader that gives its buffer back
+// between events reads every input, delivered in any packet sizes, exactly
+// as the plain buffered reader it replaced did.
+func FuzzSSEReaderMatchesReference(f *testing.F) {
+	files, _ := filepath.Glob("../testdata/connectors/*/*/stream.sse")
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b, []byte{1, 7, 200, 3})
+			f.Add(b, []byte{255})
+		}
+	}
+	f.Add([]byte("data: a\ndata: b\n\nevent: x\r\ndata:y\r\n\r\n: c\n\ndata"), []byte{2})
+	f.Add([]byte("data: "+strings.Repeat("z", 40_000)+"\n\ndata: [DONE]\n\n"), []byte{0, 255, 100})
+	f.Add([]byte("event: e\n: comment\ndata: x\r\r\n\n"), []byte{})
+	f.Fuzz(func(t *testing.T, in, sizes []byte) {
+		type step struct {
+			event, data string
+			err         error
+		}
+		read := func(next func() ([]byte, []byte, error)) []step {
+			var out []step
+			for i := 0; i <= len(in)+1; i++ {
+				ev, data, err := next()
+				if err != nil {
+					if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+						err = errors.New("other")
+					}
+					return append(out, step{err: err})
+				}
+				out = append(out, step{event: string(ev), data: string(data)})
+			}
+			t.Fatal("more events than input bytes")
+			return nil
+		}
+		ref := newRefSSEReader(bytes.NewReader(in))
+		defer ref.Release()
+		cur := NewSSEReader(&chunkedReader{in: in, sizes: sizes})
+		defer cur.Release()
+		require.Equal(t, read(ref.Next), read(cur.Next))
+	})
+}
+
+// TestSSEReaderHoldsNoBufferBetweenEvents: once an event is parsed and the
+// stream has nothing more buffered, the reader has given its buffer back.
+func TestSSEReaderHoldsNoBufferBetweenEvents(t *testing.T) {
+	pr, pw := io.Pipe()
+	rd := NewSSEReader(pr)
+	defer rd.Release()
+	go func() {
+		_, _ = pw.Write([]byte("data: {\"a\":1}\n\n"))
+		_, _ = pw.Write([]byte("data: {\"b\":" + strings.Repeat("2", 3000) + "}\n\n"))
+		_ = pw.Close()
+	}()
+	_, data, err := rd.Next()
+	require.NoError(t, err)
+	require.Equal(t, `{"a":1}`, string(data))
+	require.NotNil(t, rd.buf, "the event's bytes are in the buffer until the next call")
+	_, data, err = rd.Next()
+	require.NoError(t, err)
+	require.Len(t, data, 3006, "an event longer than the waiting array arrives whole")
+	_, _, err = rd.Next()
+	require.ErrorIs(t, err, io.EOF)
+	require.Nil(t, rd.buf, "waiting for the stream holds no buffer")
+}

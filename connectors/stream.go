@@ -20,21 +20,25 @@ type openAIStream struct {
 	// strip names top-level members, stripChoices members of each choice's
 	// delta, that the caller never sees.
 	strip, stripChoices []string
-	// hideUsage: the connector asked for usage the caller did not, so the
-	// usage-only chunk (choices: []) is read and not relayed.
+	// hideUsage: the connector asked for usage the caller did not, so
+	// usage is read and not relayed: the usage-only chunk (choices: []) is
+	// dropped, usage on a chunk with choices is stripped from it.
 	hideUsage bool
 	res       Result
 	seen      bool
-	// buf and choiceBuf hold the last chunk stripped of top-level members
-	// and of choice members; valid until the next event.
-	buf, choiceBuf []byte
+	// buf, choiceBuf and usageBuf hold the last chunk stripped of
+	// top-level members, of choice members and of usage; valid until the
+	// next event.
+	buf, choiceBuf, usageBuf []byte
 }
 
 var (
-	markUsage  = []byte(`"usage"`)
-	markFinish = []byte(`"finish_reason":"`)
-	markError  = []byte(`"error"`)
-	markMeta   = []byte(`_metadata"`)
+	markUsage   = []byte(`"usage"`)
+	markNoUsage = []byte(`"usage":null`)
+	usageMember = []string{"usage"}
+	markFinish  = []byte(`"finish_reason":"`)
+	markError   = []byte(`"error"`)
+	markMeta    = []byte(`_metadata"`)
 )
 
 // Event implements [Stream.Event].
@@ -42,7 +46,9 @@ func (s *openAIStream) Event(_ []byte, data []byte, emit func([]byte) error) (bo
 	if bytes.Equal(data, doneData) {
 		return true, emit(doneData)
 	}
-	usage := bytes.Contains(data, markUsage)
+	// A chunk carries usage when it has a usage member that is not null
+	// (with include_usage, OpenAI puts "usage":null on every other chunk).
+	usage := bytes.Contains(data, markUsage) && !bytes.Contains(data, markNoUsage)
 	read := !s.seen || usage || bytes.Contains(data, markFinish) ||
 		bytes.Contains(data, markError) || bytes.Contains(data, markMeta)
 	if read {
@@ -51,8 +57,16 @@ func (s *openAIStream) Event(_ []byte, data []byte, emit func([]byte) error) (bo
 			return false, err
 		}
 	}
-	if usage && s.hideUsage && usageOnly(data) {
-		return false, nil
+	if usage && s.hideUsage {
+		// The caller did not ask for usage: the usage-only chunk is not
+		// relayed, and usage riding on a chunk with choices (the Vercel AI
+		// Gateway's final chunk) is taken off it.
+		if usageOnly(data) {
+			return false, nil
+		}
+		if out, stripped := jsonscan.StripInto(s.usageBuf[:0], data, usageMember); stripped {
+			s.usageBuf, data = out, out
+		}
 	}
 	if out, stripped := jsonscan.StripInto(s.buf[:0], data, s.strip); stripped {
 		s.buf, data = out, out

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -418,9 +419,13 @@ func TestComposeConfig(t *testing.T) {
 	require.Contains(t, sl.Ports, "127.0.0.1:8080:8080")
 	require.Empty(t, sl.Profiles, "sluice always starts")
 	require.Empty(t, compose.Services["clickhouse"].Profiles, "ClickHouse always starts")
-	for _, name := range []string{"redis", "postgres"} {
+	for _, name := range []string{"redis", "postgres", "sluice-fleet"} {
 		require.Equal(t, []string{"fleet"}, compose.Services[name].Profiles, "%s starts only with --profile fleet", name)
 	}
+	fl := compose.Services["sluice-fleet"]
+	require.Equal(t, sl.Command, fl.Command)
+	require.Contains(t, fl.Volumes, "./config-fleet:/etc/sluice:ro")
+	require.True(t, fl.ReadOnly)
 
 	snap, diags := snapshot.Load("config")
 	require.Empty(t, diags)
@@ -430,6 +435,19 @@ func TestComposeConfig(t *testing.T) {
 	host, _, err := net.SplitHostPort(snap.Config.Store.ClickHouseAddr)
 	require.NoError(t, err)
 	require.Contains(t, compose.Services, host, "clickhouse_addr names the compose service")
+
+	// The fleet's directory loads too, and names the compose file's Redis,
+	// PostgreSQL and ClickHouse.
+	fleet, diags := snapshot.Load("config-fleet")
+	require.Empty(t, diags)
+	require.Equal(t, "0.0.0.0:8080", fleet.Config.Server.Listen)
+	require.Equal(t, snap.Config.Store.ClickHouseAddr, fleet.Config.Store.ClickHouseAddr, "one request log for the whole deployment")
+	require.Equal(t, "postgres", fleet.Config.State.Kind)
+	for _, u := range []string{fleet.Config.Shared.RedisURL, fleet.Config.State.PostgresURL} {
+		parsed, err := url.Parse(u)
+		require.NoError(t, err)
+		require.Contains(t, compose.Services, parsed.Hostname(), "%s names a compose service", u)
+	}
 }
 
 // TestImageAgrees reads the Dockerfile (no Docker engine runs the tests):

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -74,29 +75,68 @@ func routeJSON(rs []profiles.Route, id string) json.RawMessage {
 	return json.RawMessage("null")
 }
 
-// Change implements [admin.Backend.Change]: serialised with reloads, the
-// whole new route list is validated, stored with its audit entry in one
-// transaction, and then swapped in for the next request.
+// Change implements [admin.Backend.Change]: serialised with reloads, and in
+// the state store with every other change (of any replica sharing it), the
+// stored route list is changed, validated as a whole, stored with its audit
+// entry in one transaction, and then swapped in for the next request. With
+// a shared store the other replicas swap it in when it tells them. A store
+// that does not answer refuses the change with 503; serving goes on with
+// the routes loaded last.
 func (b adminBackend) Change(ctx context.Context, entry state.AuditEntry, mutate func([]profiles.Route) ([]profiles.Route, error)) ([]profiles.Route, error) {
 	s := b.s
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	cur := s.snap.Load()
-	next, err := mutate(cloneRoutes(cur.Config.Routes))
-	if err != nil {
+	var snap *snapshot.Snapshot
+	err := s.state.Update(ctx, func(stored []profiles.Route) ([]profiles.Route, state.AuditEntry, error) {
+		next, err := mutate(cloneRoutes(stored))
+		if err != nil {
+			return nil, entry, err
+		}
+		var probs []profiles.RouteProblem
+		if snap, probs = cur.WithRoutes(next); len(probs) > 0 {
+			return nil, entry, &admin.ProblemsError{Problems: probs}
+		}
+		entry.Before = routeJSON(stored, entry.RouteID)
+		entry.After = routeJSON(snap.Config.Routes, entry.RouteID)
+		return snap.Config.Routes, entry, nil
+	})
+	var ae *apierr.Error
+	var pe *admin.ProblemsError
+	switch {
+	case errors.As(err, &ae), errors.As(err, &pe):
 		return nil, err
-	}
-	snap, probs := cur.WithRoutes(next)
-	if len(probs) > 0 {
-		return nil, &admin.ProblemsError{Problems: probs}
-	}
-	entry.Before = routeJSON(cur.Config.Routes, entry.RouteID)
-	entry.After = routeJSON(snap.Config.Routes, entry.RouteID)
-	if err := s.state.Replace(ctx, snap.Config.Routes, entry); err != nil {
-		return nil, err
+	case err != nil:
+		s.log.Error("state store: a route change was refused: the store does not answer; serving goes on with the routes loaded last",
+			"store", s.state.Where(), "err", err.Error())
+		return nil, apierr.New(apierr.CodeServiceUnavailable, "the state store does not answer: route changes are refused until it does (serving goes on with the routes loaded last)")
 	}
 	s.snap.Store(snap)
 	return cloneRoutes(snap.Config.Routes), nil
+}
+
+// refreshRoutes loads the routes from the state store and swaps them in
+// when they changed: another replica changed them (the store told).
+func (s *Server) refreshRoutes(ctx context.Context) {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	routes, err := s.state.Routes(ctx)
+	if err != nil {
+		s.log.Warn("state store: routes could not be read after a change; serving goes on with the routes loaded last", "err", err.Error())
+		return
+	}
+	cur := s.snap.Load()
+	a, _ := json.Marshal(cur.Config.Routes)
+	next, probs := cur.WithRoutes(routes)
+	if len(probs) > 0 {
+		s.log.Error("state store: the stored routes do not load; serving goes on with the routes loaded last", "problem", probs[0].Message)
+		return
+	}
+	if b, _ := json.Marshal(next.Config.Routes); string(a) == string(b) {
+		return
+	}
+	s.snap.Store(next)
+	s.log.Info("routes changed in the state store; swapped in", "revision", next.Revision)
 }
 
 func (b adminBackend) key(keyID string) (*snapshot.Snapshot, *profiles.Key, error) {

@@ -17,20 +17,37 @@ type Invocations struct {
 
 // analyticsCaller authorises a reader of the request log: the admin token
 // sees every row; a key with the analyst role sees its own team's rows only.
-// It returns the team to restrict to ("" for all).
-func (s *Server) analyticsCaller(r *http.Request) (team string, e *apierr.Error) {
+// A team is named within its org (two orgs may both have a team "ml"), so
+// the scope is the pair; it is nil for the admin (every row).
+func (s *Server) analyticsCaller(r *http.Request) (scope *teamScope, e *apierr.Error) {
 	if access.Admin(r, s.opts.AdminToken) {
-		return "", nil
+		return nil, nil
 	}
 	k := access.Key(s.snap.Load().Config, access.BearerToken(r))
 	if k == nil {
 		s.metrics.AuthFailures.Inc()
-		return "", apierr.New(apierr.CodeUnauthorized, "send the admin token or an analyst key as Authorization: Bearer <token>")
+		return nil, apierr.New(apierr.CodeUnauthorized, "send the admin token or an analyst key as Authorization: Bearer <token>")
 	}
 	if !k.HasRole(access.RoleAnalyst) {
-		return "", apierr.New(apierr.CodePermissionDenied, "this key has no analyst role")
+		return nil, apierr.New(apierr.CodePermissionDenied, "this key has no analyst role")
 	}
-	return k.Team, nil
+	return &teamScope{org: k.Org, team: k.Team}, nil
+}
+
+// teamScope is an analyst's view of the request log: one team of one org.
+type teamScope struct{ org, team string }
+
+// apply restricts the filter to the scope; false when the filter asks for
+// another org or team.
+func (sc *teamScope) apply(f *requestlog.Filter) bool {
+	if sc == nil {
+		return true
+	}
+	if (f.Org != "" && f.Org != sc.org) || (f.Team != "" && f.Team != sc.team) {
+		return false
+	}
+	f.Org, f.Team = sc.org, sc.team
+	return true
 }
 
 // filterError is the analytics API's answer to invalid filters: every bad
@@ -46,7 +63,7 @@ func filterError(problems []requestlog.FilterProblem) *apierr.Error {
 
 // invocations serves the request-log rows for compliance review.
 func (s *Server) invocations(w http.ResponseWriter, r *http.Request) {
-	team, aerr := s.analyticsCaller(r)
+	scope, aerr := s.analyticsCaller(r)
 	if aerr != nil {
 		writeError(w, aerr)
 		return
@@ -56,12 +73,9 @@ func (s *Server) invocations(w http.ResponseWriter, r *http.Request) {
 		writeError(w, filterError(problems))
 		return
 	}
-	if team != "" {
-		if f.Team != "" && f.Team != team {
-			writeError(w, apierr.New(apierr.CodePermissionDenied, "an analyst key reads only its own team's rows"))
-			return
-		}
-		f.Team = team
+	if !scope.apply(&f) {
+		writeError(w, apierr.New(apierr.CodePermissionDenied, "an analyst key reads only its own team's rows (its org's team of that name)"))
+		return
 	}
 	page, err := s.store.Query(r.Context(), f)
 	if err != nil {

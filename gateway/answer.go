@@ -166,6 +166,10 @@ func (s *Server) beginStream(w http.ResponseWriter, t *turn, a *attempt) *stream
 	h.Set("X-Accel-Buffering", "no")
 	h.Set(HeaderUpstream, a.target.Upstream)
 	setDegraded(h, a.compiled.Degraded())
+	// The Date header net/http would format inside its deepest frame, the
+	// one that writes the headers at the first flush; formatted here, that
+	// frame stays within the 8 KiB stack an open stream then keeps.
+	h["Date"] = []string{time.Now().UTC().Format(http.TimeFormat)}
 	w.WriteHeader(http.StatusOK)
 	return &streamAnswer{w: w, rc: http.NewResponseController(w), start: t.start, events: t.api == connectors.APIMessages}
 }

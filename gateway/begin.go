@@ -57,29 +57,41 @@ func (s *Server) authenticateMessages(next http.Handler) http.Handler {
 
 // authenticateFor authenticates a request of an API.
 func (s *Server) authenticateFor(api connectors.API, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r = s.authRequest(w, r, api); r != nil {
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// authRequest authenticates r: the request to serve, carrying what was
+// found, or nil when it was refused (and answered). Out of the middleware,
+// whose frame stays on the stack under every request, open streams'
+// included.
+//
+//go:noinline
+func (s *Server) authRequest(w http.ResponseWriter, r *http.Request, api connectors.API) *http.Request {
 	secret, hint := access.BearerToken, "send Authorization: Bearer <key>"
 	if messagesShape(api) {
 		secret, hint = access.APIKey, "send x-api-key: <key> or Authorization: Bearer <key>"
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Every answer of the API carries its request id, a refusal too.
-		start := time.Now()
-		id := newRequestID(start)
-		w.Header().Set(HeaderRequestID, id)
-		if messagesShape(api) {
-			// The id where Anthropic clients read a request's id (an SDK's
-			// _request_id, an error's requestID).
-			w.Header().Set(HeaderMessagesRequestID, id)
-		}
-		snap := s.snap.Load()
-		k := access.Key(snap.Config, secret(r))
-		if k == nil {
-			s.metrics.AuthFailures.Inc()
-			writeAPIError(w, api, apierr.New(apierr.CodeUnauthorized, "missing or unknown API key; "+hint))
-			return
-		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), authCtx, authenticated{key: k, snap: snap, id: id, start: start})))
-	})
+	// Every answer of the API carries its request id, a refusal too.
+	start := time.Now()
+	id := newRequestID(start)
+	w.Header().Set(HeaderRequestID, id)
+	if messagesShape(api) {
+		// The id where Anthropic clients read a request's id (an SDK's
+		// _request_id, an error's requestID).
+		w.Header().Set(HeaderMessagesRequestID, id)
+	}
+	snap := s.snap.Load()
+	k := access.Key(snap.Config, secret(r))
+	if k == nil {
+		s.metrics.AuthFailures.Inc()
+		writeAPIError(w, api, apierr.New(apierr.CodeUnauthorized, "missing or unknown API key; "+hint))
+		return nil
+	}
+	return r.WithContext(context.WithValue(r.Context(), authCtx, authenticated{key: k, snap: snap, id: id, start: start}))
 }
 
 // newRequestID returns 32 hex digits: the time in Unix milliseconds (6
@@ -129,6 +141,10 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request, t *turn) *apierr.
 		}
 		return errClientGone // the client went away while sending
 	}
+	// Read to its end, the body is closed: net/http then knows there is
+	// nothing left to drain before the answer's headers (it would otherwise
+	// try, in a deep frame of a stream's first flush).
+	_ = r.Body.Close()
 	req, perr := s.parseAPI(r, t, body)
 	if perr != nil {
 		return perr

@@ -1,13 +1,18 @@
 package gateway_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -53,39 +58,135 @@ func BenchmarkRequestPathTraced(b *testing.B) {
 	benchRequestPath(b, tracing)
 }
 
-// benchRequestPath serves one chat completion per iteration through the
-// whole handler, against a canned upstream answer; tracing nil is off.
-func benchRequestPath(b *testing.B, tracing *telemetry.Tracing) {
+// benchServer starts the demo configuration's gateway in-process, its
+// upstreams answered by t (nil: a canned non-streaming answer), its
+// response cache off; tracing nil is off.
+func benchServer(b testing.TB, tracing *telemetry.Tracing, t http.RoundTripper) http.Handler {
 	dir := b.TempDir()
 	if err := os.CopyFS(dir, sluice.DemoConfig()); err != nil {
 		b.Fatal(err)
 	}
 	p := dir + "/sluice.toml"
 	cfg, _ := os.ReadFile(p)
-	_ = os.WriteFile(p, []byte(strings.Replace(string(cfg), "[cache]\nenabled = true", "[cache]\nenabled = false", 1)), 0o644)
-	answer := []byte(`{"id":"gen-1","object":"chat.completion","created":1,"model":"openai/gpt-4o","provider":"openai",` +
-		`"choices":[{"index":0,"message":{"role":"assistant","content":"Three bullet points."},"finish_reason":"stop"}],` +
-		`"usage":{"prompt_tokens":42,"completion_tokens":12,"total_tokens":54}}`)
-	srv, err := gateway.New(gateway.Options{ConfigDir: dir, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Transport: cannedTransport{answer},
+	cfg = []byte(strings.Replace(string(cfg), "[cache]\nenabled = true", "[cache]\nenabled = false", 1))
+	if os.Getenv("SLUICE_BENCH_STORE_OFF") != "" {
+		cfg = []byte(strings.Replace(string(cfg), "kind = \"sqlite\"", "kind = \"off\"", 1))
+	}
+	_ = os.WriteFile(p, cfg, 0o644)
+	if t == nil {
+		t = cannedTransport{[]byte(`{"id":"gen-1","object":"chat.completion","created":1,"model":"openai/gpt-4o","provider":"openai",` +
+			`"choices":[{"index":0,"message":{"role":"assistant","content":"Three bullet points."},"finish_reason":"stop"}],` +
+			`"usage":{"prompt_tokens":42,"completion_tokens":12,"total_tokens":54}}`)}
+	}
+	srv, err := gateway.New(gateway.Options{ConfigDir: dir, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Transport: t,
 		UpstreamURLs: map[string]string{"market": "http://upstream.invalid/api/v1"}, Tracing: tracing})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() {
+	b.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = srv.Close(ctx)
-	}()
-	h := srv.Handler()
-	body := []byte(`{"model":"openai/gpt-4o","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Summarise the incident report."}],"temperature":0.2}`)
+	})
+	return srv.Handler()
+}
+
+// benchBody is the benchmarks' request.
+const benchBody = `{"model":"openai/gpt-4o","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Summarise the incident report."}],"temperature":0.2`
+
+// serveOne serves one request through h and fails unless it answered 200.
+func serveOne(b *testing.B, h http.Handler, body string) {
+	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer sk-sluice-demo-chat")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		b.Fatal(rec.Code, rec.Body.String())
+	}
+}
+
+// benchRequestPath serves one chat completion per iteration through the
+// whole handler, against a canned upstream answer; tracing nil is off.
+func benchRequestPath(b *testing.B, tracing *telemetry.Tracing) {
+	h := benchServer(b, tracing, nil)
 	b.ReportAllocs()
 	for b.Loop() {
-		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer sk-sluice-demo-chat")
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != 200 {
-			b.Fatal(rec.Code, rec.Body.String())
-		}
+		serveOne(b, h, benchBody+"}")
 	}
+}
+
+// BenchmarkRequestStack reports, as stack-B/req, the goroutine stack a
+// request leaves behind: net/http serves a connection's requests on one
+// goroutine, whose stack grows (in powers of two) to the deepest point of
+// any request it served, so an open stream holds that much for its whole
+// life. Each iteration serves one request over its own loopback
+// connection, read by hand on the client side (no client goroutines), and
+// leaves the connection open; the growth of the runtime's stack memory per
+// request is the server goroutine's stack (the collector is off meanwhile,
+// since a collection shrinks idle stacks). The stream variant relays a
+// recorded marketplace stream.
+func BenchmarkRequestStack(b *testing.B) {
+	stream, err := os.ReadFile("../testdata/recorded/openrouter/stream-plain-openai-gpt-5.4-nano.sse")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, mode := range []struct {
+		name string
+		t    http.RoundTripper
+		body string
+	}{
+		{"nonstream", nil, benchBody + "}"},
+		{"stream", cannedStream{stream}, benchBody + `,"stream":true}`},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			srv := httptest.NewServer(benchServer(b, nil, mode.t))
+			defer srv.Close()
+			addr := strings.TrimPrefix(srv.URL, "http://")
+			raw := "POST /v1/chat/completions HTTP/1.1\r\nHost: sluice\r\nAuthorization: Bearer sk-sluice-demo-chat\r\n" +
+				"Content-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(mode.body)) + "\r\n\r\n" + mode.body
+			serve := func() net.Conn {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.WriteString(c, raw); err != nil {
+					b.Fatal(err)
+				}
+				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				if resp.StatusCode != 200 {
+					b.Fatal(resp.Status)
+				}
+				return c
+			}
+			_ = serve().Close() // the first request compiles and decides
+			defer debug.SetGCPercent(debug.SetGCPercent(-1))
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			conns := make([]net.Conn, 0, b.N)
+			for i := 0; i < b.N; i++ {
+				conns = append(conns, serve())
+			}
+			time.Sleep(50 * time.Millisecond) // the server's goroutines settle back to waiting
+			runtime.ReadMemStats(&after)
+			for _, c := range conns {
+				_ = c.Close()
+			}
+			b.ReportMetric(float64(after.StackInuse-before.StackInuse)/float64(b.N), "stack-B/req")
+		})
+	}
+}
+
+// cannedStream answers every upstream request with a fixed event stream.
+type cannedStream struct{ body []byte }
+
+func (c cannedStream) RoundTrip(r *http.Request) (*http.Response, error) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	_ = r.Body.Close()
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}},
+		Body: io.NopCloser(bytes.NewReader(c.body)), Request: r}, nil
 }

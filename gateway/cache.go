@@ -29,8 +29,14 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, t *turn) bool {
 	if s.decide(r, t) != nil {
 		return false // plan reports the failure
 	}
-	t.cacheKey = cacheKey(t)
-	hit, ok := s.cache.Get(t.cacheKey)
+	var hit *cachedAnswer
+	ok := false
+	if t.fetched && !t.fetchedLocal {
+		hit, ok = t.fetchedCache, t.fetchedCache != nil // admission read the shared cache
+	} else {
+		t.cacheKey = cacheKey(t)
+		hit, ok = s.cache.Get(t.cacheKey)
+	}
 	if !ok {
 		s.metrics.Cache.WithLabelValues("miss").Inc()
 		return false
@@ -42,9 +48,12 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, t *turn) bool {
 }
 
 // cacheKey is an exact match on the normalised request (the routing object
-// included) and the principal's decision revision. It names neither the
-// upstream nor the profile revision: an answer is a property of the request
-// and of what governance allows, and a hit contacts no provider at all.
+// included), the principal's decision revision and, for a route alias, the
+// route's own revision: an edit of the route (on any replica) changes the
+// key, so its cached answers are never served again, everywhere at once,
+// while other routes keep theirs. It names neither the upstream nor the
+// profile revision: an answer is a property of the request and of what
+// governance allows, and a hit contacts no provider at all.
 func cacheKey(t *turn) string {
 	h := sha256.New()
 	// The API first: the same body means another request on another API
@@ -63,6 +72,8 @@ func cacheKey(t *turn) string {
 	if t.decision != nil {
 		h.Write([]byte(t.decision.Revision()))
 	}
+	h.Write([]byte{0})
+	h.Write([]byte(t.snap.RouteRevision(t.req.Model)))
 	h.Write([]byte{0})
 	h.Write(canonicalBody(t.body))
 	return hex.EncodeToString(h.Sum(nil))
@@ -85,6 +96,17 @@ func (s *Server) keep(t *turn) {
 	if t.cacheKey == "" || a == nil || !a.out.answered || a.out.streamed || a.capped {
 		return
 	}
-	s.cache.Put(t.cacheKey, &cachedAnswer{body: a.out.body, servedModel: t.served.model, servedProvider: t.served.provider,
-		upstream: a.target.Upstream, usage: a.out.result.Usage})
+	s.cache.Put(t.cacheKey, t.answerToKeep())
+}
+
+// answerToKeep is the answer as the cache keeps it, nil when it must not
+// be kept: a non-streaming answer to the request as sent (not one a budget
+// capped), when the cache is on.
+func (t *turn) answerToKeep() *cachedAnswer {
+	a := t.final
+	if t.cacheKey == "" || a == nil || !a.out.answered || a.out.streamed || a.capped {
+		return nil
+	}
+	return &cachedAnswer{body: a.out.body, servedModel: t.served.model, servedProvider: t.served.provider,
+		upstream: a.target.Upstream, usage: a.out.result.Usage}
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/gateway/apierr"
 	"github.com/sluicegw/sluice/gateway/budget"
+	"github.com/sluicegw/sluice/gateway/shared"
 	"github.com/sluicegw/sluice/snapshot"
 )
 
@@ -21,31 +23,52 @@ import (
 // an error only when the request must stop at once (a budget is exhausted, a
 // model may not use the safety net).
 func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, t *turn) *apierr.Error {
-	tgt := t.first
-	reason := ""
-	if f, ok := t.targets.FirstReason(); ok {
-		reason = f.String() // planning sent an oversized prompt straight to the tail
-	}
+	t.cur, t.curReason = t.first, firstReason(t)
 	for {
 		start := time.Now()
-		a, stop := s.dispatchTarget(w, r, t, tgt, reason)
+		a, stop := s.dispatchTarget(w, r, t)
 		if stop != nil {
 			return stop
 		}
-		s.observe(r, t, a, time.Since(start))
-		if a.out.committed() {
+		if !s.advance(r, t, a, time.Since(start)) {
 			return nil
 		}
-		next, ok, why := t.targets.Next(tgt, a.out.failure, a.callerKey)
-		if !ok {
-			if t.route != nil {
-				s.log.Info("route ends on a failure", "request_id", t.id, "route", t.route.Model, "target", tgt.Name(),
-					"failure", a.out.failure.String(), "stop", string(why))
-			}
-			return nil
-		}
-		reason, tgt = a.out.failure.String(), next
 	}
+}
+
+// firstReason is why the first target was dispatched: "" for the plan's
+// first, or the overflow when planning sent an oversized prompt straight to
+// the tail.
+func firstReason(t *turn) string {
+	if f, ok := t.targets.FirstReason(); ok {
+		return f.String()
+	}
+	return ""
+}
+
+// advance feeds the attempt's outcome to the planner and moves the turn on
+// to the plan's next target; false when the request ends here (an answer,
+// or a failure the plan does not go past). Out of dispatch, like
+// every step of its loop: dispatch's frame stays on the stack for a whole
+// stream, and a smaller stack is less memory per open stream.
+//
+//go:noinline
+func (s *Server) advance(r *http.Request, t *turn, a *attempt, took time.Duration) bool {
+	tgt := &t.cur
+	s.observe(r, t, a, took)
+	if a.out.committed() {
+		return false
+	}
+	next, ok, why := t.targets.Next(*tgt, a.out.failure, a.callerKey)
+	if !ok {
+		if t.route != nil {
+			s.log.Info("route ends on a failure", "request_id", t.id, "route", t.route.Model, "target", tgt.Name(),
+				"failure", a.out.failure.String(), "stop", string(why))
+		}
+		return false
+	}
+	t.curReason, *tgt = a.out.failure.String(), next
+	return true
 }
 
 // dispatchTarget sends the request to one target and returns the last
@@ -54,11 +77,11 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, t *turn) *apie
 // model is tried once more on the platform key, if the account is eligible
 // and the model may run on platform keys. Without a caller key the attempt is
 // on the platform key, metered.
-func (s *Server) dispatchTarget(w http.ResponseWriter, r *http.Request, t *turn, tgt failover.Target, reason string) (*attempt, *apierr.Error) {
+func (s *Server) dispatchTarget(w http.ResponseWriter, r *http.Request, t *turn) (*attempt, *apierr.Error) {
+	tgt, reason := &t.cur, t.curReason
 	c, err := t.memo.Compile(tgt.Upstream, tgt.Model) // planning kept only targets that compile
 	if err != nil {
-		s.log.Error("compile failed", "request_id", t.id, "upstream", tgt.Upstream, "err", err)
-		return nil, internalError()
+		return nil, s.compileFailed(t, tgt, err)
 	}
 	t.at = stage{compiled: c, reason: reason}
 	ck := t.snap.CallerKey(t.key.ID, tgt.Upstream)
@@ -70,11 +93,32 @@ func (s *Server) dispatchTarget(w http.ResponseWriter, r *http.Request, t *turn,
 		s.send(w, r, t, a)
 		return a, nil
 	}
-	a := t.newAttempt(attempt{target: tgt, compiled: c, reason: reason, apiKey: ck, callerKey: true})
+	a := t.newAttempt(tgt, c, reason, ck)
+	a.callerKey = true
 	s.send(w, r, t, a)
 	if a.out.committed() || !t.key.SafetyNet || !failover.Retryable(a.out.failure, true) {
 		return a, nil
 	}
+	return s.safetyNet(w, r, t, c, a)
+}
+
+// compileFailed logs a target that did not compile (planning kept only
+// targets that do, so this is a bug) and answers it.
+//
+//go:noinline
+func (s *Server) compileFailed(t *turn, tgt *failover.Target, err error) *apierr.Error {
+	s.log.Error("compile failed", "request_id", t.id, "upstream", tgt.Upstream, "err", err)
+	return internalError()
+}
+
+// safetyNet tries the current target once more on the platform key after
+// the caller's own key failed retryably, when the account is eligible and
+// the model may run on platform keys; otherwise the caller's own failure
+// stands.
+//
+//go:noinline
+func (s *Server) safetyNet(w http.ResponseWriter, r *http.Request, t *turn, c *snapshot.Compiled, a *attempt) (*attempt, *apierr.Error) {
+	tgt := &t.cur
 	if e := s.safetyNetRefusal(t, tgt.Model); e != nil {
 		return nil, e
 	}
@@ -101,6 +145,9 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, t *turn, a *attemp
 	t.final = a
 	s.startAttemptSpan(t, a)
 	s.exchange(w, r, t, a)
+	if a.open != nil {
+		return // an open stream: the relay step ends its span
+	}
 	s.endAttemptSpan(a)
 	if !a.out.committed() {
 		s.metrics.UpstreamErrors.WithLabelValues(a.target.Upstream, a.out.failure.Class).Inc()
@@ -145,12 +192,13 @@ func healthFailure(f failover.Failure) bool {
 // meteredAttempt prepares an attempt on the platform key, whose answer's
 // cost counts against the key's and the team's budgets: refused when a budget
 // is exhausted, and compiled again when the budget lowered the completion cap.
-func (s *Server) meteredAttempt(t *turn, tgt failover.Target, c *snapshot.Compiled, reason string) (*attempt, *apierr.Error) {
-	body, capped, release, stop := s.reserve(t, c, tgt.Model)
+func (s *Server) meteredAttempt(t *turn, tgt *failover.Target, c *snapshot.Compiled, reason string) (*attempt, *apierr.Error) {
+	body, capped, release, hold, stop := s.reserve(t, c, tgt.Model)
 	if stop != nil {
 		return nil, stop
 	}
-	a := t.newAttempt(attempt{target: tgt, compiled: c, reason: reason, apiKey: c.Upstream.APIKey, metered: true, capped: capped, release: release})
+	a := t.newAttempt(tgt, c, reason, c.Upstream.APIKey)
+	a.metered, a.capped, a.release, a.hold = true, capped, release, hold
 	if capped {
 		cc, err := t.memo.CompileBody(tgt.Upstream, tgt.Model, body)
 		if err != nil {
@@ -189,7 +237,7 @@ func (s *Server) safetyNetEligible(t *turn, platformKey string) bool {
 		return false
 	}
 	limits := budgetLimits(t)
-	return len(limits) == 0 || s.ledger.Available(budget.Month(time.Now()), limits...) > 0
+	return len(limits) == 0 || s.available(t, budget.Month(time.Now()), limits) > 0
 }
 
 // budgetLimits returns the key's and the team's monthly platform-key
@@ -199,7 +247,7 @@ func budgetLimits(t *turn) []budget.Limit {
 	if b := t.key.MonthlyBudgetUSD; b > 0 {
 		limits = append(limits, budget.Limit{Scope: budget.KeyScope(t.key.ID), USD: b})
 	}
-	if team := t.snap.Config.Team(t.key.Team); team != nil && team.MonthlyBudgetUSD > 0 {
+	if team := t.snap.Config.Team(t.key.Org, t.key.Team); team != nil && team.MonthlyBudgetUSD > 0 {
 		limits = append(limits, budget.Limit{Scope: budget.TeamScope(t.key.Org, t.key.Team), USD: team.MonthlyBudgetUSD})
 	}
 	return limits
@@ -211,59 +259,97 @@ func budgetLimits(t *turn) []budget.Limit {
 // when unbounded, the largest affordable) completion, at the highest prices
 // of any model the upstream may serve for it (the model and the chain it is
 // sent) — and lowers the completion cap to what that reservation pays for.
-// Attempts in flight together therefore cannot overrun a budget. release
-// frees the reservation (settle calls it once the cost is charged).
-func (s *Server) reserve(t *turn, c *snapshot.Compiled, model string) (body connectors.Body, capped bool, release func(), _ *apierr.Error) {
+// Attempts in flight together therefore cannot overrun a budget (across the
+// fleet with shared state). release frees the reservation (settle calls it
+// once the cost is charged); hold is the shared reservation, if any.
+func (s *Server) reserve(t *turn, c *snapshot.Compiled, model string) (body connectors.Body, capped bool, release func(), hold *shared.Hold, _ *apierr.Error) {
 	body = t.req.Body
 	limits := budgetLimits(t)
 	if len(limits) == 0 {
-		return body, false, nil, nil
+		return body, false, nil, nil, nil
 	}
 	month := budget.Month(time.Now())
 	exhausted := apierr.New(apierr.CodeBudgetExhausted, fmt.Sprintf("the monthly platform-key budget of key %q or its team is exhausted", t.key.ID))
 	if t.api == connectors.APIEmbeddings {
-		release, ok := s.reserveInput(t, c, model, month, limits)
+		release, hold, ok := s.reserveInput(t, c, model, month, limits)
 		if !ok {
-			return nil, false, nil, exhausted
+			return nil, false, nil, nil, exhausted
 		}
-		return body, false, release, nil
+		return body, false, release, hold, nil
 	}
-	in, out, priced := highestPrices(t.snap, c, model)
+	want, promptCost, out, priced := worstCase(t, c, model, body)
 	if !priced {
 		// Nothing to cap with: refuse only an exhausted budget.
-		if s.ledger.Available(month, limits...) <= 0 {
-			return nil, false, nil, exhausted
+		if s.available(t, month, limits) <= 0 {
+			return nil, false, nil, nil, exhausted
 		}
-		return body, false, nil, nil
+		return body, false, nil, nil, nil
 	}
 	field := "max_tokens"
 	if _, ok := body["max_completion_tokens"]; ok {
 		field = "max_completion_tokens"
 	}
-	var asked int64
-	if raw, ok := body[field]; ok {
-		_ = json.Unmarshal(raw, &asked)
-	}
-	promptCost := float64(t.req.PromptTokens) * in / 1e6
-	want := math.Inf(1)
-	if asked > 0 {
-		want = promptCost + float64(asked)*out/1e6
-	}
-	grant, release := s.ledger.Reserve(month, want, limits...)
+	asked := askedCompletion(body)
+	grant, release, hold := s.hold(t, c.Upstream.Config.Name, model, month, want, limits)
 	maxTokens := int64((grant - promptCost) / out * 1e6)
 	if grant <= 0 || maxTokens < 1 {
 		release()
-		return nil, false, nil, exhausted
+		return nil, false, nil, nil, exhausted
 	}
 	if asked > 0 && asked <= maxTokens {
-		return body, false, release, nil
+		return body, false, release, hold, nil
 	}
 	cappedBody := make(connectors.Body, len(body))
 	for k, v := range body {
 		cappedBody[k] = v
 	}
 	cappedBody[field] = json.RawMessage(strconv.FormatInt(maxTokens, 10))
-	return cappedBody, true, release, nil
+	return cappedBody, true, release, hold, nil
+}
+
+// worstCase prices an attempt at its worst: want is the prompt plus the
+// completion cap the body asks at the highest prices of what the upstream
+// may serve (+Inf without a cap); priced is false when the catalog has no
+// output price for any of it.
+func worstCase(t *turn, c *snapshot.Compiled, model string, body connectors.Body) (want, promptCost, out float64, priced bool) {
+	in, out, priced := highestPrices(t.snap, c, model)
+	if !priced {
+		return 0, 0, 0, false
+	}
+	promptCost = float64(t.req.PromptTokens) * in / 1e6
+	want = math.Inf(1)
+	if asked := askedCompletion(body); asked > 0 {
+		want = promptCost + float64(asked)*out/1e6
+	}
+	return want, promptCost, out, true
+}
+
+// hold reserves want under the limits: in this process, or in the fleet's
+// shared budgets — where the reservation admission made for this target,
+// when there is one, is used instead of another round trip.
+func (s *Server) hold(t *turn, upstream, model, month string, want float64, limits []budget.Limit) (float64, func(), *shared.Hold) {
+	if s.fleet == nil {
+		grant, release := s.ledger.Reserve(month, want, limits...)
+		return grant, release, nil
+	}
+	var h *shared.Hold
+	if p := t.pre; p != nil && p.hold != nil && p.upstream == upstream && p.model == model && p.ask.Want == want && p.ask.Month == month {
+		h, p.hold = p.hold, nil
+	} else {
+		t.reserved++
+		h = s.fleet.Reserve(context.Background(), fmt.Sprintf("%s.%d", t.id, t.reserved),
+			shared.BudgetAsk{Month: month, Want: want, Limits: limits, Lease: budgetLease(t, upstream)})
+	}
+	return h.Grant(), func() { s.fleet.Release(context.Background(), h) }, h
+}
+
+// available is what remains of the limits: this process's ledger, or the
+// fleet's.
+func (s *Server) available(t *turn, month string, limits []budget.Limit) float64 {
+	if s.fleet == nil {
+		return s.ledger.Available(month, limits...)
+	}
+	return s.fleet.Available(context.Background(), month, limits)
 }
 
 // highestPrices returns the highest input and output prices (USD per

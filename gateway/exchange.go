@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -43,47 +44,60 @@ type relayedError struct {
 
 // exchange sends one attempt's compiled request and reads what comes back
 // into a.out: a non-streaming answer translated (not yet written), a stream
-// relayed to the caller chunk by chunk, or a classified failure with the
-// answer to forward should the request end on it. It writes no row and
-// charges no budget.
+// opened (its first event relayed, the rest left to the relay step), or a
+// classified failure with the answer to forward should the request end on
+// it. It writes no row and charges no budget.
 func (s *Server) exchange(w http.ResponseWriter, r *http.Request, t *turn, a *attempt) {
-	c := a.compiled
-	call, err := s.call(r.Context(), c, t.req.Stream, r.Header, t.snap.Config.Server.ForwardHeaders, a.apiKey, a.spanCtx)
+	call, err := s.call(r.Context(), a.compiled, t.req.Stream, r.Header, t.snap.Config.Server.ForwardHeaders, a.apiKey, a.spanCtx)
 	if err != nil {
-		if clientGone(r) {
-			a.out.gone = true // nobody to answer; recorded as 499
-			return
-		}
-		a.out.failure, a.out.apiErr = failover.ClassifyTransport(err), transportError(err)
-		s.log.Warn("upstream exchange failed", "request_id", t.id, "upstream", a.target.Upstream, "class", a.out.failure.Class, "err", err.Error())
+		s.callFailed(r, t, a, err)
+		return
+	}
+	resp := call.resp
+	if t.req.Stream && resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		s.openStream(w, r, t, a, call) // the relay step owns the call from here
 		return
 	}
 	defer call.finish()
-	resp := call.resp
-	switch {
-	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		a.out = readFailure(call)
-	case t.req.Stream:
-		s.relayStream(w, r, t, a, call)
-	default:
-		s.readAnswer(t, a, call)
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		readFailure(call, &a.out)
+		return
 	}
+	s.readAnswer(t, a, call)
 }
 
-// readFailure reads an upstream's error answer and classifies it.
-func readFailure(call *upstreamCall) exchange {
+// callFailed records an exchange that got no answer at all. (Its own
+// function, like every rarely taken path here: the frames of the exchange
+// stay on the stack for a whole stream, and a smaller stack is less memory
+// per open stream.)
+//
+//go:noinline
+func (s *Server) callFailed(r *http.Request, t *turn, a *attempt, err error) {
+	if clientGone(r) {
+		a.out.gone = true // nobody to answer; recorded as 499
+		return
+	}
+	a.out.failure, a.out.apiErr = failover.ClassifyTransport(err), transportError(err)
+	s.log.Warn("upstream exchange failed", "request_id", t.id, "upstream", a.target.Upstream, "class", a.out.failure.Class, "err", err.Error())
+}
+
+// readFailure reads an upstream's error answer into out and classifies it.
+//
+//go:noinline
+func readFailure(call *upstreamCall, out *exchange) {
 	resp := call.resp
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody+1))
 	switch {
 	case err != nil:
 		err = call.readErr(err)
-		return exchange{failure: failover.ClassifyTransport(err), apiErr: transportError(err)}
+		out.failure, out.apiErr = failover.ClassifyTransport(err), transportError(err)
 	case len(body) > maxErrorBody:
-		return exchange{failure: failover.Classify(resp.StatusCode, resp.Header, nil),
-			apiErr: apierr.New(apierr.CodeUpstreamBadResponse, "the upstream's error answer exceeded 1 MiB and was not relayed")}
+		out.failure = failover.Classify(resp.StatusCode, resp.Header, nil)
+		out.apiErr = apierr.New(apierr.CodeUpstreamBadResponse, "the upstream's error answer exceeded 1 MiB and was not relayed")
+	default:
+		out.failure = failover.Classify(resp.StatusCode, resp.Header, body)
+		out.relay = &relayedError{status: resp.StatusCode, header: resp.Header, body: body}
 	}
-	return exchange{failure: failover.Classify(resp.StatusCode, resp.Header, body),
-		relay: &relayedError{status: resp.StatusCode, header: resp.Header, body: body}}
 }
 
 // badAnswer is the failure of an answer that came with a success status but
@@ -113,125 +127,83 @@ func (s *Server) readAnswer(t *turn, a *attempt, call *upstreamCall) {
 	a.out.answered, a.out.body, a.out.result = true, body, res
 }
 
-// relayStream relays a streaming answer chunk by chunk. Nothing is committed
-// to the caller until the upstream's first event has arrived and translated:
-// a failure before it fails over like a non-streaming one. Once the first
-// chunk has left, nothing can switch to another target: a failure is told
-// in-band and the stream ends without [DONE], so the caller never mistakes a
-// cut stream for a whole one.
-func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, t *turn, a *attempt, call *upstreamCall) {
+// A streaming answer is relayed in two steps. openStream, an attempt of
+// dispatch, reads and translates the upstream's first event: nothing is
+// committed to the caller before it, so a failure up to there fails over
+// like a non-streaming one. Once it has translated, the attempt is the
+// answer and dispatch ends; the relay step (relay, in the request path
+// after dispatch) writes it out and relays the rest. From then on nothing
+// can switch to another target: a failure is told in-band and the stream
+// ends without [DONE], so the caller never mistakes a cut stream for a whole
+// one. (Relaying from the request path rather than from inside dispatch
+// keeps the stack an open stream holds at 8 KiB: the first flush, which
+// writes the headers, runs net/http's deepest frame.)
+
+// openStream opens a stream's relay on its first event; on a failure before
+// it, a.out says what failed and the call is finished.
+//
+//go:noinline
+func (s *Server) openStream(w http.ResponseWriter, r *http.Request, t *turn, a *attempt, call *upstreamCall) {
 	c := a.compiled
-	st := connectors.OpenStream(c.Upstream.Connector, c.Call)
 	// Chunks are flushed to the caller when the relay would otherwise wait
 	// for the upstream (just before a read of its body), not once per
 	// event: an upstream that sends many events at once costs one write to
 	// the caller, and one that trickles them out has each flushed on arrival.
-	fr := &flushBeforeRead{r: call.resp.Body}
-	rd := connectors.NewSSEReader(fr)
-	defer rd.Release()
-	ev, data, err := rd.Next()
+	rs := &relay{st: connectors.OpenStream(c.Upstream.Connector, c.Call), fr: flushBeforeRead{r: call.resp.Body}, call: call}
+	rs.rd = connectors.NewSSEReader(&rs.fr)
+	if !s.startRelay(w, r, t, a, call, rs) {
+		rs.rd.Release()
+		call.finish()
+		return
+	}
+	a.open = rs
+	a.out.answered, a.out.streamed = true, true
+}
+
+// startRelay reads and translates the upstream's first event and commits
+// the stream to the caller with it. It reports false, with a.out set, when
+// the attempt failed before anything reached the caller.
+//
+//go:noinline
+func (s *Server) startRelay(w http.ResponseWriter, r *http.Request, t *turn, a *attempt, call *upstreamCall, rs *relay) bool {
+	ev, data, err := rs.rd.Next()
 	if err != nil {
 		if clientGone(r) {
 			a.out.gone = true
-			return
+			return false
 		}
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
 		err = call.readErr(err)
 		a.out.failure, a.out.apiErr = failover.ClassifyTransport(err), transportError(err)
-		return
+		return false
 	}
 	if f, e, ok := firstEventError(data); ok {
 		// The upstream failed before its first token, in-band: nothing has
 		// reached the caller yet, so this is an ordinary failure.
 		a.out.failure, a.out.apiErr = f, e
-		return
+		return false
 	}
 	// The translator takes the first event before anything is committed: an
 	// event it cannot read fails over like any failure before the first chunk.
 	var pending [][]byte
-	done, err := st.Event(ev, data, func(p []byte) error {
+	rs.done, err = rs.st.Event(ev, data, func(p []byte) error {
 		pending = append(pending, append([]byte(nil), p...))
 		return nil
 	})
 	if err != nil {
 		a.out.failure, a.out.apiErr = badAnswer, apierr.New(apierr.CodeUpstreamBadResponse, "the upstream's stream did not start with a valid event")
-		return
+		return false
 	}
-	sa := s.beginStream(w, t, a)
-	fr.flush = sa.flush
+	rs.sa = s.beginStream(w, t, a)
+	rs.fr.flush = rs.sa.flush
 	for _, p := range pending {
-		if sa.emit(p) != nil {
+		if rs.sa.emit(p) != nil {
 			break
 		}
 	}
-	// The first chunk leaves at once, whatever else the upstream has sent.
-	_ = fr.flushPending()
-	toldInBand := false
-	var streamErr error
-	for !done && sa.err == nil {
-		if ev, data, err = rd.Next(); err != nil {
-			if sa.err != nil {
-				break // the caller went away while the relay flushed
-			}
-			if !errors.Is(err, io.EOF) {
-				streamErr = call.readErr(err)
-			}
-			break
-		}
-		done, err = st.Event(ev, data, sa.emit)
-		if err != nil {
-			// The translator relayed the upstream's error event itself.
-			streamErr, toldInBand = err, sa.err == nil
-			break
-		}
-	}
-	_ = fr.flushPending()
-	res := st.Result()
-	toldInBand = toldInBand || res.StreamError != ""
-	a.out.answered, a.out.streamed, a.out.result, a.out.ttft = true, true, res, sa.ttft
-	switch {
-	case sa.err != nil || clientGone(r):
-		a.out.status = 499 // the caller went away; the upstream request was cancelled with it
-	case done && res.StreamError == "":
-		a.out.status = http.StatusOK
-		call.complete = true
-	default:
-		// Cut, failed or errored mid-stream: say so in-band, then end.
-		if streamErr != nil {
-			s.log.Warn("stream failed after it started", "request_id", t.id, "upstream", a.target.Upstream, "err", streamErr.Error())
-		}
-		if !toldInBand {
-			sa.cut()
-		}
-		a.out.status = http.StatusBadGateway
-	}
-}
-
-// flushBeforeRead flushes what the relay wrote to the caller before each read
-// of the upstream's body, that is, before the relay may wait for the network.
-type flushBeforeRead struct {
-	r io.Reader
-	// flush writes the caller's buffered chunks out if any were written since
-	// the last flush; it returns the write error that ends the relay (the
-	// caller went away). Set once the caller's headers are committed.
-	flush func() error
-}
-
-func (f *flushBeforeRead) Read(p []byte) (int, error) {
-	if err := f.flushPending(); err != nil {
-		return 0, err
-	}
-	return f.r.Read(p)
-}
-
-// flushPending flushes chunks written since the last flush.
-func (f *flushBeforeRead) flushPending() error {
-	if f.flush == nil {
-		return nil
-	}
-	return f.flush()
+	return true
 }
 
 // firstEventError recognises a stream whose first event is an error object
@@ -408,13 +380,21 @@ func (deadlineError) Timeout() bool { return true }
 // transportError maps a failed exchange to the caller's error.
 func transportError(err error) *apierr.Error {
 	switch {
-	case errors.Is(err, errFirstByte), errors.Is(err, errTotal), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, errFirstByte), errors.Is(err, errTotal), errors.Is(err, context.DeadlineExceeded), isNetTimeout(err):
 		return apierr.New(apierr.CodeUpstreamTimeout, "the upstream did not answer in time: "+err.Error())
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
 		return apierr.New(apierr.CodeUpstreamUnavailable, "the upstream closed the connection before its answer was complete")
 	default:
 		return apierr.New(apierr.CodeUpstreamUnavailable, "the upstream could not be reached")
 	}
+}
+
+// isNetTimeout reports a network timeout that is not a context deadline
+// (a dialer's or a TLS handshake's): it answers 504 like every other
+// deadline.
+func isNetTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // clientGone reports whether the caller has gone away.

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/sluicegw/sluice/gateway/shared"
 )
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -22,9 +24,44 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 
 // Readiness is the /readyz body.
 type Readiness struct {
-	Ready  bool        `json:"ready"`
-	Config ConfigState `json:"config"`
-	Store  StoreState  `json:"store"`
+	Ready   bool         `json:"ready"`
+	Config  ConfigState  `json:"config"`
+	Catalog CatalogState `json:"catalog"`
+	Store   StoreState   `json:"store"`
+	// State is the state store (routes and audit).
+	State StateStoreState `json:"state"`
+	// Shared is the fleet's shared state (Redis), absent without
+	// [shared] redis_url. Redis down does not make the gateway unready:
+	// it serves from local state.
+	Shared *shared.Status `json:"shared,omitempty"`
+}
+
+// StateStoreState describes the state store. One that does not answer
+// does not make the gateway unready: it serves with the routes loaded last
+// and refuses route changes (503).
+type StateStoreState struct {
+	Kind      string `json:"kind"`
+	Reachable bool   `json:"reachable"`
+	Error     string `json:"error,omitempty"`
+}
+
+// CatalogState describes the catalog serving and its refresh. A failed
+// refresh does not make the gateway unready: the last good catalog serves.
+type CatalogState struct {
+	// Revision and Models identify the catalog serving.
+	Revision string `json:"revision,omitempty"`
+	Models   int    `json:"models"`
+	// Source and Refresh are [catalog] source and refresh ("" when off).
+	Source  string `json:"source,omitempty"`
+	Refresh string `json:"refresh,omitempty"`
+	// ListingFetchedAt is when the listing merged over catalog.json was
+	// fetched (zero when none is).
+	ListingFetchedAt time.Time `json:"listing_fetched_at,omitzero"`
+	// LastRefreshAt is the last refresh attempt; LastRefreshFailed is set
+	// while it failed, with its Errors.
+	LastRefreshAt     time.Time `json:"last_refresh_at,omitzero"`
+	LastRefreshFailed bool      `json:"last_refresh_failed"`
+	Errors            []string  `json:"errors,omitempty"`
 }
 
 // ConfigState describes the configuration serving.
@@ -56,7 +93,7 @@ type StoreState struct {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	snap := s.snap.Load()
 	st := s.writer.Stats()
-	rd := Readiness{Config: ConfigState{Revision: snap.Revision, LoadedAt: snap.LoadedAt}}
+	rd := Readiness{Config: ConfigState{Revision: snap.Revision, LoadedAt: snap.LoadedAt}, Catalog: s.catalogState(snap)}
 	if le := s.lastErr.Load(); le != nil {
 		rd.Config.LastReloadFailed, rd.Config.FailedAt = true, le.at
 		for _, d := range le.diags {
@@ -70,6 +107,16 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		SpooledRows: st.SpooledRows, DroppedRows: st.DroppedRows, SpoolBytes: st.SpoolBytes}
 	if err != nil {
 		rd.Store.Error = err.Error()
+	}
+	rd.State.Kind = snap.Config.State.Kind
+	if err := s.state.Ping(ctx); err != nil {
+		rd.State.Error = err.Error()
+	} else {
+		rd.State.Reachable = true
+	}
+	if s.fleet != nil {
+		st := s.fleet.Status()
+		rd.Shared = &st
 	}
 	limit := snap.Config.Store.SpoolMaxBytes
 	rd.Ready = rd.Store.Reachable || st.SpoolBytes < limit

@@ -5,6 +5,7 @@ import (
 
 	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/gateway/budget"
+	"github.com/sluicegw/sluice/gateway/shared"
 	"github.com/sluicegw/sluice/snapshot"
 )
 
@@ -26,6 +27,11 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		s.answerError(w, t, e)
 		return
 	}
+	if e := s.admit(r, t); e != nil { // admit: rate limits; the shared state's reads, one round trip
+		s.answerError(w, t, e)
+		return
+	}
+	defer s.depart(t)      // depart: give back what admission held
 	if s.replay(w, r, t) { // cache: a hit contacts no provider
 		return
 	}
@@ -37,6 +43,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		s.answerError(w, t, e)
 		return
 	}
+	s.relay(r, t)  // relay: the rest of a stream dispatch opened
 	s.settle(t)    // settle: price, pin, charge, release, keep for replay
 	s.answer(w, t) // answer: the answer, or the failure the request ended on
 }
@@ -52,6 +59,11 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 		s.answerError(w, t, e)
 		return
 	}
+	if e := s.admit(r, t); e != nil { // admit: rate limits; the shared state's reads, one round trip
+		s.answerError(w, t, e)
+		return
+	}
+	defer s.depart(t)      // depart: give back what admission held
 	if s.replay(w, r, t) { // cache: a hit contacts no provider
 		return
 	}
@@ -72,16 +84,16 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 // the upstream may serve. There is no completion to cap. ok is false when
 // the budget is exhausted; release frees the reservation (nil when nothing
 // is priced, and then nothing is held).
-func (s *Server) reserveInput(t *turn, c *snapshot.Compiled, model, month string, limits []budget.Limit) (release func(), ok bool) {
+func (s *Server) reserveInput(t *turn, c *snapshot.Compiled, model, month string, limits []budget.Limit) (release func(), hold *shared.Hold, ok bool) {
 	in, _, _ := highestPrices(t.snap, c, model)
 	cost := float64(t.req.PromptTokens) * in / 1e6
 	if cost <= 0 {
-		return nil, s.ledger.Available(month, limits...) > 0
+		return nil, nil, s.available(t, month, limits) > 0
 	}
-	grant, release := s.ledger.Reserve(month, cost, limits...)
+	grant, release, hold := s.hold(t, c.Upstream.Config.Name, model, month, cost, limits)
 	if grant <= 0 {
 		release()
-		return nil, false
+		return nil, nil, false
 	}
-	return release, true
+	return release, hold, true
 }

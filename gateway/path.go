@@ -11,13 +11,16 @@ import (
 	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/gateway/apierr"
 	"github.com/sluicegw/sluice/gateway/request"
+	"github.com/sluicegw/sluice/gateway/shared"
 	"github.com/sluicegw/sluice/guardrails"
 	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/snapshot"
 )
 
 // chatCompletions is the request path of POST /v1/chat/completions, top to
-// bottom. Each step is one method in the file of its name; none writes the
+// bottom: begin, parse, admit (rate limits, and the fleet's shared state
+// read in one round trip), replay, plan, dispatch, relay, settle, answer,
+// record. Each step is one method in the file of its name; none writes the
 // request-log row, which record builds once from what the turn learned.
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	t := s.begin(r, connectors.APIChat) // auth: the key and configuration authenticate found
@@ -26,6 +29,11 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.answerError(w, t, e)
 		return
 	}
+	if e := s.admit(r, t); e != nil { // admit: rate limits; the shared state's reads, one round trip
+		s.answerError(w, t, e)
+		return
+	}
+	defer s.depart(t)      // depart: give back what admission held
 	if s.replay(w, r, t) { // cache: a hit contacts no provider
 		return
 	}
@@ -37,6 +45,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.answerError(w, t, e)
 		return
 	}
+	s.relay(r, t)  // relay: the rest of a stream dispatch opened
 	s.settle(t)    // settle: price, pin, charge, release, keep for replay
 	s.answer(w, t) // answer: the answer, or the failure the request ended on
 }
@@ -65,6 +74,19 @@ type turn struct {
 	req     *request.Request
 	body    []byte // as received (the cache key's input)
 
+	// admit
+	checks   []shared.Check // the rate limits the request passed
+	charged  int64          // tokens a tpm limit charged at admission
+	admitted bool           // checks hold something to give back at depart
+	// fetched: admission read the shared state (fetchedLocal: Redis was
+	// down, so the replica's own cache and pins answer instead).
+	fetched, fetchedLocal bool
+	fetchedCache          *cachedAnswer
+	fetchedPin            snapshot.Pin
+	hasFetchedPin         bool
+	pre                   *preReservation // the first attempt's reservation, made with admission
+	reserved              int             // shared reservations made since
+
 	// cache
 	cacheKey string // "" when the answer is not cached
 	cached   *cachedAnswer
@@ -80,9 +102,11 @@ type turn struct {
 	chain          []string        // the decided model's chain
 
 	// dispatch
-	at    stage    // where the request is: the target dispatched last
-	sent  int      // attempts sent
-	final *attempt // the last attempt sent (answered or not)
+	cur       failover.Target // the target being dispatched
+	curReason string          // the failure that sent the request on to cur ("" for the first)
+	at        stage           // where the request is: the target dispatched last
+	sent      int             // attempts sent
+	final     *attempt        // the last attempt sent (answered or not)
 	// attemptBuf holds the first attempts, so that a request that answers
 	// at once allocates none for them.
 	attemptBuf [1]attempt
@@ -104,16 +128,20 @@ type stage struct {
 	reason   string
 }
 
-// newAttempt returns storage for the request's next attempt.
-func (t *turn) newAttempt(a attempt) *attempt {
+// newAttempt returns the request's next attempt, on tgt compiled as c with
+// apiKey; the caller sets what kind of key it is. Built in place: an attempt
+// is large, and a copy of it in the dispatching frames would stay on the
+// stack for a whole stream.
+func (t *turn) newAttempt(tgt *failover.Target, c *snapshot.Compiled, reason, apiKey string) *attempt {
+	var a *attempt
 	if t.made < len(t.attemptBuf) {
-		t.attemptBuf[t.made] = a
+		a = &t.attemptBuf[t.made]
 		t.made++
-		return &t.attemptBuf[t.made-1]
+	} else {
+		a = new(attempt)
 	}
-	p := new(attempt)
-	*p = a
-	return p
+	a.target, a.compiled, a.reason, a.apiKey = *tgt, c, reason, apiKey
+	return a
 }
 
 // attempt is one exchange with an upstream: a target, its compiled request
@@ -138,10 +166,16 @@ type attempt struct {
 	// release frees the attempt's budget reservation; settle calls it after
 	// charging the cost, a failure at once.
 	release func()
+	// open is the stream this attempt opened, until the relay step has
+	// relayed it (nil for anything else).
+	open *relay
 	// span is the attempt's client span, spanCtx its context, which the
 	// upstream request carries (nil when tracing is off).
 	span    trace.Span
 	spanCtx context.Context
+	// hold is the reservation in the fleet's shared budgets (nil in
+	// process): settle charges it and releases it in one step.
+	hold *shared.Hold
 
 	out exchange
 }

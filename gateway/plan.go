@@ -32,7 +32,11 @@ func (s *Server) plan(r *http.Request, t *turn) *apierr.Error {
 		s.log.Error("guardrail decision failed", "request_id", t.id, "key", t.key.ID, "err", err)
 		return internalError()
 	}
-	if t.pinKey != "" {
+	switch {
+	case t.pinKey == "":
+	case t.fetched && !t.fetchedLocal:
+		t.pin, t.hasPin = t.fetchedPin, t.hasFetchedPin // admission read the shared pin
+	default:
 		if p, ok := s.sessions.Get(t.pinKey); ok {
 			t.pin, t.hasPin = p, true
 		}

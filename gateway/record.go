@@ -3,6 +3,7 @@ package gateway
 import (
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluicegw/sluice/gateway/requestlog"
@@ -27,9 +28,17 @@ const (
 // record builds the request's row from what the turn learned, in this one
 // place, hands it to the request log (never blocking) and counts it.
 func (s *Server) record(t *turn) {
-	r := s.row(t)
-	s.endSpan(t, &r)
-	s.measure(&r, t.operation())
+	// The row is built in pooled storage, not in record's frame: it is
+	// large, record runs at the request's deepest (the log line's handler
+	// under it), and the deepest point of a request decides the stack its
+	// connection's goroutine keeps, open streams' included.
+	r := rowPool.Get().(*requestlog.Row)
+	defer rowPool.Put(r)
+	s.row(t, r)
+	if t.span != nil { // checked here: endSpan's frame is large
+		s.endSpan(t, r)
+	}
+	s.measure(r, t.operation())
 	for _, d := range r.RoutingDegraded {
 		s.metrics.Degraded.WithLabelValues(d).Inc()
 	}
@@ -60,9 +69,23 @@ func (s *Server) record(t *turn) {
 			return
 		}
 	}
+	s.logRequest(r)
+}
+
+// rowPool holds rows being recorded.
+var rowPool = sync.Pool{New: func() any { return new(requestlog.Row) }}
+
+// logRequest writes the request's log line: what was lost ("degraded") as
+// a comma-separated string, the latency in whole microseconds. (Its own
+// function, and neither a slice nor a float, which the JSON handler encodes
+// through encoding/json: the line is the deepest point of a request, which
+// decides the stack its connection's goroutine keeps.)
+//
+//go:noinline
+func (s *Server) logRequest(r *requestlog.Row) {
 	s.log.Info("request", "request_id", r.RequestID, "key", r.KeyID, "team", r.Team, "upstream", r.Upstream,
 		"decided_model", r.DecidedModel, "served_model", r.ServedModel, "served_provider", r.ServedProvider,
-		"status", r.Status, "refused_code", r.RefusedCode, "degraded", r.RoutingDegraded, "latency_ms", r.LatencyMS)
+		"status", r.Status, "refused_code", r.RefusedCode, "degraded", strings.Join(r.RoutingDegraded, ","), "latency_us", int64(r.LatencyMS*1000))
 }
 
 // measure counts an answered request's tokens and cost by served model,
@@ -83,10 +106,11 @@ func (s *Server) measure(r *requestlog.Row, op string) {
 	}
 }
 
-// row is the request-log row of a turn: every column written here, once.
-func (s *Server) row(t *turn) requestlog.Row {
+// row fills r with the request-log row of a turn: every column written
+// here, once.
+func (s *Server) row(t *turn, r *requestlog.Row) {
 	p := t.key.Principal()
-	r := requestlog.Row{TS: t.start, RequestID: t.id, Org: p.Org, Team: p.Team, Project: p.Project, KeyID: p.Key,
+	*r = requestlog.Row{TS: t.start, RequestID: t.id, Org: p.Org, Team: p.Team, Project: p.Project, KeyID: p.Key,
 		SessionID: t.session, Chain: []string{}, RoutingDegraded: []string{}, Status: t.status, ConfigRevision: t.snap.Revision,
 		API:       t.api.String(),
 		LatencyMS: float64(time.Since(t.start).Microseconds()) / 1000}
@@ -97,7 +121,7 @@ func (s *Server) row(t *turn) requestlog.Row {
 		r.RefusedCode = t.refusal.Code
 	}
 	if t.req == nil {
-		return r // refused before the body was understood
+		return // refused before the body was understood
 	}
 	r.Stream, r.DecidedModel, r.Route = t.req.Stream, t.req.Model, t.routeName()
 	r.RequestRouting = t.req.Routing != nil
@@ -114,7 +138,7 @@ func (s *Server) row(t *turn) requestlog.Row {
 		r.ServedModel, r.ServedProvider = hit.servedModel, hit.servedProvider
 		r.RoutingSwitchReason = switchReason(r.DecidedModel, nil, hit.servedModel)
 		r.PromptTokens, r.CompletionTokens = hit.usage.PromptTokens, hit.usage.CompletionTokens
-		return r
+		return
 	}
 	if at := t.at; at.compiled != nil {
 		r.Upstream, r.RoutingDegraded, r.FallbackReason = at.compiled.Upstream.Config.Name, at.compiled.Degraded(), at.reason
@@ -122,7 +146,7 @@ func (s *Server) row(t *turn) requestlog.Row {
 	r.Attempts = t.sent
 	a := t.final
 	if a == nil || !a.out.answered {
-		return r // refused, or ended on a failure
+		return // refused, or ended on a failure
 	}
 	sv := t.served
 	r.ServedModel, r.ServedProvider = sv.model, sv.provider
@@ -137,7 +161,7 @@ func (s *Server) row(t *turn) requestlog.Row {
 	default:
 		r.RoutingSwitchReason = switchReason(r.DecidedModel, a.compiled.Outcome.Chain, sv.model)
 	}
-	return r
+
 }
 
 // switchReason says why the served model differs from the decided one.

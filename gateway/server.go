@@ -2,9 +2,10 @@
 // Messages API over compiled plans and records every request. Each API's
 // request path is one function — chatCompletions in path.go, messages and
 // embeddings in inbound.go — that reads top to bottom through the same
-// steps: begin (auth) → parse → replay (the response cache) → plan →
-// dispatch (the attempt loop) → settle → answer → record, each step in the
-// file of its name. This file wires the
+// steps: begin (auth) → parse → admit (rate limits; the shared state) →
+// replay (the response cache) → plan → dispatch (the attempt loop) → relay
+// (the rest of a stream) → settle → answer → record, each step in the file
+// of its name. This file wires the
 // server; every other responsibility is a subpackage: access
 // (authentication), apierr (error codes and bodies), request (parsing),
 // requestlog (the request log), budget (spend), state (routes and audit),
@@ -37,9 +38,11 @@ import (
 	"github.com/sluicegw/sluice/gateway/lru"
 	"github.com/sluicegw/sluice/gateway/metrics"
 	"github.com/sluicegw/sluice/gateway/requestlog"
+	"github.com/sluicegw/sluice/gateway/shared"
 	"github.com/sluicegw/sluice/gateway/state"
 	"github.com/sluicegw/sluice/gateway/telemetry"
 	"github.com/sluicegw/sluice/gateway/ui"
+	"github.com/sluicegw/sluice/guardrails/listing"
 	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/snapshot"
 )
@@ -99,12 +102,24 @@ type Server struct {
 	snap     atomic.Pointer[snapshot.Snapshot]
 	reloadMu sync.Mutex
 	lastErr  atomic.Pointer[reloadError]
+	// listing is the last good [catalog] listing, merged over catalog.json
+	// at every load; refresh is the last refresh attempt.
+	listing atomic.Pointer[listing.Import]
+	refresh atomic.Pointer[refreshStatus]
 
 	cache    *lru.Cache[string, *cachedAnswer]
 	sessions *lru.Cache[string, snapshot.Pin]
 	planner  *failover.Planner
 	ledger   *budget.Ledger
-	state    *state.Store
+	state    state.Store
+	// limiter is the rate limiter in process; fleet, set by [shared]
+	// redis_url, is the fleet's shared state (budgets, rate limits, pins,
+	// cache, health), nil without it.
+	limiter *shared.Limiter
+	fleet   *shared.Client
+
+	// stopWatch ends the watch of a shared state store.
+	stopWatch context.CancelFunc
 
 	closeOnce sync.Once
 	closeErr  error
@@ -143,7 +158,22 @@ func New(opts Options) (*Server, error) {
 	s.setLogLevel(cfg.Server.LogLevel)
 	s.cache = lru.New[string, *cachedAnswer](cfg.Cache.MaxEntries, cfg.Cache.TTL.Duration)
 	s.sessions = lru.New[string, snapshot.Pin](cfg.Sessions.MaxEntries, cfg.Sessions.TTL.Duration)
-	s.planner = failover.NewPlanner(failover.PlannerOptions{})
+	s.limiter = shared.NewLimiter()
+	if sc := cfg.Shared; sc.RedisURL != "" {
+		var pw string
+		if sc.RedisPasswordEnv != "" {
+			pw = os.Getenv(sc.RedisPasswordEnv)
+		}
+		fleet, err := shared.Open(context.Background(), shared.Options{URL: sc.RedisURL, Password: pw, Prefix: sc.KeyPrefix,
+			Timeout: sc.Timeout.Duration, Logger: opts.Logger, Registerer: opts.Registry})
+		if err != nil {
+			return nil, fmt.Errorf("shared: %w", err)
+		}
+		s.fleet = fleet
+		s.planner = failover.NewPlanner(failover.PlannerOptions{Health: fleet.Health()})
+	} else {
+		s.planner = failover.NewPlanner(failover.PlannerOptions{})
+	}
 
 	transport := opts.Transport
 	if transport == nil {
@@ -168,9 +198,10 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.ledger = ledger
-	if s.state, err = state.Open(filepath.Join(st.DataDir, state.File)); err != nil {
+	if s.state, err = state.Open(context.Background(), cfg); err != nil {
 		return nil, err
 	}
+	snap = s.loadStoredListing(snap)
 	served, diags := s.withStoredRoutes(context.Background(), snap)
 	if len(diags) > 0 {
 		return nil, diags
@@ -187,12 +218,21 @@ func New(opts Options) (*Server, error) {
 		Registerer: opts.Registry, Logger: opts.Logger,
 	})
 	s.router = s.routes()
+	if n, ok := s.state.(state.Notifier); ok {
+		// A shared state store: swap in the routes another replica changed.
+		ctx, cancel := context.WithCancel(context.Background())
+		s.stopWatch = cancel
+		go n.Watch(ctx, func() { s.refreshRoutes(ctx) })
+	}
 	return s, nil
 }
 
 // NewTransport returns the upstream transport: keep-alive connections reused
 // across requests, enough idle connections per host for high concurrency,
-// and no transparent compression (bodies pass through as sent).
+// and no transparent compression (bodies pass through as sent). Each
+// connection's read and write buffers are 4 KiB: a plain-HTTP upstream
+// holds a connection per open stream for the stream's whole life, and a
+// stream's chunks are a few hundred bytes.
 func NewTransport() *http.Transport {
 	return &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
@@ -203,8 +243,8 @@ func NewTransport() *http.Transport {
 		IdleConnTimeout:     90 * time.Second,
 		TLSHandshakeTimeout: 10 * time.Second,
 		DisableCompression:  true,
-		WriteBufferSize:     8 << 10,
-		ReadBufferSize:      8 << 10,
+		WriteBufferSize:     4 << 10,
+		ReadBufferSize:      4 << 10,
 	}
 }
 
@@ -263,9 +303,21 @@ func (s *Server) routes() chi.Router {
 func (s *Server) Reload() profiles.Diagnostics {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
-	snap, diags := snapshot.Load(s.opts.ConfigDir)
+	snap, diags := s.loadSnapshot()
 	if len(diags) == 0 {
-		snap, diags = s.withStoredRoutes(context.Background(), snap)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := s.state.Ping(ctx); err != nil {
+			// The files reload; the routes stay those loaded last until the
+			// store answers again.
+			s.log.Warn("state store does not answer: the reload keeps the routes loaded last", "store", s.state.Where(), "err", err.Error())
+			var probs []profiles.RouteProblem
+			if snap, probs = snap.WithRoutes(cloneRoutes(s.snap.Load().Config.Routes)); len(probs) > 0 {
+				diags = profiles.Diagnostics{{File: state.File, Code: probs[0].Code, Message: probs[0].Message}}
+			}
+		} else {
+			snap, diags = s.withStoredRoutes(ctx, snap)
+		}
+		cancel()
 	}
 	if len(diags) > 0 {
 		s.lastErr.Store(&reloadError{at: time.Now(), diags: diags})
@@ -306,7 +358,13 @@ func (s *Server) setLogLevel(name string) {
 // later calls return the first call's result.
 func (s *Server) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
+		if s.stopWatch != nil {
+			s.stopWatch()
+		}
 		err := errors.Join(s.writer.Close(ctx), s.ledger.Close(ctx), s.state.Close(), s.tracing.Shutdown(ctx))
+		if s.fleet != nil {
+			err = errors.Join(err, s.fleet.Close())
+		}
 		if cerr := s.store.Close(); cerr != nil && !errors.Is(cerr, context.Canceled) {
 			err = errors.Join(err, cerr)
 		}

@@ -1,8 +1,11 @@
 package gateway
 
 import (
+	"context"
+
 	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/gateway/budget"
+	"github.com/sluicegw/sluice/gateway/shared"
 	"github.com/sluicegw/sluice/guardrails"
 	"github.com/sluicegw/sluice/snapshot"
 )
@@ -51,14 +54,18 @@ func (s *Server) settle(t *turn) {
 	sv.representationBreak = sv.model != "" && sv.model != t.decided
 	now := snapshot.Pin{Model: sv.model, Provider: sv.provider}
 	sv.cacheDiscount = t.hasPin && !sv.representationBreak && t.pin == now
-	if t.pinKey != "" && sv.model != "" {
-		s.sessions.Put(t.pinKey, now)
-	}
 	switch {
 	case res.CostReported:
 		sv.cost, sv.costSource = res.Cost, "upstream"
 	case who.Endpoint != nil:
 		sv.cost, sv.costSource = cost(who.Endpoint, res.Usage, sv.cacheDiscount), "catalog"
+	}
+	if s.fleet != nil {
+		s.settleShared(t, a, now)
+		return
+	}
+	if t.pinKey != "" && sv.model != "" {
+		s.sessions.Put(t.pinKey, now)
 	}
 	if a.metered {
 		s.ledger.Add(budget.Month(t.start), sv.cost, budget.KeyScope(t.key.ID), budget.TeamScope(t.key.Org, t.key.Team))
@@ -66,16 +73,61 @@ func (s *Server) settle(t *turn) {
 	s.keep(t)
 }
 
+// settleShared writes what the request leaves in the fleet's shared state,
+// in one round trip: the charge with the release of its reservation, the
+// session's pin, the answer for the cache. Whatever Redis did not take
+// stays in this replica (the charge is pushed when Redis is back).
+func (s *Server) settleShared(t *turn, a *attempt, pin snapshot.Pin) {
+	sv := &t.served
+	w := shared.Writes{Month: budget.Month(t.start)}
+	if a.metered {
+		w.Hold, w.Cost = a.hold, sv.cost
+		w.Scopes = []budget.Scope{budget.KeyScope(t.key.ID), budget.TeamScope(t.key.Org, t.key.Team)}
+	}
+	if t.pinKey != "" && sv.model != "" {
+		w.PinKey, w.Pin, w.PinTTL = t.pinKey, []byte(pin.Model+"\x00"+pin.Provider), t.snap.Config.Sessions.TTL.Duration
+	}
+	if t.admitted {
+		// The request is answered: its parallel slots and token correction
+		// go in the same round trip (depart then has nothing left to do).
+		w.Depart = &shared.Departure{ID: t.id, Checks: t.checks, Local: t.fetchedLocal,
+			Delta: sv.usage.PromptTokens + sv.usage.CompletionTokens - t.charged}
+		t.admitted = false
+	}
+	keep := t.answerToKeep()
+	if keep != nil {
+		c := &t.snap.Config.Cache
+		w.CacheKey, w.Cache, w.CacheTTL, w.CacheMaxBytes = t.cacheKey, encodeCached(keep), c.TTL.Duration, c.MaxBytes
+	}
+	if s.fleet.Write(context.Background(), &w) {
+		return
+	}
+	if w.PinKey != "" {
+		s.sessions.Put(t.pinKey, pin)
+	}
+	if keep != nil {
+		s.cache.Put(t.cacheKey, keep)
+	}
+}
+
 // cost estimates the spend of an answer from the endpoint's prices (USD per
-// million tokens; 0 without an endpoint). With the cross-turn discount,
-// cached prompt tokens are priced at a tenth.
+// million tokens; 0 without an endpoint). Prompt tokens written to the
+// provider's cache are priced at the endpoint's cache-write price; with the
+// cross-turn discount, cached prompt tokens are priced at its cache-read
+// price (each is price_in when the catalog gives none); the rest of the
+// prompt at price_in. Counts an upstream reports inconsistently (more cached
+// or written than the whole prompt) are priced as plain prompt tokens.
 func cost(ep *guardrails.Endpoint, u connectors.Usage, discount bool) float64 {
 	if ep == nil {
 		return 0
 	}
-	prompt := float64(u.PromptTokens)
-	if discount && u.CachedTokens > 0 && u.CachedTokens <= u.PromptTokens {
-		prompt -= 0.9 * float64(u.CachedTokens)
+	plain, read, written := float64(u.PromptTokens), 0.0, 0.0
+	if u.CacheWriteTokens > 0 && u.CacheWriteTokens <= u.PromptTokens {
+		written = float64(u.CacheWriteTokens)
 	}
-	return (prompt*ep.PriceIn + float64(u.CompletionTokens)*ep.PriceOut) / 1e6
+	if discount && u.CachedTokens > 0 && float64(u.CachedTokens)+written <= plain {
+		read = float64(u.CachedTokens)
+	}
+	plain -= read + written
+	return (plain*ep.PriceIn + read*ep.CacheReadPrice() + written*ep.CacheWritePrice() + float64(u.CompletionTokens)*ep.PriceOut) / 1e6
 }

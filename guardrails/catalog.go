@@ -98,6 +98,49 @@ type Endpoint struct {
 	ThroughputTPS float64 `json:"throughput_tps,omitempty"`
 	// Class overrides the model's class for this endpoint. Default: "" (the model's).
 	Class string `json:"class,omitempty"`
+	// PriceCacheRead is USD per million prompt tokens read from the
+	// provider's prompt cache. Default: unset, and cached tokens are priced
+	// at PriceIn (no discount is assumed).
+	PriceCacheRead *float64 `json:"price_cache_read,omitempty"`
+	// PriceCacheWrite is USD per million prompt tokens written to the
+	// provider's prompt cache (cache creation). Default: unset, and such
+	// tokens are priced at PriceIn.
+	PriceCacheWrite *float64 `json:"price_cache_write,omitempty"`
+	// Source says where the endpoint came from: "openrouter" or "vercel"
+	// (imported from that marketplace's listing: a re-import of it updates
+	// the endpoint's prices and measurements and removes it once it is no
+	// longer listed), "manual" (hand-written and pinned: no import changes
+	// or removes it), or "" (hand-written; an import that lists the same
+	// endpoint takes it over). Default "".
+	Source string `json:"source,omitempty"`
+}
+
+// Endpoint sources, the values of [Endpoint.Source].
+const (
+	// SourceManual pins a hand-written endpoint: imports never touch it.
+	SourceManual = "manual"
+	// SourceOpenRouter marks an endpoint imported from OpenRouter's listing.
+	SourceOpenRouter = ConnectorOpenRouter
+	// SourceVercel marks an endpoint imported from the Vercel AI Gateway's listing.
+	SourceVercel = ConnectorVercel
+)
+
+// CacheReadPrice returns the USD per million cached prompt tokens read:
+// PriceCacheRead when set, else PriceIn.
+func (e *Endpoint) CacheReadPrice() float64 {
+	if e.PriceCacheRead != nil {
+		return *e.PriceCacheRead
+	}
+	return e.PriceIn
+}
+
+// CacheWritePrice returns the USD per million prompt tokens written to the
+// cache: PriceCacheWrite when set, else PriceIn.
+func (e *Endpoint) CacheWritePrice() float64 {
+	if e.PriceCacheWrite != nil {
+		return *e.PriceCacheWrite
+	}
+	return e.PriceIn
 }
 
 // Model kinds, as [Model.Kind] spells them.
@@ -117,10 +160,16 @@ func (e Endpoint) Slug() string {
 	return e.Provider + "/" + e.Tag
 }
 
-type catalogDoc struct {
-	Schema    string                   `json:"$schema,omitempty"`
+// Document is catalog.json as written: the shape [ParseCatalog] reads, for
+// tools that build or edit a catalog (an import merges a marketplace's
+// listing into one). It is plain data, not validated.
+type Document struct {
+	// Schema is the editor hint "$schema". Default "".
+	Schema string `json:"$schema,omitempty"`
+	// Providers spells providers in each upstream's names. Default none.
 	Providers map[string]ProviderNames `json:"providers,omitempty"`
-	Models    []*Model                 `json:"models"`
+	// Models are the catalog's models, in file order.
+	Models []*Model `json:"models"`
 }
 
 // LoadCatalog reads and validates DIR/catalog.json. On failure it returns a nil
@@ -158,7 +207,7 @@ func ParseCatalog(name string, raw []byte) (*Catalog, profiles.Diagnostics) {
 		ds.Sort()
 		return nil, ds
 	}
-	var cd catalogDoc
+	var cd Document
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cd); err != nil {
@@ -239,7 +288,7 @@ func ParseCatalog(name string, raw []byte) (*Catalog, profiles.Diagnostics) {
 		return nil, ds
 	}
 	c.names = buildNames(c.models, c.spelled, c.providers)
-	canon, err := json.Marshal(catalogDoc{Providers: c.spelled, Models: c.models})
+	canon, err := json.Marshal(Document{Providers: c.spelled, Models: c.models})
 	if err != nil { // cannot happen: plain data
 		return nil, profiles.Diagnostics{{File: name, Code: profiles.CodeJSONSyntax, Message: err.Error()}}
 	}
@@ -417,7 +466,7 @@ func (c *Catalog) Len() int { return len(c.models) }
 // (temporary file and rename), so that a later start can fall back to it with
 // [LoadCatalogFile] when catalog.json is broken.
 func (c *Catalog) SaveLastGood(path string) error {
-	b, err := json.MarshalIndent(catalogDoc{Providers: c.spelled, Models: c.models}, "", "  ")
+	b, err := json.MarshalIndent(Document{Providers: c.spelled, Models: c.models}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("guardrails: encoding last good catalog: %w", err)
 	}
@@ -437,4 +486,19 @@ func (c *Catalog) SaveLastGood(path string) error {
 		return fmt.Errorf("guardrails: saving last good catalog: %w", err)
 	}
 	return nil
+}
+
+// Document returns a copy of the catalog's canonical content (models
+// sorted by slug, names lower-cased) as a document an import can merge
+// into.
+func (c *Catalog) Document() *Document {
+	b, err := json.Marshal(Document{Providers: c.spelled, Models: c.models})
+	if err != nil { // plain data: cannot happen
+		panic(fmt.Sprintf("guardrails: encoding the catalog: %v", err))
+	}
+	var d Document
+	if err := json.Unmarshal(b, &d); err != nil {
+		panic(fmt.Sprintf("guardrails: decoding the catalog: %v", err))
+	}
+	return &d
 }

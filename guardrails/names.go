@@ -271,6 +271,28 @@ func (c *Catalog) ReportedProvider(connector, reported string) (string, bool) {
 	return slug, true
 }
 
+// ReportedName returns the name the connector's upstream gives a catalog
+// provider when it reports who served (OpenRouter's "Amazon Bedrock", the
+// Vercel AI Gateway's "bedrock"): the first of the catalog's reported names
+// for that connector, else of the built-in ones, else the provider slug
+// itself. A name that would read back ([Catalog.ReportedProvider]) as
+// another provider is passed over, so the name of a catalog provider
+// always reads back as it. An entry "provider/tag" is named by its provider: the
+// marketplaces report who served, not which of its endpoints.
+func (c *Catalog) ReportedName(connector, provider string) string {
+	base, _, _ := strings.Cut(strings.ToLower(provider), "/")
+	list, own := c.names.providers[base].Reported[connector]
+	if !own {
+		list = builtinProviders[base].Reported[connector]
+	}
+	for _, name := range list {
+		if slug, ok := c.ReportedProvider(connector, name); ok && slug == base {
+			return name
+		}
+	}
+	return base
+}
+
 // UpstreamID returns the id sent to the connector's kind of upstream for a
 // model: its upstream id there, else its slug.
 func (c *Catalog) UpstreamID(connector, slug string) string {
@@ -353,4 +375,47 @@ func validMonthDay(mmdd string) bool {
 	m := int(mmdd[0]-'0')*10 + int(mmdd[1]-'0')
 	d := int(mmdd[2]-'0')*10 + int(mmdd[3]-'0')
 	return m >= 1 && m <= 12 && d >= 1 && d <= 31
+}
+
+// builtinReported maps a connector kind, then a name key, to the provider
+// slug the built-in spellings give that name; built once.
+var builtinReported = func() map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for _, slug := range sortedProviderSlugs(builtinProviders) {
+		for connector, list := range builtinProviders[slug].Reported {
+			if out[connector] == nil {
+				out[connector] = map[string]string{}
+			}
+			for _, name := range list {
+				if _, taken := out[connector][nameKey(name)]; !taken {
+					out[connector][nameKey(name)] = slug
+				}
+			}
+		}
+	}
+	return out
+}()
+
+// BuiltinProviderSlug returns the catalog provider slug that the built-in
+// spellings give a name the connector's upstream reports ("Amazon Bedrock"
+// from OpenRouter, "bedrock" from the Vercel AI Gateway), compared case-
+// and punctuation-insensitively, or false when no built-in provider has it.
+func BuiltinProviderSlug(connector, name string) (string, bool) {
+	slug, ok := builtinReported[connector][nameKey(name)]
+	return slug, ok
+}
+
+// BuiltinReportedNames returns the names the built-in spellings say the
+// connector's upstream reports for a catalog provider slug (OpenRouter's
+// display name, say), or nil when there is no built-in spelling.
+func BuiltinReportedNames(connector, slug string) []string {
+	return append([]string(nil), builtinProviders[slug].Reported[connector]...)
+}
+
+// BuiltinSendName returns the name the built-in spellings send to the
+// connector's upstream for a catalog provider slug, or false when it sends
+// the slug itself.
+func BuiltinSendName(connector, slug string) (string, bool) {
+	s, ok := builtinProviders[slug].Send[connector]
+	return s, ok
 }

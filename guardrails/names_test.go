@@ -18,6 +18,7 @@ type namesFile struct {
 	Errors           []string                                             `json:"errors"`
 	ReportedModel    []struct{ Connector, Direct, Reported, Want string } `json:"reported_model"`
 	ReportedProvider []struct{ Connector, Reported, Want string }         `json:"reported_provider"`
+	ReportedName     []struct{ Connector, Provider, Want string }         `json:"reported_name"`
 	Send             []struct{ Connector, Entry, Want string }            `json:"send"`
 	UpstreamID       []struct{ Connector, Model, Want string }            `json:"upstream_id"`
 }
@@ -55,6 +56,13 @@ func TestNameMaps(t *testing.T) {
 				got, ok := cat.ReportedProvider(c.Connector, c.Reported)
 				require.Equal(t, c.Want, got, "%s reports provider %q", c.Connector, c.Reported)
 				require.Equal(t, c.Want != "", ok)
+			}
+			for _, c := range f.ReportedName {
+				got := cat.ReportedName(c.Connector, c.Provider)
+				require.Equal(t, c.Want, got, "%s names provider %q", c.Connector, c.Provider)
+				base, _, _ := strings.Cut(strings.ToLower(c.Provider), "/")
+				back, ok := cat.ReportedProvider(c.Connector, got)
+				require.True(t, ok && back == base, "%s's name %q for %q reads back as %q", c.Connector, got, c.Provider, back)
 			}
 			for _, c := range f.Send {
 				require.Equal(t, c.Want, cat.SendName(c.Connector, c.Entry), "%s spells %q", c.Connector, c.Entry)

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,9 +28,12 @@ type Config struct {
 
 	Server    Server     `toml:"server" json:"server"`
 	Store     Store      `toml:"store" json:"store"`
+	State     State      `toml:"state" json:"state"`
+	Shared    Shared     `toml:"shared" json:"shared"`
 	Cache     Cache      `toml:"cache" json:"cache"`
 	Sessions  Sessions   `toml:"sessions" json:"sessions"`
 	Retry     Retry      `toml:"retry" json:"retry"`
+	Catalog   Catalog    `toml:"catalog" json:"catalog"`
 	Upstreams []Upstream `toml:"upstreams" json:"upstreams"`
 	Keys      []Key      `toml:"keys" json:"keys"`
 	Routes    []Route    `toml:"routes" json:"routes"`
@@ -77,6 +81,12 @@ type Server struct {
 	// "warn" or "error". The per-request lines of LogRequests are "info", so
 	// "warn" or "error" silences them. It reloads live. Default "info".
 	LogLevel string `toml:"log_level" json:"log_level"`
+	// TrustedProxies lists the addresses (IPs or CIDR prefixes) of the
+	// TLS-terminating proxies in front of the gateway: only a request from
+	// one of them is believed when its X-Forwarded-Proto says "https"
+	// (which makes the compliance pages' cookies Secure). Default none:
+	// X-Forwarded-Proto is ignored and only a TLS connection counts.
+	TrustedProxies []string `toml:"trusted_proxies" json:"trusted_proxies"`
 }
 
 // Store configures the request log.
@@ -101,7 +111,70 @@ type Store struct {
 	FlushInterval Duration `toml:"flush_interval" json:"flush_interval"`
 	// SpoolMaxBytes bounds the on-disk spool. Default 256 MiB.
 	SpoolMaxBytes int64 `toml:"spool_max_bytes" json:"spool_max_bytes"`
+	// ClickHouseUser is the ClickHouse user. Default "default".
+	ClickHouseUser string `toml:"clickhouse_user" json:"clickhouse_user"`
+	// ClickHousePasswordEnv names the environment variable holding the
+	// user's password (read at start; never logged). Default none: no
+	// password.
+	ClickHousePasswordEnv string `toml:"clickhouse_password_env" json:"clickhouse_password_env"`
+	// ClickHouseTLS speaks TLS to ClickHouse (point clickhouse_addr at the
+	// secure native port, 9440 by convention). Default false.
+	ClickHouseTLS bool `toml:"clickhouse_tls" json:"clickhouse_tls"`
+	// ClickHouseCAFile is a PEM file of the CAs that sign the server's
+	// certificate, relative to the config directory. Default "": the
+	// system's roots. Only with clickhouse_tls.
+	ClickHouseCAFile string `toml:"clickhouse_ca_file" json:"clickhouse_ca_file"`
 }
+
+// State configures the state store: the routes edited through the admin
+// API and their audit trail.
+type State struct {
+	// Kind is "sqlite" (data_dir/state.db, one per replica; the default)
+	// or "postgres" (one database for every replica: a route change on
+	// any replica serves on all of them within a second).
+	Kind string `toml:"kind" json:"kind"`
+	// PostgresURL is the PostgreSQL connection URL
+	// ("postgres://user@host:5432/db?sslmode=require"), without its
+	// password. Required with kind "postgres".
+	PostgresURL string `toml:"postgres_url" json:"postgres_url"`
+	// PostgresPasswordEnv names the environment variable holding the
+	// password (read at start; never logged). Default none.
+	PostgresPasswordEnv string `toml:"postgres_password_env" json:"postgres_password_env"`
+}
+
+// Shared configures the hot state a fleet of gateways shares.
+type Shared struct {
+	// RedisURL is a Redis 7 URL ("redis://host:6379/0", "rediss://" for
+	// TLS), without its password. Set, budgets, session pins, the response
+	// cache, targets' health and rate limits are shared by every replica
+	// through it. Default "": all of them stay in process.
+	RedisURL string `toml:"redis_url" json:"redis_url"`
+	// RedisPasswordEnv names the environment variable holding the Redis
+	// password (read at start; never logged). Default none.
+	RedisPasswordEnv string `toml:"redis_password_env" json:"redis_password_env"`
+	// KeyPrefix starts every Redis key sluice writes, so that several
+	// fleets can share one Redis. Default "sluice:".
+	KeyPrefix string `toml:"key_prefix" json:"key_prefix"`
+	// Timeout bounds one Redis round trip; past it the request goes on
+	// with local state. Default 250ms.
+	Timeout Duration `toml:"timeout" json:"timeout"`
+}
+
+// RateLimit bounds a key's or a team's traffic. Zero fields do not limit.
+type RateLimit struct {
+	// RPM is requests per minute. Default 0: no limit.
+	RPM int `toml:"rpm" json:"rpm,omitempty"`
+	// TPM is tokens per minute: the prompt's estimate plus the requested
+	// completion cap at admission, corrected to the answer's usage after
+	// it. Default 0: no limit.
+	TPM int `toml:"tpm" json:"tpm,omitempty"`
+	// MaxParallel is how many requests may be in flight at once. Default
+	// 0: no limit.
+	MaxParallel int `toml:"max_parallel" json:"max_parallel,omitempty"`
+}
+
+// Set reports whether any limit is set.
+func (r *RateLimit) Set() bool { return r != nil && (r.RPM > 0 || r.TPM > 0 || r.MaxParallel > 0) }
 
 // Cache configures the response cache.
 type Cache struct {
@@ -109,8 +182,11 @@ type Cache struct {
 	Enabled bool `toml:"enabled" json:"enabled"`
 	// TTL is how long an answer is served from the cache. Default 5m.
 	TTL Duration `toml:"ttl" json:"ttl"`
-	// MaxEntries bounds the cache. Default 10000.
+	// MaxEntries bounds the in-process cache. Default 10000.
 	MaxEntries int `toml:"max_entries" json:"max_entries"`
+	// MaxBytes bounds the shared cache (with [shared] redis_url): the
+	// oldest answers are evicted past it. Default 64 MiB.
+	MaxBytes int64 `toml:"max_bytes" json:"max_bytes"`
 }
 
 // Sessions configures session pins.
@@ -120,6 +196,27 @@ type Sessions struct {
 	// MaxEntries bounds the pin table. Default 100000.
 	MaxEntries int `toml:"max_entries" json:"max_entries"`
 }
+
+// Catalog configures the live refresh of the model catalog from a
+// marketplace's listing. Off by default.
+type Catalog struct {
+	// Source is the listing refreshed from: "openrouter", or "" (off:
+	// catalog.json alone). Default "".
+	Source string `toml:"source" json:"source,omitempty"`
+	// Refresh is how often the listing is fetched; at least a minute.
+	// Default 1h.
+	Refresh Duration `toml:"refresh" json:"refresh"`
+	// Upstream names the [[upstreams]] entry whose base_url and api_key_env
+	// the refresh uses. Default: the first upstream whose connector is the
+	// source; with none, the public API without a key.
+	Upstream string `toml:"upstream" json:"upstream,omitempty"`
+	// Only limits the refresh to the models these patterns match (guardrail
+	// pattern syntax). Default none: every model.
+	Only []string `toml:"only" json:"only,omitempty"`
+}
+
+// MinCatalogRefresh is the shortest [catalog] refresh accepted.
+const MinCatalogRefresh = time.Minute
 
 // Retry configures gateway-side failover across route targets.
 type Retry struct {
@@ -182,6 +279,9 @@ type Key struct {
 	// MonthlyBudgetUSD caps the key's platform-key spend per UTC month.
 	// Default 0: no cap.
 	MonthlyBudgetUSD float64 `toml:"monthly_budget_usd" json:"monthly_budget_usd,omitempty"`
+	// RateLimit bounds the key's traffic (rpm, tpm, max_parallel), across
+	// the fleet with [shared] redis_url. Default none.
+	RateLimit *RateLimit `toml:"rate_limit" json:"rate_limit,omitempty"`
 }
 
 // CallerKeyEnv returns the environment variable holding the caller's own
@@ -192,9 +292,16 @@ func (k *Key) CallerKeyEnv(upstream string) string { return k.BYOK[upstream+"_en
 type Team struct {
 	// Name is the team, as in [[keys]] team.
 	Name string `toml:"name" json:"name"`
-	// MonthlyBudgetUSD caps the team's platform-key spend per UTC month.
-	// Default 0: no cap.
+	// Org is the org whose team this is: team names are not global. Default
+	// "": the team of that name in every org (an entry that names the org
+	// wins over one that does not).
+	Org string `toml:"org" json:"org,omitempty"`
+	// MonthlyBudgetUSD caps the team's platform-key spend per UTC month
+	// (each org's team of the name separately). Default 0: no cap.
 	MonthlyBudgetUSD float64 `toml:"monthly_budget_usd" json:"monthly_budget_usd,omitempty"`
+	// RateLimit bounds the team's traffic, every key of it together.
+	// Default none.
+	RateLimit *RateLimit `toml:"rate_limit" json:"rate_limit,omitempty"`
 }
 
 // Principal returns the ladder position of the key.
@@ -281,14 +388,21 @@ func (d *Duration) UnmarshalText(b []byte) error {
 // MarshalText implements encoding.TextMarshaler.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
 
-// Team returns the team's settings, or nil.
-func (c *Config) Team(name string) *Team {
+// Team returns the settings of the team of an org: the entry naming both,
+// else the entry naming the team for every org, else nil.
+func (c *Config) Team(org, name string) *Team {
+	var any *Team
 	for i := range c.Teams {
-		if c.Teams[i].Name == name {
-			return &c.Teams[i]
+		t := &c.Teams[i]
+		switch {
+		case t.Name != name:
+		case t.Org == org:
+			return t
+		case t.Org == "" && any == nil:
+			any = t
 		}
 	}
-	return nil
+	return any
 }
 
 // KeyByID returns the key with the id, or nil.
@@ -445,11 +559,40 @@ func (c *Config) applyDefaults() {
 	if c.Cache.MaxEntries == 0 {
 		c.Cache.MaxEntries = 10000
 	}
+	if c.Cache.MaxBytes == 0 {
+		c.Cache.MaxBytes = 64 << 20
+	}
+	if c.State.Kind == "" {
+		c.State.Kind = "sqlite"
+	}
+	if c.Shared.KeyPrefix == "" {
+		c.Shared.KeyPrefix = "sluice:"
+	}
+	if c.Shared.Timeout.Duration == 0 {
+		c.Shared.Timeout.Duration = 250 * time.Millisecond
+	}
+	if st.ClickHouseUser == "" {
+		st.ClickHouseUser = "default"
+	}
+	if st.ClickHouseCAFile != "" && !filepath.IsAbs(st.ClickHouseCAFile) {
+		st.ClickHouseCAFile = filepath.Join(c.Dir, st.ClickHouseCAFile)
+	}
 	if c.Sessions.TTL.Duration == 0 {
 		c.Sessions.TTL.Duration = time.Hour
 	}
 	if c.Sessions.MaxEntries == 0 {
 		c.Sessions.MaxEntries = 100000
+	}
+	if c.Catalog.Refresh.Duration == 0 {
+		c.Catalog.Refresh.Duration = time.Hour
+	}
+	if c.Catalog.Source != "" && c.Catalog.Upstream == "" {
+		for _, u := range c.Upstreams {
+			if u.Connector == c.Catalog.Source {
+				c.Catalog.Upstream = u.Name
+				break
+			}
+		}
 	}
 	if c.Retry.MaxRetries == nil {
 		two := 2
@@ -586,12 +729,30 @@ func (c *Config) crossCheck(pos positions, diags *Diagnostics) {
 			known(strings.TrimSuffix(envKey, "_env"), []string{"keys", itoa(i), "byok", envKey}, fmt.Sprintf("key %q byok", k.ID))
 		}
 	}
+	if cat := c.Catalog; cat.Source != "" {
+		if cat.Refresh.Duration < MinCatalogRefresh {
+			at(CodeCatalogRefresh, []string{"catalog", "refresh"}, "catalog.refresh is %s; the listing is fetched at most once a minute", cat.Refresh.Duration)
+		}
+		if u := c.upstreams[cat.Upstream]; cat.Upstream != "" && u == nil {
+			known(cat.Upstream, []string{"catalog", "upstream"}, "catalog.upstream")
+		} else if u != nil && u.Connector != cat.Source {
+			at(CodeCatalogRefresh, []string{"catalog", "upstream"}, "catalog.upstream %q has connector %q; the %s listing is read through an upstream with connector %q", u.Name, u.Connector, cat.Source, cat.Source)
+		}
+	}
 	teams := map[string]bool{}
 	for i, tm := range c.Teams {
-		if teams[tm.Name] {
+		if teams[tm.Org+"/"+tm.Name] {
 			at(CodeDuplicateTeam, []string{"teams", itoa(i), "name"}, "team %q is configured twice", tm.Name)
 		}
-		teams[tm.Name] = true
+		teams[tm.Org+"/"+tm.Name] = true
+	}
+	for i, p := range c.Server.TrustedProxies {
+		if _, err := ParseProxy(p); err != nil {
+			at(CodeInvalidProxy, []string{"server", "trusted_proxies", itoa(i)}, "%v", err)
+		}
+	}
+	if c.State.Kind == "postgres" && c.State.PostgresURL == "" {
+		at(CodeMissingSetting, []string{"state", "kind"}, `[state] kind = "postgres" needs postgres_url`)
 	}
 	for _, p := range CheckRoutes(c.Routes, func(name string) bool { return c.upstreams[name] != nil }) {
 		at(p.Code, p.Tokens, "%s", p.Message)
@@ -666,3 +827,17 @@ func CheckRoutes(routes []Route, upstreamKnown func(string) bool) []RouteProblem
 }
 
 func itoa(i int) string { return fmt.Sprint(i) }
+
+// ParseProxy parses one [server] trusted_proxies entry: an IP address or a
+// CIDR prefix.
+func ParseProxy(s string) (netip.Prefix, error) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("trusted proxy %q is neither an IP address nor a CIDR prefix", s)
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}

@@ -114,4 +114,9 @@ const (
 	CodeAllTargetsRestricted = "all_targets_restricted"
 	CodeThenNotOnPool        = "then_requires_fastest"
 	CodeForbiddenClass       = "forbidden_class"
+	CodeInvalidProxy         = "invalid_trusted_proxy"
+	CodeMissingSetting       = "missing_setting"
+	// CodeCatalogRefresh: [catalog] asks for a refresh sluice will not do (more
+	// often than once a minute, or through an upstream of another connector).
+	CodeCatalogRefresh = "invalid_catalog_refresh"
 )

@@ -16,11 +16,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/sluicegw/sluice/compiler"
 	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/guardrails"
+	"github.com/sluicegw/sluice/guardrails/listing"
 	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/schemas"
 )
@@ -45,6 +47,7 @@ type Snapshot struct {
 
 	// fileRevision is the revision of the files alone, before WithRoutes.
 	fileRevision string
+	routeRevs    map[string]string            // by lower-cased alias: the route's own revision
 	layers       map[string][]profiles.Layer  // by key id: the ladder above the request
 	callerKeys   map[string]map[string]string // by key id, then upstream: the caller's own key
 }
@@ -65,9 +68,21 @@ type Upstream struct {
 	APIKey string
 }
 
+// Options tune [LoadWith].
+type Options struct {
+	// Listing, when set, is a marketplace listing (the gateway's last good
+	// [catalog] refresh) merged over catalog.json by [listing.Apply]'s
+	// rules: the catalog served is the merge, and catalog.json need not
+	// exist. Default nil: catalog.json alone.
+	Listing *listing.Import
+}
+
 // Load reads and validates a configuration directory. Every problem comes
 // back as a located diagnostic; the snapshot is nil whenever there is one.
-func Load(dir string) (*Snapshot, profiles.Diagnostics) {
+func Load(dir string) (*Snapshot, profiles.Diagnostics) { return LoadWith(dir, Options{}) }
+
+// LoadWith is [Load] with options.
+func LoadWith(dir string, opts Options) (*Snapshot, profiles.Diagnostics) {
 	var diags profiles.Diagnostics
 	cfg, d := profiles.Load(dir)
 	diags = append(diags, d...)
@@ -78,6 +93,13 @@ func Load(dir string) (*Snapshot, profiles.Diagnostics) {
 	if statErr == nil {
 		cat, d = guardrails.LoadCatalog(absDir)
 		diags = append(diags, d...)
+	}
+	if opts.Listing != nil && len(d) == 0 {
+		cat, d = mergeListing(absDir, opts.Listing)
+		diags = append(diags, d...)
+		if cat != nil {
+			statErr = nil
+		}
 	}
 	policy, d := guardrails.LoadPolicy(absDir)
 	diags = append(diags, d...)
@@ -128,7 +150,42 @@ func Load(dir string) (*Snapshot, profiles.Diagnostics) {
 	}
 	s.Revision = s.revision()
 	s.fileRevision = s.Revision
+	s.routeRevs = routeRevisions(cfg.Routes)
 	return s, nil
+}
+
+// RouteRevision identifies a route's content (its targets, strategy,
+// limits and tail), "" when no route has the alias. It is the same on every
+// replica serving the same route, and changes with any edit of it: the
+// response cache keys on it, so an edit invalidates the route's answers
+// everywhere and leaves other routes' alone.
+func (s *Snapshot) RouteRevision(alias string) string { return s.routeRevs[strings.ToLower(alias)] }
+
+// routeRevisions hashes each route's JSON.
+func routeRevisions(routes []profiles.Route) map[string]string {
+	out := make(map[string]string, len(routes))
+	for _, r := range routes {
+		b, _ := json.Marshal(r)
+		sum := sha256.Sum256(b)
+		out[strings.ToLower(r.Model)] = hex.EncodeToString(sum[:8])
+	}
+	return out
+}
+
+// mergeListing returns the catalog served: catalog.json (when there is
+// one) with a listing merged over it. Diagnostics name the file as
+// "catalog.json+<source>".
+func mergeListing(dir string, imp *listing.Import) (*guardrails.Catalog, profiles.Diagnostics) {
+	name := guardrails.CatalogFile + "+" + imp.Source
+	base, err := listing.ReadDocument(filepath.Join(dir, guardrails.CatalogFile))
+	if err != nil {
+		return nil, profiles.Diagnostics{{File: guardrails.CatalogFile, Code: profiles.CodeJSONSyntax, Message: err.Error()}}
+	}
+	a, diags := listing.Apply(name, base, imp, listing.MergeOptions{})
+	if len(diags) > 0 {
+		return nil, diags
+	}
+	return a.Catalog, nil
 }
 
 // checkRoutes reports what needs the catalog: a target whose model's class a
@@ -199,6 +256,7 @@ func (s *Snapshot) WithRoutes(routes []profiles.Route) (*Snapshot, []profiles.Ro
 	b, _ := json.Marshal(routes)
 	h.Write(b)
 	cp.Revision = hex.EncodeToString(h.Sum(nil))[:16]
+	cp.routeRevs = routeRevisions(routes)
 	cp.LoadedAt = time.Now()
 	return &cp, nil
 }

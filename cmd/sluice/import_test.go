@@ -36,7 +36,7 @@ func TestImport(t *testing.T) {
 	code, out, errOut := runCLI(t, "", "import", "--config", dir)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "imported 2 routes")
-	st, err := state.Open(dbPath)
+	st, err := state.OpenSQLite(dbPath)
 	require.NoError(t, err)
 	routes, err := st.Routes(context.Background())
 	require.NoError(t, err)

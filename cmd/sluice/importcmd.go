@@ -13,8 +13,9 @@ import (
 	"github.com/sluicegw/sluice/snapshot"
 )
 
-// runImport seeds the state store with sluice.toml's routes, replacing the
-// stored ones, in one transaction. An invalid configuration is refused
+// runImport seeds the state store ([state]: SQLite in data_dir, or the
+// fleet's PostgreSQL) with sluice.toml's routes, replacing the stored ones,
+// in one transaction. An invalid configuration is refused
 // before anything is written.
 func runImport(env *cliEnv, args []string) int {
 	fs := newFlags(env, "import", "[--config DIR]")
@@ -28,26 +29,21 @@ func runImport(env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stderr, "sluice import: the configuration is invalid; nothing was written")
 		return 1
 	}
-	dataDir := snap.Config.Store.DataDir
-	if err := os.MkdirAll(dataDir, 0o750); err != nil {
-		fmt.Fprintf(env.stderr, "sluice import: %v\n", err)
-		return 1
-	}
-	st, err := state.Open(filepath.Join(dataDir, state.File))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := state.Open(ctx, snap.Config)
 	if err != nil {
 		fmt.Fprintf(env.stderr, "sluice import: %v\n", err)
 		return 1
 	}
 	defer st.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	routes := snap.Config.Routes
 	after, _ := json.Marshal(routes)
 	if err := st.Replace(ctx, routes, state.AuditEntry{Actor: "import", Action: "import", After: after}); err != nil {
 		fmt.Fprintf(env.stderr, "sluice import: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(env.stdout, "imported %d routes into %s\n", len(routes), filepath.Join(dataDir, state.File))
+	fmt.Fprintf(env.stdout, "imported %d routes into %s\n", len(routes), st.Where())
 	return 0
 }
 
@@ -56,16 +52,18 @@ func runImport(env *cliEnv, args []string) int {
 // file's routes do not serve.
 func storeDiffers(cfg *profiles.Config) string {
 	path := filepath.Join(cfg.Store.DataDir, state.File)
-	if _, err := os.Stat(path); err != nil {
+	if cfg.State.Kind == "postgres" {
+		path = "postgres"
+	} else if _, err := os.Stat(path); err != nil {
 		return ""
 	}
-	st, err := state.Open(path)
-	if err != nil {
-		return fmt.Sprintf("warning: %s: %v", path, err)
-	}
-	defer st.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	st, err := state.Open(ctx, cfg)
+	if err != nil {
+		return fmt.Sprintf("warning: the state store (%s) cannot be read: %v", path, err)
+	}
+	defer st.Close()
 	if seeded, err := st.Seeded(ctx); err != nil || !seeded {
 		return ""
 	}

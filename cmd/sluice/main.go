@@ -32,6 +32,7 @@ func commands() []command {
 		{"rows", "read the request log (same filters as the analytics API)", runRows},
 		{"migrate", "apply the ClickHouse request-log migrations", runMigrate},
 		{"import", "seed the state store with sluice.toml's routes (replacing the stored ones)", runImport},
+		{"catalog", "catalog import: build or refresh catalog.json from OpenRouter's or Vercel's model listings", runCatalog},
 		{"check", "validate a configuration directory and report every error, located", runCheck},
 		{"explain", "show the merged profile (with provenance) for a key and an optional request", runExplain},
 		{"diff", "compile every key, model and upstream under two config revisions and report what changed", runDiff},

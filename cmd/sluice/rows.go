@@ -87,7 +87,12 @@ func runMigrate(env *cliEnv, args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	applied, err := requestlog.MigrateClickHouse(ctx, requestlog.Options{Addr: cfg.Store.ClickHouseAddr, Database: cfg.Store.ClickHouseDatabase})
+	o, err := requestlog.ClickHouseOptions(&cfg.Store)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "sluice migrate: %v\n", err)
+		return 1
+	}
+	applied, err := requestlog.MigrateClickHouse(ctx, o)
 	if err != nil {
 		fmt.Fprintf(env.stderr, "sluice migrate: %v\n", err)
 		return 1

@@ -95,6 +95,9 @@ func serveUntilSignal(env *cliEnv, srv *gateway.Server, ln net.Listener, logger 
 			logger.Warn("config watcher stopped", "err", err.Error())
 		}
 	}()
+	// [catalog] source: the listing is refreshed in the background (the
+	// loop idles while the setting is off, and follows reloads).
+	go srv.RefreshCatalogLoop(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 

@@ -96,6 +96,70 @@ type PlannerOptions struct {
 	// serialises its use, so any source works. Default: the runtime's
 	// random generator.
 	Rand rand.Source
+	// Health keeps the targets' consecutive failures, which make them
+	// cold. Default: in the Planner's memory ([NewMemoryHealth]); a fleet of
+	// gateways shares one so that a target one replica found cold is
+	// skipped by all.
+	Health HealthStore
+}
+
+// HealthKey names one target of one route in a [HealthStore].
+type HealthKey struct{ Route, Upstream, Model string }
+
+// HealthStore keeps each target's consecutive failures and the time of the
+// last one: what makes a target cold. The Planner calls it with its own
+// lock held, so its methods must answer from memory, never wait on a
+// network (a shared store writes through in the background).
+type HealthStore interface {
+	// Failures returns the target's consecutive failures and when the last
+	// one happened (zero without one).
+	Failures(k HealthKey) (n int, last time.Time)
+	// Failed counts one more failure at the time given.
+	Failed(k HealthKey, at time.Time)
+	// Answered clears the target's failures.
+	Answered(k HealthKey)
+}
+
+// memoryHealth is the in-process [HealthStore].
+type memoryHealth struct {
+	mu sync.Mutex
+	m  map[HealthKey]memoryFails
+}
+
+type memoryFails struct {
+	n    int
+	last time.Time
+}
+
+var _ HealthStore = (*memoryHealth)(nil)
+
+// NewMemoryHealth returns a [HealthStore] in this process's memory: what a
+// single gateway uses.
+func NewMemoryHealth() HealthStore { return &memoryHealth{m: map[HealthKey]memoryFails{}} }
+
+// Failures implements [HealthStore.Failures].
+func (h *memoryHealth) Failures(k HealthKey) (int, time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f := h.m[k]
+	return f.n, f.last
+}
+
+// Failed implements [HealthStore.Failed].
+func (h *memoryHealth) Failed(k HealthKey, at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f := h.m[k]
+	h.m[k] = memoryFails{n: f.n + 1, last: at}
+}
+
+// Answered implements [HealthStore.Answered].
+func (h *memoryHealth) Answered(k HealthKey) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.m[k]; ok {
+		delete(h.m, k)
+	}
 }
 
 // Planner orders the attempts of routed requests. One Planner serves a
@@ -108,21 +172,20 @@ type Planner struct {
 	coldFor   time.Duration
 	alpha     float64
 
-	mu     sync.Mutex
-	rr     map[string]uint64
-	health map[healthKey]*health
+	mu      sync.Mutex
+	rr      map[string]uint64
+	latency map[HealthKey]*latency
+	health  HealthStore
 
 	randMu sync.Mutex
 	rand   *rand.Rand
 }
 
-type healthKey struct{ route, upstream, model string }
-
-type health struct {
+// latency is a target's moving average, always this replica's own: each
+// replica ranks by the latency it sees.
+type latency struct {
 	ewma     float64 // nanoseconds; valid when observed
 	observed bool
-	fails    int
-	lastFail time.Time
 }
 
 type runtimeSource struct{}
@@ -137,7 +200,11 @@ func NewPlanner(opts PlannerOptions) *Planner {
 		coldFor:   opts.ColdFor,
 		alpha:     opts.Alpha,
 		rr:        map[string]uint64{},
-		health:    map[healthKey]*health{},
+		latency:   map[HealthKey]*latency{},
+		health:    opts.Health,
+	}
+	if p.health == nil {
+		p.health = NewMemoryHealth()
 	}
 	if p.now == nil {
 		p.now = time.Now
@@ -159,6 +226,9 @@ func NewPlanner(opts PlannerOptions) *Planner {
 	return p
 }
 
+// Health returns the planner's health store.
+func (p *Planner) Health() HealthStore { return p.health }
+
 // Observe records the outcome of one attempt on a target of the route
 // (route is the route's alias). A success resets the target's consecutive
 // failures and feeds its latency average; a failure counts towards making
@@ -167,22 +237,21 @@ func NewPlanner(opts PlannerOptions) *Planner {
 // health (throttled, timeout, server_error, connection), and do not report
 // a refusal or a client error at all: it is the request's doing, and
 // neither an answer nor a sign of ill health.
-func (p *Planner) Observe(route string, t Target, latency time.Duration, ok bool) {
-	k := healthKey{route, t.Upstream, t.Model}
+func (p *Planner) Observe(route string, t Target, took time.Duration, ok bool) {
+	k := HealthKey{route, t.Upstream, t.Model}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	h := p.health[k]
-	if h == nil {
-		h = &health{}
-		p.health[k] = h
-	}
 	if !ok {
-		h.fails++
-		h.lastFail = p.now()
+		p.health.Failed(k, p.now())
 		return
 	}
-	h.fails = 0
-	x := float64(latency)
+	p.health.Answered(k)
+	h := p.latency[k]
+	if h == nil {
+		h = &latency{}
+		p.latency[k] = h
+	}
+	x := float64(took)
 	if !h.observed {
 		h.ewma, h.observed = x, true
 		return
@@ -407,7 +476,7 @@ func (p *Planner) order(strategy, route string, ts []Target) []Target {
 		rs := make([]ranked, len(ts))
 		for i, t := range ts {
 			rs[i].t = t
-			if h := p.health[healthKey{route, t.Upstream, t.Model}]; h != nil && h.observed {
+			if h := p.latency[HealthKey{route, t.Upstream, t.Model}]; h != nil && h.observed {
 				rs[i].observed, rs[i].ewma = true, h.ewma
 			}
 		}
@@ -471,7 +540,7 @@ func (p *Planner) skipCold(route string, ts []Target, removed *[]Removal) ([]Tar
 	now := p.now()
 	var warm, cold []Target
 	for _, t := range ts {
-		if h := p.health[healthKey{route, t.Upstream, t.Model}]; h != nil && h.fails >= p.coldAfter && now.Sub(h.lastFail) < p.coldFor {
+		if n, last := p.health.Failures(HealthKey{route, t.Upstream, t.Model}); n >= p.coldAfter && now.Sub(last) < p.coldFor {
 			cold = append(cold, t)
 		} else {
 			warm = append(warm, t)

@@ -81,12 +81,37 @@ func TestObserveEWMA(t *testing.T) {
 	p.Observe("r", tg, 100*time.Millisecond, true)
 	p.Observe("r", tg, 300*time.Millisecond, true)
 	p.Observe("r", tg, time.Hour, false) // a failure leaves the average alone
-	h := p.health[healthKey{"r", "u", "m"}]
+	k := HealthKey{"r", "u", "m"}
+	h := p.latency[k]
 	require.NotNil(t, h)
 	assert.Equal(t, float64(200*time.Millisecond), h.ewma)
-	assert.Equal(t, 1, h.fails)
+	n, _ := p.health.Failures(k)
+	assert.Equal(t, 1, n)
 	p.Observe("r", tg, 100*time.Millisecond, true)
-	assert.Equal(t, 0, h.fails, "a success resets the consecutive failures")
+	n, _ = p.health.Failures(k)
+	assert.Equal(t, 0, n, "a success resets the consecutive failures")
+}
+
+// TestSharedHealthStore: two planners (two replicas) on one health store
+// agree on what is cold: failures one observes make the target cold for the
+// other, whose latency averages stay its own.
+func TestSharedHealthStore(t *testing.T) {
+	now := time.Unix(1000, 0)
+	store := NewMemoryHealth()
+	a := NewPlanner(PlannerOptions{Health: store, Now: func() time.Time { return now }})
+	b := NewPlanner(PlannerOptions{Health: store, Now: func() time.Time { return now }})
+	rt := route("pool", StrategyPriority, profiles.Target{Upstream: "u", Model: "m1"}, profiles.Target{Upstream: "u", Model: "m2"})
+	t1 := Target{Upstream: "u", Model: "m1"}
+	for range DefaultColdAfter {
+		a.Observe("pool", t1, time.Second, false)
+	}
+	first, ok := b.Plan(rt, 2, 0, nil).First()
+	require.True(t, ok)
+	assert.Equal(t, "m2", first.Model, "a target cold on one planner is skipped by the other")
+	a.Observe("pool", t1, time.Second, true)
+	first, _ = b.Plan(rt, 2, 0, nil).First()
+	assert.Equal(t, "m1", first.Model, "an answer on one planner warms it for both")
+	assert.Nil(t, b.latency[HealthKey{"pool", "u", "m1"}], "latency stays each planner's own")
 }
 
 func TestNewPlannerDefaults(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 )
 
 // Stable codes the gateway answers with (in addition to the compiler's and
@@ -49,6 +50,9 @@ const (
 	CodeValidation            = "validation_failed"
 	CodeServiceUnavailable    = "service_unavailable"
 	CodePermissionDenied      = "permission_denied"
+	// CodeRateLimited: a key's or team's rpm, tpm or max_parallel is spent;
+	// the answer carries Retry-After.
+	CodeRateLimited = "rate_limited"
 )
 
 // statuses maps every code to its HTTP status; a code missing here is a bug
@@ -73,6 +77,7 @@ var statuses = map[string]int{
 	CodeInternal:              http.StatusInternalServerError,
 	CodeServiceUnavailable:    http.StatusServiceUnavailable,
 	CodePermissionDenied:      http.StatusForbidden,
+	CodeRateLimited:           http.StatusTooManyRequests,
 	// Governance refusals: somebody's policy forbids it.
 	CodeModelForbidden:       http.StatusForbidden,
 	CodeProviderNotPermitted: http.StatusForbidden,
@@ -127,6 +132,9 @@ type Error struct {
 	Param string
 	// Details carries extra structured errors (e.g. every validation error).
 	Details []Detail
+	// RetryAfter, when positive, is sent as the Retry-After header (whole
+	// seconds): when the caller may try again (rate_limited sets it).
+	RetryAfter int
 }
 
 // Detail is one located problem inside an [Error].
@@ -226,6 +234,9 @@ func Write(w http.ResponseWriter, e *Error) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
 	w.WriteHeader(e.Status())
 	_, _ = w.Write(e.Body())
 }

@@ -44,6 +44,14 @@ type Metrics struct {
 	// GenAITTFT observes streams' time to the first chunk, named after
 	// gen_ai.server.time_to_first_token.
 	GenAITTFT *prometheus.HistogramVec
+	// CatalogRefreshes counts [catalog] refreshes by result (ok, failed).
+	CatalogRefreshes *prometheus.CounterVec
+	// CatalogRefreshOK is 1 while the last catalog refresh succeeded (or
+	// none was tried), 0 after a failed one.
+	CatalogRefreshOK prometheus.Gauge
+	// CatalogListingTime is when the listing merged into the catalog
+	// serving was fetched (Unix seconds; 0 with none).
+	CatalogListingTime prometheus.Gauge
 }
 
 // Build describes the running binary for sluice_build_info.
@@ -97,10 +105,17 @@ func New(reg prometheus.Registerer, build Build) *Metrics {
 			Help: "1 when the last configuration reload succeeded; 0 while the last good configuration serves after a failed one."}),
 		AuthFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_auth_failures_total",
 			Help: "Requests refused for a missing or unknown API key."}),
+		CatalogRefreshes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_catalog_refreshes_total",
+			Help: "Catalog refreshes from a marketplace listing ([catalog] source), by result."}, []string{"result"}),
+		CatalogRefreshOK: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_catalog_last_refresh_ok",
+			Help: "1 when the last catalog refresh succeeded or none was tried; 0 while the last good catalog serves after a failed one."}),
+		CatalogListingTime: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_catalog_listing_timestamp_seconds",
+			Help: "When the marketplace listing merged into the catalog serving was fetched, in Unix seconds; 0 when none is."}),
 	}
 	reg.MustRegister(m.Requests, m.Duration, m.TTFT, m.Degraded, m.Refused, m.UpstreamErrors, m.Fallbacks, m.Cache, m.Reloads, m.ConfigHealthy, m.AuthFailures, m.Unmatched,
-		m.Tokens, m.Cost, m.GenAIDuration, m.GenAITTFT)
+		m.Tokens, m.Cost, m.GenAIDuration, m.GenAITTFT, m.CatalogRefreshes, m.CatalogRefreshOK, m.CatalogListingTime)
 	m.ConfigHealthy.Set(1)
+	m.CatalogRefreshOK.Set(1)
 	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_build_info",
 		Help: "The running binary: 1, labelled with its version, VCS commit and Go version."}, []string{"version", "commit", "goversion"})
 	info.WithLabelValues(build.Version, build.Commit, build.GoVersion).Set(1)

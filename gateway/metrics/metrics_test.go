@@ -7,12 +7,14 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicegw/sluice/gateway/metrics"
 	"github.com/sluicegw/sluice/gateway/requestlog"
+	"github.com/sluicegw/sluice/gateway/shared"
 )
 
 // recorder is a Registerer that keeps what it is given.
@@ -33,6 +35,11 @@ func TestEveryMetricDocumented(t *testing.T) {
 	require.NoError(t, err)
 	w := requestlog.NewWriter(store, requestlog.WriterOptions{Registerer: rec})
 	t.Cleanup(func() { _ = w.Close(context.Background()); _ = store.Close() })
+	// The fleet's shared-state client registers its own; nothing listens on
+	// port 1, so it starts down, which is all this needs.
+	fleet, err := shared.Open(context.Background(), shared.Options{URL: "redis://127.0.0.1:1/0", Timeout: 50 * time.Millisecond, Registerer: rec})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = fleet.Close() })
 
 	registered := map[string]bool{}
 	for _, c := range rec.cs {

@@ -169,7 +169,7 @@ func TestClickHouseKillRestartExactlyOnce(t *testing.T) {
 		for j := range perTick {
 			id := fmt.Sprintf("kill-%05d", i*perTick+j)
 			want = append(want, id)
-			w.Enqueue(Row{TS: start.Add(time.Duration(i*perTick+j) * time.Millisecond), RequestID: id, Org: "acme"})
+			w.Enqueue(&Row{TS: start.Add(time.Duration(i*perTick+j) * time.Millisecond), RequestID: id, Org: "acme"})
 		}
 		time.Sleep(25 * time.Millisecond)
 	}

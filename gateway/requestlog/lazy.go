@@ -2,7 +2,11 @@ package requestlog
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"net"
+	"os"
 	"path/filepath"
 	"sync"
 
@@ -19,8 +23,12 @@ func Open(st *profiles.Store) (Store, error) {
 	case "off":
 		return Off(), nil
 	case "clickhouse":
+		o, err := ClickHouseOptions(st)
+		if err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
 		return newLazyStore(func(ctx context.Context) (Store, error) {
-			return OpenClickHouse(ctx, Options{Addr: st.ClickHouseAddr, Database: st.ClickHouseDatabase})
+			return OpenClickHouse(ctx, o)
 		}), nil
 	default:
 		store, err := OpenSQLite(filepath.Join(st.DataDir, "requests.db"))
@@ -29,6 +37,36 @@ func Open(st *profiles.Store) (Store, error) {
 		}
 		return store, nil
 	}
+}
+
+// ClickHouseOptions are the ClickHouse options of a [store] section: the
+// address, database and user, the password read from the environment
+// variable clickhouse_password_env names (never logged), and TLS with the
+// CAs of clickhouse_ca_file (the system's roots without one).
+func ClickHouseOptions(st *profiles.Store) (Options, error) {
+	o := Options{Addr: st.ClickHouseAddr, Database: st.ClickHouseDatabase, Username: st.ClickHouseUser}
+	if st.ClickHousePasswordEnv != "" {
+		o.Password = os.Getenv(st.ClickHousePasswordEnv)
+	}
+	if st.ClickHouseTLS {
+		host, _, err := net.SplitHostPort(st.ClickHouseAddr)
+		if err != nil {
+			host = st.ClickHouseAddr
+		}
+		o.TLS = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+		if st.ClickHouseCAFile != "" {
+			pem, err := os.ReadFile(st.ClickHouseCAFile)
+			if err != nil {
+				return o, fmt.Errorf("clickhouse_ca_file: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return o, fmt.Errorf("clickhouse_ca_file %s: no PEM certificate in it", st.ClickHouseCAFile)
+			}
+			o.TLS.RootCAs = pool
+		}
+	}
+	return o, nil
 }
 
 // lazyStore opens its backend on first use and again after a failed open, so

@@ -94,6 +94,12 @@ type Row struct {
 // millisecond (now if zero), RoutingDegraded sorted and Chain and
 // RoutingDegraded non-nil. It never shares slices with r.
 func (r Row) normalized() Row {
+	r.normalize()
+	return r
+}
+
+// normalize makes r what [Row.normalized] returns, in place.
+func (r *Row) normalize() {
 	if r.TS.IsZero() {
 		r.TS = time.Now()
 	}
@@ -105,7 +111,6 @@ func (r Row) normalized() Row {
 	r.Chain = append(make([]string, 0, len(r.Chain)), r.Chain...)
 	r.RoutingDegraded = append(make([]string, 0, len(r.RoutingDegraded)), r.RoutingDegraded...)
 	slices.Sort(r.RoutingDegraded)
-	return r
 }
 
 // finite returns v, or 0 for NaN and the infinities.

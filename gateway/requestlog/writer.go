@@ -209,11 +209,12 @@ func (w *Writer) Stats() Stats {
 	}
 }
 
-// Enqueue records r without blocking on the store: it normalizes r (a zero
-// TS becomes now) and queues it; when the queue is full it appends r to the
-// spool (a local file write) instead. After Close, rows are dropped.
-func (w *Writer) Enqueue(r Row) {
-	r = r.normalized()
+// Enqueue records r without blocking on the store: it normalizes r in place
+// (a zero TS becomes now) and queues a copy; when the queue is full it
+// appends r to the spool (a local file write) instead. After Close, rows
+// are dropped.
+func (w *Writer) Enqueue(r *Row) {
+	r.normalize()
 	w.mu.RLock()
 	if w.closed {
 		w.mu.RUnlock()
@@ -221,15 +222,22 @@ func (w *Writer) Enqueue(r Row) {
 		return
 	}
 	select {
-	case w.queue <- r:
+	case w.queue <- *r:
 		w.mu.RUnlock()
 		return
 	default:
 	}
 	w.mu.RUnlock()
-	// The queue is full: the flusher is behind (usually a slow store).
-	// Rows spilled here reach the store through the spool's replay.
-	w.toSpool([]Row{r}, false)
+	w.spill(r)
+}
+
+// spill sends a row the full queue has no room for to the spool: the
+// flusher is behind (usually a slow store), and rows spilled here reach the
+// store through the spool's replay.
+//
+//go:noinline
+func (w *Writer) spill(r *Row) {
+	w.toSpool([]Row{*r}, false)
 }
 
 // Close stops accepting rows and flushes everything queued: to the store

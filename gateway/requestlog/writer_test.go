@@ -93,7 +93,7 @@ func rowIDs(prefix string, n int) []string {
 
 func enqueueIDs(w *Writer, ids []string) {
 	for _, id := range ids {
-		w.Enqueue(Row{RequestID: id, Org: "acme", RoutingDegraded: []string{"b", "a"}})
+		w.Enqueue(&Row{RequestID: id, Org: "acme", RoutingDegraded: []string{"b", "a"}})
 	}
 }
 
@@ -152,7 +152,7 @@ func TestWriterCloseFlushes(t *testing.T) {
 			require.Equal(t, uint64(10), st.SpooledRows)
 			require.Positive(t, st.SpoolBytes)
 			// Enqueue after Close is dropped, not blocked.
-			w.Enqueue(Row{RequestID: "late"})
+			w.Enqueue(&Row{RequestID: "late"})
 			require.Equal(t, uint64(1), w.Stats().DroppedRows)
 		})
 	}

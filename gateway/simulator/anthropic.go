@@ -7,6 +7,21 @@ import (
 	"strings"
 )
 
+// Anthropic's Messages API, answering as the live API does
+// (testdata/recorded/anthropic): dated model ids, the full usage, thinking
+// blocks with signatures when the request enables thinking, and event
+// streams with event lines, pings and padded data.
+
+// anthropicSnapshots are the snapshots the recordings show the live API
+// serving for an undated id; anthropicSuffix dates any other.
+var anthropicSnapshots = map[string]string{
+	"claude-sonnet-4-0": "claude-sonnet-4-20250514",
+	"claude-sonnet-4":   "claude-sonnet-4-20250514",
+	"claude-sonnet-4-5": "claude-sonnet-4-5-20250929",
+}
+
+const anthropicSuffix = "-20250514"
+
 // anthropicRequest is the Messages API body (the fields the simulator reads).
 type anthropicRequest struct {
 	Model     string          `json:"model"`
@@ -14,6 +29,79 @@ type anthropicRequest struct {
 	Messages  []chatMessage   `json:"messages"`
 	MaxTokens *int            `json:"max_tokens"`
 	Stream    bool            `json:"stream"`
+	Thinking  *struct {
+		Type string `json:"type"`
+	} `json:"thinking"`
+}
+
+// thinks reports whether the request turns extended thinking on ("enabled",
+// or "adaptive", which the recordings show thinking).
+func (q *anthropicRequest) thinks() bool {
+	return q.Thinking != nil && (q.Thinking.Type == "enabled" || q.Thinking.Type == "adaptive")
+}
+
+// anthMessage is a non-stream answer; the recordings put model first.
+type anthMessage struct {
+	Model        string      `json:"model"`
+	ID           string      `json:"id"`
+	Type         string      `json:"type"`
+	Role         string      `json:"role"`
+	Content      []anthBlock `json:"content"`
+	StopReason   *string     `json:"stop_reason"`
+	StopSequence *string     `json:"stop_sequence"`
+	Usage        anthUsage   `json:"usage"`
+}
+
+// anthBlock is a content block: text, or thinking with its signature.
+type anthBlock struct {
+	Type      string  `json:"type"`
+	Text      *string `json:"text,omitempty"`
+	Thinking  *string `json:"thinking,omitempty"`
+	Signature *string `json:"signature,omitempty"`
+}
+
+// anthUsage is a message's usage, as the non-stream answer and
+// message_start carry it.
+type anthUsage struct {
+	InputTokens              int `json:"input_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	CacheCreation            struct {
+		Ephemeral5mInputTokens int `json:"ephemeral_5m_input_tokens"`
+		Ephemeral1hInputTokens int `json:"ephemeral_1h_input_tokens"`
+	} `json:"cache_creation"`
+	OutputTokens int    `json:"output_tokens"`
+	ServiceTier  string `json:"service_tier"`
+	InferenceGeo string `json:"inference_geo"`
+}
+
+func anthropicUsage(in, out int) anthUsage {
+	return anthUsage{InputTokens: in, OutputTokens: out, ServiceTier: "standard", InferenceGeo: "not_available"}
+}
+
+// anthDeltaUsage is message_delta's usage: no cache_creation, no tier.
+type anthDeltaUsage struct {
+	InputTokens              int `json:"input_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+}
+
+// anthEvent is a stream event's data, in the recorded member order: type,
+// then the members of its kind.
+type anthEvent struct {
+	Type         string          `json:"type"`
+	Message      *anthMessage    `json:"message,omitempty"`
+	Index        *int            `json:"index,omitempty"`
+	ContentBlock *anthBlock      `json:"content_block,omitempty"`
+	Delta        any             `json:"delta,omitempty"`
+	Usage        *anthDeltaUsage `json:"usage,omitempty"`
+}
+
+// anthStop is message_delta's delta.
+type anthStop struct {
+	StopReason   string  `json:"stop_reason"`
+	StopSequence *string `json:"stop_sequence"`
 }
 
 var anthropicTypes = map[int]string{
@@ -69,83 +157,99 @@ func (s *Server) handleAnthropic(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, anthropicShape(400, "messages: at least one message is required"))
 		return
 	}
-	m, ep, ok := s.directModel(strings.TrimPrefix(strings.ToLower(q.Model), "anthropic/"), "anthropic")
+	asked := strings.TrimPrefix(strings.ToLower(q.Model), "anthropic/")
+	m, ep, ok := s.directModel(asked, "anthropic")
 	if !ok {
 		writeJSON(w, http.StatusNotFound, anthropicShape(404, "model: "+q.Model))
 		return
 	}
 	prompt := promptTokens(q.System, q.Messages)
-	res, ok := s.serveWalk(w, r, KindAnthropic, hdr, q.Stream, prompt, []candidate{{m, ep}}, anthropicShape, anthropicOverflow)
+	res, ok := s.serveWalk(w, r, KindAnthropic, hdr, q.Stream, prompt, []candidate{{m, ep}}, anyAttempt(anthropicShape), anthropicOverflow)
 	if !ok {
 		return
 	}
-	_, name, _ := strings.Cut(m.Slug, "/")
-	native := strings.ReplaceAll(name, ".", "-")
+	native := m.nativeID("anthropic")
+	if _, own := m.Native["anthropic"]; !own {
+		native = strings.ReplaceAll(native, ".", "-") // Anthropic's ids have no dots
+	}
+	if strings.EqualFold(undated(asked), native) || strings.EqualFold(asked, native) {
+		native = asked // a dated id is answered as asked
+	}
+	s.serveAnswer(w, r, q.Stream, s.anthropicAnswer(m, dated(native, anthropicSnapshots, anthropicSuffix), prompt, q.thinks()), res.fault)
+}
+
+// anthropicAnswer renders a served message of model (the dated id
+// reported): a thinking block first when the request thinks, then the text.
+func (s *Server) anthropicAnswer(m *Model, model string, prompt int, thinks bool) *answer {
 	text := answerText(m.Slug, "anthropic")
 	out := estimateTokens(len(text))
-	id := s.nextID("msg_sim_")
-	msg := map[string]any{
-		"id": id, "type": "message", "role": "assistant", "model": native,
-		"content":     []any{map[string]any{"type": "text", "text": text}},
-		"stop_reason": "end_turn", "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": prompt, "output_tokens": out},
+	id := anthropicID(s.seq.Add(1))
+	thinking, sig := "", ""
+	if thinks {
+		thinking = "The request asks for an answer; the answer says which model and provider serve it."
+		sig = signature(id)
+		out += estimateTokens(len(thinking))
 	}
-	body, _ := json.Marshal(msg)
-	f := res.fault
-	if s.serveBehaviour(w, r, f, q.Stream, body) {
-		return
+	endTurn := "end_turn"
+
+	var blocks []anthBlock
+	if thinks {
+		blocks = append(blocks, anthBlock{Type: "thinking", Thinking: &thinking, Signature: &sig})
 	}
-	if !q.Stream {
-		if f != nil && f.Action == FaultStreamErrorAfter {
-			writeJSON(w, http.StatusInternalServerError, anthropicShape(500, "Internal server error"))
-			return
+	blocks = append(blocks, anthBlock{Type: "text", Text: &text})
+	a := &answer{streamType: "text/event-stream; charset=utf-8"}
+	a.body = mustJSON(anthMessage{Model: model, ID: id, Type: "message", Role: "assistant", Content: blocks,
+		StopReason: &endTurn, Usage: anthropicUsage(prompt, out)})
+
+	// Every data object but ping's is padded with spaces before its closing
+	// brace, by an amount that varies from event to event, as recorded.
+	add := func(name string, v any) {
+		i := len(a.events)
+		a.events = append(a.events, streamEvent{name: name, data: padJSON(mustJSON(v), (i*5+3)%16)})
+	}
+	start := anthMessage{Model: model, ID: id, Type: "message", Role: "assistant", Content: []anthBlock{},
+		Usage: anthropicUsage(prompt, 1)}
+	add("message_start", anthEvent{Type: "message_start", Message: &start})
+	index := 0
+	block := func(startBlock anthBlock, deltas []anthBlock) {
+		i := index
+		add("content_block_start", anthEvent{Type: "content_block_start", Index: &i, ContentBlock: &startBlock})
+		if i == 0 {
+			// One ping follows the first block's start in every recording.
+			a.events = append(a.events, streamEvent{name: "ping", data: []byte(`{"type": "ping"}`)})
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(body)
-		return
+		for _, d := range deltas {
+			add("content_block_delta", anthEvent{Type: "content_block_delta", Index: &i, Delta: d})
+		}
+		add("content_block_stop", anthEvent{Type: "content_block_stop", Index: &i})
+		index++
 	}
-	type event struct {
-		name string
-		data any
+	empty := ""
+	if thinks {
+		var deltas []anthBlock
+		for _, p := range pieces(thinking) {
+			deltas = append(deltas, anthBlock{Type: "thinking_delta", Thinking: &p})
+		}
+		deltas = append(deltas, anthBlock{Type: "signature_delta", Signature: &sig})
+		block(anthBlock{Type: "thinking", Thinking: &empty, Signature: &empty}, deltas)
 	}
-	events := []event{
-		{"message_start", map[string]any{"type": "message_start", "message": map[string]any{
-			"id": id, "type": "message", "role": "assistant", "model": native, "content": []any{},
-			"stop_reason": nil, "stop_sequence": nil,
-			"usage": map[string]any{"input_tokens": prompt, "output_tokens": 1},
-		}}},
-		{"content_block_start", map[string]any{"type": "content_block_start", "index": 0,
-			"content_block": map[string]any{"type": "text", "text": ""}}},
-		{"ping", map[string]any{"type": "ping"}},
-	}
+	var deltas []anthBlock
 	for _, p := range pieces(text) {
-		events = append(events, event{"content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
-			"delta": map[string]any{"type": "text_delta", "text": p}}})
+		deltas = append(deltas, anthBlock{Type: "text_delta", Text: &p})
 	}
-	events = append(events,
-		event{"content_block_stop", map[string]any{"type": "content_block_stop", "index": 0}},
-		event{"message_delta", map[string]any{"type": "message_delta",
-			"delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil},
-			"usage": map[string]any{"output_tokens": out}}},
-		event{"message_stop", map[string]any{"type": "message_stop"}},
-	)
-	e := s.newSSE(w, r)
-	for i, ev := range events {
-		if f != nil && f.Action == FaultCutAfter && i == f.N {
-			cut()
+	block(anthBlock{Type: "text", Text: &empty}, deltas)
+	add("message_delta", anthEvent{Type: "message_delta", Delta: anthStop{StopReason: endTurn},
+		Usage: &anthDeltaUsage{InputTokens: prompt, OutputTokens: out}})
+	add("message_stop", anthEvent{Type: "message_stop"})
+
+	a.midError = func(stream bool) (int, []byte, []streamEvent) {
+		if !stream {
+			return http.StatusInternalServerError, mustJSON(anthropicShape(500, "Internal server error")), nil
 		}
-		if f != nil && f.Action == FaultStreamErrorAfter && i == f.N {
-			// Anthropic reports mid-stream failures as an `error` event.
-			e.sendJSON("error", anthropicShape(529, "Overloaded"))
-			return
-		}
-		if !e.sendJSON(ev.name, ev.data) {
-			return
-		}
+		// An error event ends the stream, spelled as Anthropic's streaming
+		// documentation shows it.
+		return 0, nil, []streamEvent{{name: "error",
+			data: []byte(`{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}`)}}
 	}
-	if f != nil && f.Action == FaultCutAfter {
-		cut()
-	}
+	return a
 }

@@ -140,17 +140,19 @@ func TestStreamErrorAfter(t *testing.T) {
 	require.NoError(t, r.err)
 	require.Equal(t, 200, r.status, "the status stays 200 after the first chunk")
 	evs := parseSSE(r.body)
-	require.Len(t, evs, 3)
+	require.Len(t, evs, 4, "two chunks, the error chunk, then [DONE] as OpenRouter sends it")
 	var last map[string]any
 	require.NoError(t, json.Unmarshal([]byte(evs[2].data), &last))
 	assert.NotNil(t, last["error"])
 	assert.Equal(t, "error", last["choices"].([]any)[0].(map[string]any)["finish_reason"])
+	assert.Equal(t, "[DONE]", evs[3].data)
 
+	// Non-stream: the status stays 200 and the error is inside the choice.
 	r = post(t, orURL(s), orBody(false), FaultHeader, "stream_error_after=2")
 	require.Equal(t, 200, r.status)
-	m := r.json(t)
-	assert.NotNil(t, m["error"])
-	assert.Equal(t, "error", m["choices"].([]any)[0].(map[string]any)["finish_reason"])
+	choice := r.json(t)["choices"].([]any)[0].(map[string]any)
+	assert.NotNil(t, choice["error"])
+	assert.Equal(t, "error", choice["finish_reason"])
 
 	r = post(t, s.URL(KindOpenAI)+"/chat/completions", `{"model":"gpt-x","stream":true,`+hello+`}`, FaultHeader, "stream_error_after=1")
 	evs = parseSSE(r.body)
@@ -232,7 +234,8 @@ func TestProgrammaticFaults(t *testing.T) {
 	require.NoError(t, s.SetFaults(Fault{Action: FaultStatus, Status: 500, Provider: "cheap"}))
 	r := post(t, orURL(s), `{"model":"acme/alpha",`+hello+`}`)
 	require.Equal(t, 200, r.status)
-	assert.Equal(t, "multi/one", r.json(t)["provider"])
+	assert.Equal(t, "multi", r.json(t)["provider"])
+	assert.Equal(t, 1, s.CallCount(CallFilter{Provider: "multi/one", Status: 200}))
 
 	require.NoError(t, s.SetFaults(Fault{Action: FaultError, ErrorName: "anthropic/overloaded_error"}))
 	r = post(t, s.URL(KindAnthropic)+"/messages", `{"model":"claude-x-1.5","max_tokens":5,`+hello+`}`, "x-api-key", "k", "anthropic-version", "2023-06-01")
@@ -271,7 +274,7 @@ func TestAnthropicShapes(t *testing.T) {
 	m := r.json(t)
 	assert.Equal(t, "message", m["type"])
 	assert.Equal(t, "assistant", m["role"])
-	assert.Equal(t, "claude-x-1-5", m["model"])
+	assert.Equal(t, "claude-x-1-5-20250514", m["model"], "a dated id")
 	assert.Equal(t, "end_turn", m["stop_reason"])
 	content := m["content"].([]any)[0].(map[string]any)
 	assert.Equal(t, "text", content["type"])
@@ -280,13 +283,13 @@ func TestAnthropicShapes(t *testing.T) {
 
 	r = post(t, url, strings.Replace(body, `"max_tokens":5,`, `"stream":true,"max_tokens":5,`, 1), ah...)
 	require.Equal(t, 200, r.status)
-	assert.Equal(t, "text/event-stream", r.header.Get("Content-Type"))
+	assert.Equal(t, "text/event-stream; charset=utf-8", r.header.Get("Content-Type"))
 	var names []string
 	var text strings.Builder
 	for _, e := range parseSSE(r.body) {
 		names = append(names, e.name)
 		var d map[string]any
-		require.NoError(t, json.Unmarshal([]byte(e.data), &d))
+		require.NoError(t, json.Unmarshal([]byte(e.data), &d), "padded data is still JSON: %s", e.data)
 		assert.Equal(t, e.name, d["type"], "event name matches data.type")
 		if e.name == "content_block_delta" {
 			text.WriteString(d["delta"].(map[string]any)["text"].(string))
@@ -321,6 +324,68 @@ func TestAnthropicShapes(t *testing.T) {
 	}
 }
 
+// TestAnthropicThinking: a request that enables thinking gets a thinking
+// block with its signature before the text — whole in an answer, in a
+// stream as thinking deltas then one signature delta — and the stream is
+// framed as recorded: an event line per event, one ping after the first
+// block's start, data padded before its closing brace (ping's never).
+func TestAnthropicThinking(t *testing.T) {
+	s := startSim(t, testConfig())
+	url := s.URL(KindAnthropic) + "/messages"
+	ah := []string{"x-api-key", "k", "anthropic-version", "2023-06-01"}
+	body := `{"model":"claude-x-1-5","max_tokens":2048,"thinking":{"type":"enabled","budget_tokens":1024},` + hello + `}`
+	r := post(t, url, body, ah...)
+	require.Equal(t, 200, r.status, string(r.body))
+	content := r.json(t)["content"].([]any)
+	require.Len(t, content, 2)
+	thinking := content[0].(map[string]any)
+	assert.Equal(t, "thinking", thinking["type"])
+	assert.NotEmpty(t, thinking["thinking"])
+	assert.Regexp(t, `^E[A-Za-z0-9+/]{100,}=*$`, thinking["signature"])
+	assert.Equal(t, "text", content[1].(map[string]any)["type"])
+
+	r = post(t, url, strings.Replace(body, `"max_tokens"`, `"stream":true,"max_tokens"`, 1), ah...)
+	require.Equal(t, 200, r.status)
+	var kinds []string
+	var signature, thought strings.Builder
+	for _, e := range parseSSE(r.body) {
+		var d struct {
+			Type  string `json:"type"`
+			Index int    `json:"index"`
+			Block struct {
+				Type string `json:"type"`
+			} `json:"content_block"`
+			Delta struct {
+				Type      string `json:"type"`
+				Thinking  string `json:"thinking"`
+				Signature string `json:"signature"`
+			} `json:"delta"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(e.data), &d), e.data)
+		k := e.name
+		switch e.name {
+		case "content_block_start":
+			k += "/" + d.Block.Type
+		case "content_block_delta":
+			k += "/" + d.Delta.Type
+			thought.WriteString(d.Delta.Thinking)
+			signature.WriteString(d.Delta.Signature)
+		case "ping":
+			assert.Equal(t, `{"type": "ping"}`, e.data)
+		}
+		if len(kinds) == 0 || kinds[len(kinds)-1] != k {
+			kinds = append(kinds, k)
+		}
+	}
+	assert.Equal(t, []string{"message_start", "content_block_start/thinking", "ping", "content_block_delta/thinking_delta",
+		"content_block_delta/signature_delta", "content_block_stop", "content_block_start/text", "content_block_delta/text_delta",
+		"content_block_stop", "message_delta", "message_stop"}, kinds)
+	assert.Equal(t, thinking["thinking"], thought.String())
+	assert.NotEmpty(t, signature.String())
+	assert.Contains(t, string(r.body), "event: message_start\ndata: {")
+	assert.Regexp(t, `data: \{"type":"content_block_stop","index":\d+ +\}`, string(r.body), "padding before the closing brace")
+}
+
 func TestStreamShapesAndUsage(t *testing.T) {
 	s := startSim(t, testConfig())
 	decode := func(e sseEvent) map[string]any {
@@ -336,34 +401,62 @@ func TestStreamShapesAndUsage(t *testing.T) {
 		require.Equal(t, "[DONE]", evs[len(evs)-1].data)
 		var usage int
 		var text strings.Builder
-		for _, e := range evs[:len(evs)-1] {
+		for i, e := range evs[:len(evs)-1] {
 			m := decode(e)
 			assert.Equal(t, "chat.completion.chunk", m["object"])
+			assert.Equal(t, "gpt-x-2024-08-06", m["model"])
+			assert.IsType(t, "", m["obfuscation"], "every chunk is padded")
+			_, hasUsage := m["usage"]
+			assert.Equal(t, include, hasUsage, "usage (null until the last chunk) only when asked")
 			if m["usage"] != nil {
 				usage++
-				assert.Empty(t, m["choices"])
+				assert.Equal(t, []any{}, m["choices"])
 				continue
 			}
 			d := m["choices"].([]any)[0].(map[string]any)["delta"].(map[string]any)
 			if c, ok := d["content"].(string); ok {
 				text.WriteString(c)
 			}
+			if m["choices"].([]any)[0].(map[string]any)["finish_reason"] != nil {
+				assert.Empty(t, d, "the finish chunk's delta is empty")
+				assert.Equal(t, len(evs)-2-map[bool]int{true: 1}[include], i, "the finish chunk comes last but for the usage chunk")
+			}
 		}
 		assert.Equal(t, map[bool]int{false: 0, true: 1}[include], usage)
 		assert.Equal(t, "served by openai/gpt-x via openai", text.String())
 	}
-	// OpenRouter: the final chunk carries usage and the metadata.
+	// OpenRouter: the final chunk carries usage and the metadata, and it
+	// repeats the finish rather than being a choices:[] chunk; every chunk
+	// names the provider and the model.
 	r := post(t, orURL(s), orBody(true), "X-OpenRouter-Metadata", "enabled")
 	evs := parseSSE(r.body)
 	final := decode(evs[len(evs)-2])
 	assert.Equal(t, "stop", final["choices"].([]any)[0].(map[string]any)["finish_reason"])
 	assert.NotNil(t, final["usage"])
+	assert.Greater(t, final["usage"].(map[string]any)["cost"], 0.0)
 	assert.EqualValues(t, 1, final["openrouter_metadata"].(map[string]any)["attempt"])
-	// Vercel: providerMetadata on the final chunk.
-	r = post(t, s.URL(KindVercel)+"/chat/completions", `{"model":"acme/gamma","stream":true,`+hello+`}`)
-	evs = parseSSE(r.body)
-	final = decode(evs[len(evs)-2])
-	assert.NotNil(t, final["providerMetadata"])
+	for _, e := range evs[:len(evs)-1] {
+		m := decode(e)
+		assert.Equal(t, "fast", m["provider"])
+		assert.Equal(t, "acme/gamma", m["model"])
+	}
+	assert.True(t, strings.HasPrefix(string(r.body), ": OPENROUTER PROCESSING\n\n"), "a processing comment opens the stream")
+	// Vercel: the routing report inside the last chunk's delta, with usage
+	// when asked (no separate usage chunk), and only on the last chunk.
+	for _, include := range []bool{false, true} {
+		r = post(t, s.URL(KindVercel)+"/chat/completions",
+			fmt.Sprintf(`{"model":"acme/gamma","stream":true,"stream_options":{"include_usage":%t},%s}`, include, hello))
+		evs = parseSSE(r.body)
+		require.Equal(t, "[DONE]", evs[len(evs)-1].data)
+		for i, e := range evs[:len(evs)-1] {
+			m := decode(e)
+			delta := m["choices"].([]any)[0].(map[string]any)["delta"].(map[string]any)
+			last := i == len(evs)-2
+			assert.Equal(t, last, delta["provider_metadata"] != nil, "routing report on the last chunk only")
+			assert.Equal(t, last && include, m["usage"] != nil, "usage on the last chunk, when asked")
+			assert.NotContains(t, m, "providerMetadata")
+		}
+	}
 }
 
 func TestConcurrentRequests(t *testing.T) {

@@ -11,6 +11,20 @@ type Model struct {
 	Slug string
 	// ContextWindow is the model's context length in tokens; 0 means unlimited.
 	ContextWindow int
+	// Aliases are other ids of the model. The OpenRouter-like marketplace
+	// takes them in requests and reports the first as the model that served,
+	// as the live API reports its canonical slug
+	// ("anthropic/claude-4.5-haiku-20251001" for anthropic/claude-haiku-4.5).
+	// Default none: the slug is reported.
+	Aliases []string
+	// UpstreamIDs maps an upstream kind (KindVercel, …) to the model's id
+	// there when it differs from the slug ({"vercel": "meta/llama-3.1-70b"}):
+	// that upstream is sent the id and reports it. Default none.
+	UpstreamIDs map[string]string
+	// Native maps a provider slug to that provider's own id for the model
+	// ({"anthropic": "claude-sonnet-4-5"}); the direct upstreams serve the
+	// model by it. Default: the slug's name part.
+	Native map[string]string
 	// Endpoints are the providers serving the model, in catalog order.
 	Endpoints []Endpoint
 	// Embedding marks an embedding model: only the embeddings endpoints
@@ -54,6 +68,13 @@ type Config struct {
 	// SlowStreamInterval is the pause between chunks of the slow_stream fault.
 	// Default 50ms.
 	SlowStreamInterval time.Duration
+	// ProviderNames spells providers the way each marketplace reports who
+	// served: upstream kind (KindOpenRouter, KindVercel) → base provider slug
+	// → name, such as OpenRouter's display name "Amazon Bedrock" or the
+	// Vercel AI Gateway's "bedrock". The Vercel-like gateway also takes its
+	// names in providerOptions.gateway. Default none: a provider is reported
+	// by its slug.
+	ProviderNames map[string]map[string]string
 	// StreamEndDelay is slept after an OpenAI-shaped stream's final
 	// "[DONE]" event, before its body ends: the end of the chunked body then
 	// travels apart from the last event, as it does from upstreams that
@@ -139,4 +160,55 @@ func (c *Config) model(slug string) (*Model, bool) {
 		}
 	}
 	return nil, false
+}
+
+// marketModel returns the model a marketplace of kind knows by ref: its
+// slug, its id for that upstream, or (OpenRouter) one of its aliases; case
+// is ignored.
+func (c *Config) marketModel(kind, ref string) (*Model, bool) {
+	if m, ok := c.model(ref); ok {
+		return m, true
+	}
+	for i := range c.Models {
+		m := &c.Models[i]
+		if id, ok := m.UpstreamIDs[kind]; ok && strings.EqualFold(id, ref) {
+			return m, true
+		}
+		if kind == KindOpenRouter {
+			for _, a := range m.Aliases {
+				if strings.EqualFold(a, ref) {
+					return m, true
+				}
+			}
+		}
+	}
+	return nil, false
+}
+
+// upstreamID returns the id an upstream of kind knows the model by.
+func (m *Model) upstreamID(kind string) string {
+	if id, ok := m.UpstreamIDs[kind]; ok {
+		return id
+	}
+	return m.Slug
+}
+
+// nativeID returns the provider's own id for the model: its Native id, else
+// the slug's name part.
+func (m *Model) nativeID(provider string) string {
+	if id, ok := m.Native[provider]; ok {
+		return id
+	}
+	_, name, _ := strings.Cut(m.Slug, "/")
+	return name
+}
+
+// providerName returns how a marketplace of kind names the provider of an
+// endpoint when it reports who served: its ProviderNames entry, else the
+// base slug. Tags are not reported: the marketplaces name the provider.
+func (c *Config) providerName(kind string, e Endpoint) string {
+	if n, ok := c.ProviderNames[kind][e.Provider]; ok {
+		return n
+	}
+	return e.Provider
 }

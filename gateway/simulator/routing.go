@@ -46,9 +46,16 @@ func (p *orProvider) sortKey() (string, error) {
 	return "", fmt.Errorf("provider.sort: invalid value %q (expected price, throughput or latency)", key)
 }
 
-func matchesAny(refs []string, slug string) bool {
+// endpointMatch reports whether a provider reference of a request names an
+// endpoint.
+type endpointMatch func(ref string, e Endpoint) bool
+
+// slugMatch matches references by catalog slug (OpenRouter takes slugs).
+func slugMatch(ref string, e Endpoint) bool { return providerMatches(ref, e.Slug()) }
+
+func matchesAny(refs []string, e Endpoint, match endpointMatch) bool {
 	for _, r := range refs {
-		if providerMatches(r, slug) {
+		if match(r, e) {
 			return true
 		}
 	}
@@ -72,7 +79,7 @@ func sortEndpoints(eps []Endpoint, key string) {
 // orderEndpoints puts the endpoints named by order first (in that order; a
 // base slug brings all its endpoints), then, if fallbacks are allowed, the
 // rest in their current order.
-func orderEndpoints(eps []Endpoint, order []string, fallbacks bool) []Endpoint {
+func orderEndpoints(eps []Endpoint, order []string, fallbacks bool, match endpointMatch) []Endpoint {
 	if len(order) == 0 {
 		return eps
 	}
@@ -80,7 +87,7 @@ func orderEndpoints(eps []Endpoint, order []string, fallbacks bool) []Endpoint {
 	var out []Endpoint
 	for _, ref := range order {
 		for i, e := range eps {
-			if !used[i] && providerMatches(ref, e.Slug()) {
+			if !used[i] && match(ref, e) {
 				used[i] = true
 				out = append(out, e)
 			}
@@ -104,10 +111,10 @@ func orderEndpoints(eps []Endpoint, order []string, fallbacks bool) []Endpoint {
 func openRouterEndpoints(m *Model, p *orProvider, sortKey string) []Endpoint {
 	var eps []Endpoint
 	for _, e := range m.Endpoints {
-		if p != nil && len(p.Only) > 0 && !matchesAny(p.Only, e.Slug()) {
+		if p != nil && len(p.Only) > 0 && !matchesAny(p.Only, e, slugMatch) {
 			continue
 		}
-		if p != nil && matchesAny(p.Ignore, e.Slug()) {
+		if p != nil && matchesAny(p.Ignore, e, slugMatch) {
 			continue
 		}
 		eps = append(eps, e)
@@ -118,7 +125,7 @@ func openRouterEndpoints(m *Model, p *orProvider, sortKey string) []Endpoint {
 	sortEndpoints(eps, sortKey)
 	fallbacks := p == nil || p.AllowFallbacks == nil || *p.AllowFallbacks
 	if p != nil && len(p.Order) > 0 {
-		return orderEndpoints(eps, p.Order, fallbacks)
+		return orderEndpoints(eps, p.Order, fallbacks, slugMatch)
 	}
 	if !fallbacks && len(eps) > 1 {
 		eps = eps[:1]
@@ -138,11 +145,12 @@ var vercelSort = map[string]string{"cost": "price", "ttft": "latency", "tps": "t
 
 // vercelEndpoints returns m's endpoints in the order the Vercel-like gateway
 // tries them: `only` filters, `sort` ranks (catalog order by default),
-// `order` goes first and every other eligible provider follows.
-func vercelEndpoints(m *Model, g *vercelGateway) []Endpoint {
+// `order` goes first and every other eligible provider follows. match reads
+// the gateway's provider names.
+func vercelEndpoints(m *Model, g *vercelGateway, match endpointMatch) []Endpoint {
 	var eps []Endpoint
 	for _, e := range m.Endpoints {
-		if g != nil && len(g.Only) > 0 && !matchesAny(g.Only, e.Slug()) {
+		if g != nil && len(g.Only) > 0 && !matchesAny(g.Only, e, match) {
 			continue
 		}
 		eps = append(eps, e)
@@ -151,7 +159,7 @@ func vercelEndpoints(m *Model, g *vercelGateway) []Endpoint {
 		return eps
 	}
 	sortEndpoints(eps, vercelSort[g.Sort])
-	return orderEndpoints(eps, g.Order, true)
+	return orderEndpoints(eps, g.Order, true, match)
 }
 
 // autoPick resolves openrouter/auto: the first catalog model matching the

@@ -3,6 +3,7 @@ package simulator
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,32 +18,32 @@ func TestOpenRouterKnobs(t *testing.T) {
 		body     string // fields besides messages
 		fault    string
 		model    string
-		provider string
-		attempts []string // provider of each attempt, in order
-		strategy string
+		provider string   // endpoint that served
+		attempts []string // endpoint of each attempt, in order
+		strategy string   // openrouter_metadata.strategy
 	}{
-		{"default is cheapest", `"model":"acme/alpha"`, "", "acme/alpha", "cheap", []string{"cheap"}, "default"},
-		{"sort price", `"model":"acme/alpha","provider":{"sort":"price"}`, "", "acme/alpha", "cheap", []string{"cheap"}, "price"},
-		{"sort throughput", `"model":"acme/alpha","provider":{"sort":"throughput"}`, "", "acme/alpha", "fast", []string{"fast"}, "throughput"},
-		{"sort latency", `"model":"acme/alpha","provider":{"sort":"latency"}`, "", "acme/alpha", "quick", []string{"quick"}, "latency"},
-		{"sort object", `"model":"acme/alpha","provider":{"sort":{"by":"latency","partition":"none"}}`, "", "acme/alpha", "quick", []string{"quick"}, "latency"},
-		{"nitro suffix", `"model":"acme/alpha:nitro"`, "", "acme/alpha", "fast", []string{"fast"}, "default"},
-		{"order", `"model":"acme/alpha","provider":{"order":["quick"]}`, "", "acme/alpha", "quick", []string{"quick"}, "default"},
-		{"order base slug takes its cheapest endpoint", `"model":"acme/alpha","provider":{"order":["multi"]}`, "", "acme/alpha", "multi/one", []string{"multi/one"}, "default"},
-		{"order exact tag, any case", `"model":"acme/alpha","provider":{"order":["MULTI/Two"]}`, "", "acme/alpha", "multi/two", []string{"multi/two"}, "default"},
-		{"only", `"model":"acme/alpha","provider":{"only":["fast","quick"]}`, "", "acme/alpha", "quick", []string{"quick"}, "default"},
-		{"ignore", `"model":"acme/alpha","provider":{"ignore":["cheap"]}`, "", "acme/alpha", "multi/one", []string{"multi/one"}, "default"},
-		{"ignore base slug", `"model":"acme/alpha","provider":{"ignore":["cheap","multi"]}`, "", "acme/alpha", "quick", []string{"quick"}, "default"},
+		{"default is cheapest", `"model":"acme/alpha"`, "", "acme/alpha", "cheap", []string{"cheap"}, "direct"},
+		{"sort price", `"model":"acme/alpha","provider":{"sort":"price"}`, "", "acme/alpha", "cheap", []string{"cheap"}, "direct"},
+		{"sort throughput", `"model":"acme/alpha","provider":{"sort":"throughput"}`, "", "acme/alpha", "fast", []string{"fast"}, "direct"},
+		{"sort latency", `"model":"acme/alpha","provider":{"sort":"latency"}`, "", "acme/alpha", "quick", []string{"quick"}, "direct"},
+		{"sort object", `"model":"acme/alpha","provider":{"sort":{"by":"latency","partition":"none"}}`, "", "acme/alpha", "quick", []string{"quick"}, "direct"},
+		{"nitro suffix", `"model":"acme/alpha:nitro"`, "", "acme/alpha", "fast", []string{"fast"}, "direct"},
+		{"order", `"model":"acme/alpha","provider":{"order":["quick"]}`, "", "acme/alpha", "quick", []string{"quick"}, "direct"},
+		{"order base slug takes its cheapest endpoint", `"model":"acme/alpha","provider":{"order":["multi"]}`, "", "acme/alpha", "multi/one", []string{"multi/one"}, "direct"},
+		{"order exact tag, any case", `"model":"acme/alpha","provider":{"order":["MULTI/Two"]}`, "", "acme/alpha", "multi/two", []string{"multi/two"}, "direct"},
+		{"only", `"model":"acme/alpha","provider":{"only":["fast","quick"]}`, "", "acme/alpha", "quick", []string{"quick"}, "direct"},
+		{"ignore", `"model":"acme/alpha","provider":{"ignore":["cheap"]}`, "", "acme/alpha", "multi/one", []string{"multi/one"}, "direct"},
+		{"ignore base slug", `"model":"acme/alpha","provider":{"ignore":["cheap","multi"]}`, "", "acme/alpha", "quick", []string{"quick"}, "direct"},
 		{"order falls back to the rest", `"model":"acme/alpha","provider":{"order":["fast"]}`, "status=503;provider=fast",
-			"acme/alpha", "cheap", []string{"fast", "cheap"}, "default"},
+			"acme/alpha", "cheap", []string{"fast", "cheap"}, "direct"},
 		{"order walks its list in order", `"model":"acme/alpha","provider":{"order":["fast","quick"],"allow_fallbacks":false}`, "status=503;provider=fast",
-			"acme/alpha", "quick", []string{"fast", "quick"}, "default"},
+			"acme/alpha", "quick", []string{"fast", "quick"}, "direct"},
 		{"provider fault walks to next cheapest", `"model":"acme/alpha"`, "status=429;provider=cheap",
-			"acme/alpha", "multi/one", []string{"cheap", "multi/one"}, "default"},
+			"acme/alpha", "multi/one", []string{"cheap", "multi/one"}, "direct"},
 		{"models chain walks on model fault", `"model":"acme/alpha","models":["acme/gamma"],"provider":{"only":["cheap","fast"]}`, "status=500;model=acme/alpha",
-			"acme/gamma", "fast", []string{"cheap", "fast", "fast"}, "default"},
+			"acme/gamma", "fast", []string{"cheap", "fast", "fast"}, "fallback"},
 		{"models without model", `"models":["acme/beta","acme/gamma"]`, "status=502;model=beta",
-			"acme/gamma", "fast", []string{"cheap", "quick", "fast"}, "default"},
+			"acme/gamma", "fast", []string{"cheap", "quick", "fast"}, "fallback"},
 		{"auto picks first catalog model", `"model":"openrouter/auto"`, "", "acme/alpha", "cheap", []string{"cheap"}, "auto"},
 		{"auto honours allowed_models", `"model":"openrouter/auto","plugins":[{"id":"auto-router","allowed_models":["acme/gamma"]}]`, "",
 			"acme/gamma", "fast", []string{"fast"}, "auto"},
@@ -60,18 +61,28 @@ func TestOpenRouterKnobs(t *testing.T) {
 			require.Equal(t, http.StatusOK, r.status, string(r.body))
 			m := r.json(t)
 			assert.Equal(t, c.model, m["model"])
-			assert.Equal(t, c.provider, m["provider"])
+			// The answer names the provider, not which of its endpoints.
+			base, _, _ := strings.Cut(c.provider, "/")
+			assert.Equal(t, base, m["provider"])
 			msg := m["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
 			assert.Equal(t, fmt.Sprintf("served by %s via %s", c.model, c.provider), msg["content"])
 			meta := m["openrouter_metadata"].(map[string]any)
 			assert.EqualValues(t, len(c.attempts), meta["attempt"])
 			assert.Equal(t, c.strategy, meta["strategy"])
-			var got []string
+			var got, reported []string
+			for _, call := range s.Calls() {
+				got = append(got, call.Provider)
+			}
 			for _, a := range meta["attempts"].([]any) {
-				got = append(got, a.(map[string]any)["provider"].(string))
+				reported = append(reported, a.(map[string]any)["provider"].(string))
 			}
 			assert.Equal(t, c.attempts, got)
-			assert.Len(t, s.Calls(), len(c.attempts))
+			var bases []string
+			for _, a := range c.attempts {
+				b, _, _ := strings.Cut(a, "/")
+				bases = append(bases, b)
+			}
+			assert.Equal(t, bases, reported)
 			u := m["usage"].(map[string]any)
 			assert.EqualValues(t, 3, u["prompt_tokens"], "ceil(11/4)")
 			assert.Greater(t, u["cost"].(float64), 0.0)
@@ -113,7 +124,12 @@ func TestOpenRouterRefusals(t *testing.T) {
 			require.Equal(t, c.status, r.status, string(r.body))
 			e := r.json(t)["error"].(map[string]any)
 			assert.EqualValues(t, c.status, e["code"])
-			assert.Contains(t, e["message"], c.message)
+			msg := e["message"]
+			if msg == "Provider returned error" {
+				// A provider's own answer is relayed in metadata.raw.
+				msg = e["metadata"].(map[string]any)["raw"]
+			}
+			assert.Contains(t, msg, c.message)
 		})
 	}
 }
@@ -143,6 +159,7 @@ func TestVercelKnobs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			s.Reset()
 			var hdr []string
 			if c.fault != "" {
 				hdr = []string{FaultHeader, c.fault}
@@ -150,38 +167,78 @@ func TestVercelKnobs(t *testing.T) {
 			r := post(t, url, `{"model":"acme/alpha","providerOptions":{"gateway":`+c.gateway+`},`+hello+`}`, hdr...)
 			require.Equal(t, http.StatusOK, r.status, string(r.body))
 			m := r.json(t)
-			assert.Equal(t, c.model, m["model"])
-			routing := m["providerMetadata"].(map[string]any)["gateway"].(map[string]any)["routing"].(map[string]any)
-			assert.Equal(t, c.provider, routing["finalProvider"])
-			var got []att
+			assert.Equal(t, "acme/alpha", m["model"], "the model is echoed as asked")
+			routing := vercelRoutingOf(t, m)
+			// The report names providers, not which of their endpoints.
+			assert.Equal(t, baseSlug(c.provider), routing["finalProvider"])
+			var got, want []att
 			for _, ma := range routing["modelAttempts"].([]any) {
 				ma := ma.(map[string]any)
-				a := att{model: ma["modelId"].(string)}
+				a := att{model: ma["canonicalSlug"].(string)}
 				for _, pa := range ma["providerAttempts"].([]any) {
 					a.providers = append(a.providers, pa.(map[string]any)["provider"].(string))
 				}
 				got = append(got, a)
 			}
-			assert.Equal(t, c.attempts, got)
+			var endpoints, called []string
+			for _, a := range c.attempts {
+				w := att{model: a.model}
+				for _, p := range a.providers {
+					w.providers = append(w.providers, baseSlug(p))
+					endpoints = append(endpoints, p)
+				}
+				want = append(want, w)
+			}
+			assert.Equal(t, want, got)
+			for _, call := range s.Calls() {
+				called = append(called, call.Provider)
+			}
+			assert.Equal(t, endpoints, called)
+			last := s.Calls()[len(s.Calls())-1]
+			assert.Equal(t, c.provider, last.Provider)
+			assert.Equal(t, c.model, last.Model)
 		})
 	}
 	r := post(t, url, `{"model":"acme/alpha","providerOptions":{"gateway":{"sort":"price"}},`+hello+`}`)
 	assert.Equal(t, 400, r.status, "sort values are cost, ttft, tps")
 }
 
+// vercelRoutingOf returns the routing report of a Vercel-like answer,
+// which lives inside the choice.
+func vercelRoutingOf(t *testing.T, m map[string]any) map[string]any {
+	t.Helper()
+	msg := m["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	return msg["provider_metadata"].(map[string]any)["gateway"].(map[string]any)["routing"].(map[string]any)
+}
+
+func baseSlug(endpoint string) string {
+	base, _, _ := strings.Cut(endpoint, "/")
+	return base
+}
+
 func TestOpenAIDirect(t *testing.T) {
 	s := startSim(t, testConfig())
 	url := s.URL(KindOpenAI) + "/chat/completions"
-	for _, model := range []string{"gpt-x", "openai/gpt-x"} {
+	for model, want := range map[string]string{
+		"gpt-x": "gpt-x-2024-08-06", "openai/gpt-x": "gpt-x-2024-08-06", "gpt-x-2025-01-31": "gpt-x-2025-01-31",
+	} {
 		r := post(t, url, `{"model":"`+model+`",`+hello+`}`)
 		require.Equal(t, 200, r.status, string(r.body))
 		m := r.json(t)
-		assert.Equal(t, "gpt-x", m["model"])
+		assert.Equal(t, want, m["model"], "the dated snapshot id, as asked when asked dated")
 		assert.Equal(t, "chat.completion", m["object"])
 		_, hasProvider := m["provider"]
 		assert.False(t, hasProvider)
 		msg := m["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
 		assert.Equal(t, "served by openai/gpt-x via openai", msg["content"])
+		assert.Equal(t, []any{}, msg["annotations"])
+		assert.Equal(t, "default", m["service_tier"])
+		assert.Regexp(t, `^fp_[0-9a-f]{10}$`, m["system_fingerprint"])
+		u := m["usage"].(map[string]any)
+		assert.Contains(t, u["prompt_tokens_details"], "cached_tokens")
+		assert.Contains(t, u["completion_tokens_details"], "reasoning_tokens")
+		assert.True(t, strings.HasPrefix(string(r.body), "{\n  \"id\": \"chatcmpl-"), "pretty-printed as recorded: %s", r.body)
+		assert.True(t, strings.HasSuffix(string(r.body), "\n}\n"))
 	}
 	// acme/alpha is not served by openai.
 	r := post(t, url, `{"model":"acme/alpha",`+hello+`}`)
@@ -190,7 +247,7 @@ func TestOpenAIDirect(t *testing.T) {
 	assert.Equal(t, "model_not_found", e["code"])
 	assert.Equal(t, "invalid_request_error", e["type"])
 	assert.Equal(t, "The model `acme/alpha` does not exist or you do not have access to it.", e["message"])
-	assert.Equal(t, 2, s.CallCount(CallFilter{Kind: KindOpenAI, Provider: "openai", Status: 200}))
+	assert.Equal(t, 3, s.CallCount(CallFilter{Kind: KindOpenAI, Provider: "openai", Status: 200}))
 }
 
 func TestContextOverflowShapes(t *testing.T) {
@@ -241,4 +298,94 @@ func TestListings(t *testing.T) {
 	require.Len(t, eps, 5)
 	assert.Equal(t, "deepinfra/fp8", eps[0].(map[string]any)["tag"])
 	assert.Equal(t, "fp8", eps[0].(map[string]any)["quantization"])
+
+	// In the catalog's names: the canonical slug, the providers' display
+	// names.
+	s = startSim(t, namedConfig())
+	resp3, err := http.Get(s.URL(KindOpenRouter) + "/models")
+	require.NoError(t, err)
+	defer resp3.Body.Close()
+	listed := (reply{body: readAll(t, resp3)}).json(t)["data"].([]any)[0].(map[string]any)
+	assert.Equal(t, "anthropic/claude-1.5-x-20250101", listed["canonical_slug"])
+	details := listed["links"].(map[string]any)["details"].(string)
+	resp4, err := http.Get(s.URL(KindOpenRouter) + strings.TrimPrefix(details, "/api/v1"))
+	require.NoError(t, err)
+	defer resp4.Body.Close()
+	r4 := reply{status: resp4.StatusCode, body: readAll(t, resp4)}
+	require.Equal(t, 200, r4.status, "the details link resolves")
+	ep := r4.json(t)["data"].(map[string]any)["endpoints"].([]any)[1].(map[string]any)
+	assert.Equal(t, "Amazon Bedrock", ep["provider_name"])
+	assert.Equal(t, "amazon-bedrock", ep["tag"])
+	assert.Equal(t, "Amazon Bedrock | anthropic/claude-1.5-x-20250101", ep["name"])
+}
+
+// namedConfig is a catalog whose names differ per upstream, as the live
+// marketplaces' do.
+func namedConfig() Config {
+	return Config{
+		Models: []Model{{Slug: "anthropic/claude-x-1.5", ContextWindow: 1000,
+			Aliases:     []string{"anthropic/claude-1.5-x-20250101"},
+			UpstreamIDs: map[string]string{KindVercel: "anthropic/claude-x"},
+			Native:      map[string]string{"anthropic": "claude-x-1-5"},
+			Endpoints: []Endpoint{
+				{Provider: "anthropic", PriceIn: 1, PriceOut: 2},
+				{Provider: "amazon-bedrock", PriceIn: 1, PriceOut: 2},
+				{Provider: "google-vertex", PriceIn: 1, PriceOut: 2},
+			}}},
+		ProviderNames: map[string]map[string]string{
+			KindOpenRouter: {"anthropic": "Anthropic", "amazon-bedrock": "Amazon Bedrock", "google-vertex": "Google"},
+			KindVercel:     {"anthropic": "anthropic", "amazon-bedrock": "bedrock", "google-vertex": "vertex"},
+		},
+	}
+}
+
+// TestMarketplaceNames: each marketplace is asked and answers in its own
+// names — OpenRouter reports the canonical id and the provider's display
+// name; the Vercel AI Gateway takes its model id and provider slugs, echoes
+// the id and reports its slugs.
+func TestMarketplaceNames(t *testing.T) {
+	s := startSim(t, namedConfig())
+	for _, asked := range []string{"anthropic/claude-x-1.5", "anthropic/claude-1.5-x-20250101"} {
+		r := post(t, orURL(s), `{"model":"`+asked+`","provider":{"order":["amazon-bedrock"]},`+hello+`}`)
+		require.Equal(t, 200, r.status, string(r.body))
+		m := r.json(t)
+		assert.Equal(t, "anthropic/claude-1.5-x-20250101", m["model"])
+		assert.Equal(t, "Amazon Bedrock", m["provider"])
+	}
+	r := post(t, orURL(s), `{"model":"anthropic/claude-x","provider":{"order":["amazon-bedrock"]},`+hello+`}`)
+	assert.Equal(t, 400, r.status, "another upstream's id is not OpenRouter's")
+
+	r = post(t, s.URL(KindVercel)+"/chat/completions",
+		`{"model":"anthropic/claude-x","providerOptions":{"gateway":{"order":["vertex"],"only":["vertex","bedrock"]}},`+hello+`}`,
+		FaultHeader, "status=503;provider=google-vertex")
+	require.Equal(t, 200, r.status, string(r.body))
+	m := r.json(t)
+	assert.Equal(t, "anthropic/claude-x", m["model"], "echoed as asked")
+	routing := vercelRoutingOf(t, m)
+	assert.Equal(t, "vertex", routing["resolvedProvider"])
+	assert.Equal(t, "bedrock", routing["finalProvider"])
+	assert.Equal(t, "anthropic/claude-x", routing["canonicalSlug"])
+	assert.Equal(t, []any{"bedrock"}, routing["fallbacksAvailable"])
+	attempts := routing["attempts"].([]any)
+	require.Len(t, attempts, 2)
+	failed := attempts[0].(map[string]any)
+	assert.Equal(t, false, failed["success"])
+	assert.EqualValues(t, 503, failed["statusCode"])
+	assert.Contains(t, failed["error"], "simulated fault")
+	ma := routing["modelAttempts"].([]any)[0].(map[string]any)
+	assert.Equal(t, "anthropic/claude-x", ma["canonicalSlug"])
+	assert.Equal(t, "vertex:claude-x-1.5", ma["modelId"])
+	gateway := m["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["provider_metadata"].(map[string]any)["gateway"].(map[string]any)
+	assert.IsType(t, "", gateway["cost"], "the report's cost is a string")
+	u := m["usage"].(map[string]any)
+	assert.Equal(t, u["cost"], u["market_cost"])
+	assert.Equal(t, false, u["is_byok"])
+
+	r = post(t, s.URL(KindVercel)+"/chat/completions", `{"model":"anthropic/claude-x","providerOptions":{"gateway":{"only":["anthropic"]}},`+hello+`}`)
+	require.Equal(t, 200, r.status, string(r.body))
+	msg := r.json(t)["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	anth := msg["provider_metadata"].(map[string]any)["anthropic"].(map[string]any)
+	assert.Contains(t, anth["usage"], "cache_read_input_tokens", "Anthropic's own report beside the gateway's")
+	ma = vercelRoutingOf(t, r.json(t))["modelAttempts"].([]any)[0].(map[string]any)
+	assert.Equal(t, "anthropic:claude-x-1-5-20250514", ma["modelId"], "the provider's dated id")
 }

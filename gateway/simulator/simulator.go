@@ -4,7 +4,10 @@
 // tests inject per request (header X-Sim-Fault) or per server
 // ([Server.SetFaults]). It is the only simulated piece of sluice's
 // integration tests and of `sluice demo`, so it honours the upstreams' native
-// routing knobs and answers in their wire shapes.
+// routing knobs and answers in their wire shapes: the shapes of the answers
+// recorded from the live APIs (testdata/recorded), which
+// TestShapesMatchRecordings holds it to, field by field and stream by
+// stream.
 package simulator
 
 import (
@@ -17,6 +20,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -78,8 +82,11 @@ type Server struct {
 	base   string
 	done   chan struct{}
 	closed sync.Once
-	wg     sync.WaitGroup
-	seq    atomic.Int64
+	// started is when the server was made; the Vercel-like gateway's
+	// report times attempts from it.
+	started time.Time
+	wg      sync.WaitGroup
+	seq     atomic.Int64
 
 	mu        sync.Mutex
 	calls     []Call
@@ -97,7 +104,7 @@ func New(cfg Config) *Server {
 	if cfg.SlowStreamInterval <= 0 {
 		cfg.SlowStreamInterval = 50 * time.Millisecond
 	}
-	s := &Server{cfg: cfg, errs: errs, done: make(chan struct{}), hdrFaults: map[string]int{}}
+	s := &Server{cfg: cfg, errs: errs, done: make(chan struct{}), hdrFaults: map[string]int{}, started: time.Now()}
 	return s
 }
 
@@ -330,6 +337,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /openrouter/api/v1/models", s.track(s.handleORModels))
 	mux.HandleFunc("GET /openrouter/api/v1/models/{author}/{slug}/endpoints", s.track(s.handleOREndpoints))
 	mux.HandleFunc("POST /vercel/v1/chat/completions", s.track(s.handleVercel))
+	mux.HandleFunc("GET /vercel/v1/models", s.track(s.handleVercelModels))
 	mux.HandleFunc("POST /openai/v1/chat/completions", s.track(s.handleOpenAI))
 	mux.HandleFunc("POST /anthropic/v1/messages", s.track(s.handleAnthropic))
 	s.inboundRoutes(mux)
@@ -425,17 +433,19 @@ func decodeBody(r *http.Request, v any) error {
 // ---- streaming ----
 
 type sseWriter struct {
-	s       *Server
-	w       http.ResponseWriter
-	ctx     context.Context
-	fl      http.Flusher
-	chunks  int
-	started bool
+	s           *Server
+	w           http.ResponseWriter
+	ctx         context.Context
+	fl          http.Flusher
+	contentType string
+	chunks      int
+	started     bool
 }
 
-func (s *Server) newSSE(w http.ResponseWriter, r *http.Request) *sseWriter {
+// newSSE starts nothing yet: the headers leave with the first write.
+func (s *Server) newSSE(w http.ResponseWriter, r *http.Request, contentType string) *sseWriter {
 	fl, _ := w.(http.Flusher)
-	return &sseWriter{s: s, w: w, ctx: r.Context(), fl: fl}
+	return &sseWriter{s: s, w: w, ctx: r.Context(), fl: fl, contentType: contentType}
 }
 
 func (e *sseWriter) start() {
@@ -444,7 +454,7 @@ func (e *sseWriter) start() {
 	}
 	e.started = true
 	h := e.w.Header()
-	h.Set("Content-Type", "text/event-stream")
+	h.Set("Content-Type", e.contentType)
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Connection", "keep-alive")
 	e.w.WriteHeader(http.StatusOK)
@@ -479,12 +489,15 @@ func (e *sseWriter) send(event string, data []byte) bool {
 	return e.ctx.Err() == nil
 }
 
-func (e *sseWriter) sendJSON(event string, v any) bool {
-	b, err := json.Marshal(v)
-	if err != nil {
+// comment writes an SSE comment line (a keep-alive) and flushes; it is not
+// a chunk, so no chunk delay precedes it.
+func (e *sseWriter) comment(text string) bool {
+	e.start()
+	if _, err := io.WriteString(e.w, ": "+text+"\n\n"); err != nil {
 		return false
 	}
-	return e.send(event, b)
+	e.flush()
+	return e.ctx.Err() == nil
 }
 
 // cut drops the connection without finishing the response.
@@ -493,9 +506,8 @@ func cut() { panic(http.ErrAbortHandler) }
 // ---- fault behaviours shared by every upstream ----
 
 // serveBehaviour runs the faults that take over a served attempt (everything
-// but the error answers). It returns true when it answered.
-// chunk(i) renders streamed chunk i (valid JSON); body is the full
-// non-stream answer.
+// but the error answers). It returns true when it answered. body is the
+// full non-stream answer (cut_after sends half of it).
 func (s *Server) serveBehaviour(w http.ResponseWriter, r *http.Request, f *Fault, stream bool, body []byte) bool {
 	if f == nil {
 		return false
@@ -521,7 +533,7 @@ func (s *Server) serveBehaviour(w http.ResponseWriter, r *http.Request, f *Fault
 		return true
 	case FaultGarbage:
 		if stream {
-			e := s.newSSE(w, r)
+			e := s.newSSE(w, r, "text/event-stream")
 			e.send("", []byte(`{"id":"gen-garbage","choices":[{"delta":{"content":"par`))
 			e.send("", []byte("\x00not json at all}}"))
 			return true
@@ -532,7 +544,7 @@ func (s *Server) serveBehaviour(w http.ResponseWriter, r *http.Request, f *Fault
 		return true
 	case FaultSlowStream:
 		if stream {
-			e := s.newSSE(w, r)
+			e := s.newSSE(w, r, "text/event-stream")
 			for i := 0; ; i++ {
 				if !e.send("", []byte(`{"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"."},"finish_reason":null}]}`)) {
 					cut()
@@ -573,8 +585,9 @@ func (s *Server) serveBehaviour(w http.ResponseWriter, r *http.Request, f *Fault
 	return false
 }
 
-// hugeMessage is ~10 MB of text for the huge_error fault.
-func hugeMessage() []byte { return bytes.Repeat([]byte("x"), 10<<20) }
+// hugeMessage is ~10 MB of text for the huge_error fault, made once and
+// only read after.
+var hugeMessage = sync.OnceValue(func() []byte { return bytes.Repeat([]byte("x"), 10<<20) })
 
 // writeRecorded replays a recorded error answer byte for byte.
 func writeRecorded(w http.ResponseWriter, rec errorbodies.Recording) {
@@ -592,6 +605,35 @@ type failure struct {
 	status int
 	rec    *errorbodies.Recording
 	body   []byte
+	// huge, when set, is written into body at hugeAt: the huge_error
+	// fault's message, sent without building a 10 MB body per attempt, so
+	// that its headers leave at once.
+	huge   []byte
+	hugeAt int
+}
+
+// message is the failure's error message: error.message of its body (or
+// message, Vercel's and Anthropic's inner shape), else the status text.
+func (f failure) message() string {
+	body := f.body
+	if f.rec != nil {
+		body = f.rec.Body
+	}
+	var probe struct {
+		Message string `json:"message"`
+		Error   *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if f.huge == nil && json.Unmarshal(body, &probe) == nil {
+		if probe.Error != nil && probe.Error.Message != "" {
+			return probe.Error.Message
+		}
+		if probe.Message != "" {
+			return probe.Message
+		}
+	}
+	return http.StatusText(f.status)
 }
 
 func (f failure) write(w http.ResponseWriter) {
@@ -600,9 +642,18 @@ func (f failure) write(w http.ResponseWriter) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", fmt.Sprint(len(f.body)))
+	w.Header().Set("Content-Length", fmt.Sprint(len(f.body)+len(f.huge)))
 	w.WriteHeader(f.status)
-	_, _ = w.Write(f.body)
+	if f.huge == nil {
+		_, _ = w.Write(f.body)
+		return
+	}
+	_, _ = w.Write(f.body[:f.hugeAt])
+	if fl, ok := w.(http.Flusher); ok {
+		fl.Flush()
+	}
+	_, _ = w.Write(f.huge)
+	_, _ = w.Write(f.body[f.hugeAt:])
 }
 
 // failWith builds the answer of an attempt failed by fault f, using shape to
@@ -617,11 +668,13 @@ func (s *Server) failWith(f *Fault, shape func(status int, msg string) any, prov
 		if st == 0 {
 			st = http.StatusInternalServerError
 		}
-		// Marshal a placeholder and splice the ~10 MB message in: encoding
-		// it through encoding/json is needlessly slow.
+		// Marshal a placeholder and write the ~10 MB message where it
+		// stands: encoding it through encoding/json, or copying it into
+		// each body, is needlessly slow.
 		const mark = "@@huge@@"
 		b, _ := json.Marshal(shape(st, mark))
-		return failure{status: st, body: bytes.Replace(b, []byte(mark), hugeMessage(), 1)}
+		at := bytes.Index(b, []byte(mark))
+		return failure{status: st, body: slices.Concat(b[:at], b[at+len(mark):]), huge: hugeMessage(), hugeAt: at}
 	default:
 		msg := fmt.Sprintf("simulated fault: %s %d from %s", http.StatusText(f.Status), f.Status, provider)
 		b, _ := json.Marshal(shape(f.Status, msg))

@@ -1,8 +1,11 @@
 // Package state is the gateway's state store: the routes (their source of
 // truth once seeded from sluice.toml) and the audit trail of every admin
-// change, in a SQLite file in data_dir beside the embedded request log.
-// Every change is one transaction: the whole route list with its audit
-// entry, so a reader never sees half a change.
+// change. It is a SQLite file in data_dir beside the embedded request log
+// (one per replica; the default), or a PostgreSQL database that every
+// replica of a fleet shares ([state] kind = "postgres"), which tells every
+// replica when the routes change (LISTEN/NOTIFY). Every change is one
+// transaction: the whole route list with its audit entry, so a reader never
+// sees half a change.
 package state
 
 import (
@@ -11,6 +14,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -19,14 +24,67 @@ import (
 	"github.com/sluicegw/sluice/profiles"
 )
 
-// File is the state store's file name inside data_dir.
+// File is the SQLite state store's file name inside data_dir.
 const File = "state.db"
 
-// Store is the state store. It is safe for concurrent use.
-type Store struct {
+// Store is the state store. Implementations are safe for concurrent use.
+type Store interface {
+	// Seeded reports whether routes were ever imported into the store; until
+	// then the file's routes are imported at start.
+	Seeded(ctx context.Context) (bool, error)
+	// Routes returns the stored routes in order.
+	Routes(ctx context.Context) ([]profiles.Route, error)
+	// Replace stores the whole route list and its audit entry in one
+	// transaction, and marks the store seeded.
+	Replace(ctx context.Context, routes []profiles.Route, entry AuditEntry) error
+	// Update changes the stored routes in one transaction, serialised with
+	// every other change (of any replica sharing the store): change gets the
+	// routes stored now and returns the new list and its audit entry, or an
+	// error that leaves the store as it was.
+	Update(ctx context.Context, change func(cur []profiles.Route) ([]profiles.Route, AuditEntry, error)) error
+	// Audit returns up to limit entries, newest first, older than the
+	// cursor ("" for the newest); next is "" at the end.
+	Audit(ctx context.Context, limit int, cursor string) (entries []AuditEntry, next string, err error)
+	// Ping reports whether the store answers.
+	Ping(ctx context.Context) error
+	// Where names the store in messages: the SQLite file, or "postgres".
+	Where() string
+	// Close closes the store.
+	Close() error
+}
+
+// Notifier is a store shared by several gateways: Watch calls changed
+// whenever any of them changed the routes (and once after a lost
+// connection comes back, since changes may have been missed), until ctx
+// ends.
+type Notifier interface {
+	Watch(ctx context.Context, changed func())
+}
+
+// Open opens the state store a configuration's [state] names: SQLite in
+// data_dir (creating it), or PostgreSQL (applying its migrations). The
+// gateway, sluice import and sluice check all open it here.
+func Open(ctx context.Context, cfg *profiles.Config) (Store, error) {
+	if cfg.State.Kind == "postgres" {
+		var pw string
+		if cfg.State.PostgresPasswordEnv != "" {
+			pw = os.Getenv(cfg.State.PostgresPasswordEnv)
+		}
+		return OpenPostgres(ctx, cfg.State.PostgresURL, pw)
+	}
+	if err := os.MkdirAll(cfg.Store.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("state: data_dir %s: %w", cfg.Store.DataDir, err)
+	}
+	return OpenSQLite(filepath.Join(cfg.Store.DataDir, File))
+}
+
+// sqliteStore is the state store in a SQLite file.
+type sqliteStore struct {
 	db   *sql.DB
 	path string
 }
+
+var _ Store = (*sqliteStore)(nil)
 
 // AuditEntry is one recorded admin change.
 type AuditEntry struct {
@@ -48,8 +106,8 @@ type AuditEntry struct {
 	After  json.RawMessage `json:"after"`
 }
 
-// Open opens (creating if needed) the state store at path.
-func Open(path string) (*Store, error) {
+// OpenSQLite opens (creating if needed) the SQLite state store at path.
+func OpenSQLite(path string) (Store, error) {
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("state: open %s: %w", path, err)
@@ -66,15 +124,20 @@ func Open(path string) (*Store, error) {
 			return nil, fmt.Errorf("state: %s: %w", path, err)
 		}
 	}
-	return &Store{db: db, path: path}, nil
+	return &sqliteStore{db: db, path: path}, nil
 }
 
-// Close closes the store.
-func (s *Store) Close() error { return s.db.Close() }
+// Close implements [Store.Close].
+func (s *sqliteStore) Close() error { return s.db.Close() }
 
-// Seeded reports whether routes were ever imported into the store; until
-// then the file's routes are imported at start.
-func (s *Store) Seeded(ctx context.Context) (bool, error) {
+// Ping implements [Store.Ping].
+func (s *sqliteStore) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+
+// Where implements [Store.Where].
+func (s *sqliteStore) Where() string { return s.path }
+
+// Seeded implements [Store.Seeded].
+func (s *sqliteStore) Seeded(ctx context.Context) (bool, error) {
 	var v string
 	err := s.db.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'seeded'`).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -86,13 +149,36 @@ func (s *Store) Seeded(ctx context.Context) (bool, error) {
 	return v == "true", nil
 }
 
-// Routes returns the stored routes in order.
-func (s *Store) Routes(ctx context.Context) ([]profiles.Route, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT doc FROM routes ORDER BY position`)
+// Routes implements [Store.Routes].
+func (s *sqliteStore) Routes(ctx context.Context) ([]profiles.Route, error) {
+	return readRoutes(ctx, s.db)
+}
+
+// querier is a database or a transaction.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func readRoutes(ctx context.Context, db querier) ([]profiles.Route, error) {
+	rows, err := db.QueryContext(ctx, `SELECT doc FROM routes ORDER BY position`)
 	if err != nil {
 		return nil, fmt.Errorf("state: routes: %w", err)
 	}
 	defer rows.Close()
+	return scanRoutes(rows)
+}
+
+// routeRows is what both stores' query results offer: database/sql's rows
+// and pgx's.
+type routeRows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// scanRoutes reads the routes of a query selecting each route's JSON
+// document, in order.
+func scanRoutes(rows routeRows) ([]profiles.Route, error) {
 	out := []profiles.Route{}
 	for rows.Next() {
 		var doc string
@@ -108,14 +194,27 @@ func (s *Store) Routes(ctx context.Context) ([]profiles.Route, error) {
 	return out, rows.Err()
 }
 
-// Replace stores the whole route list and its audit entry in one
-// transaction, and marks the store seeded.
-func (s *Store) Replace(ctx context.Context, routes []profiles.Route, entry AuditEntry) error {
+// Replace implements [Store.Replace].
+func (s *sqliteStore) Replace(ctx context.Context, routes []profiles.Route, entry AuditEntry) error {
+	return s.Update(ctx, func([]profiles.Route) ([]profiles.Route, AuditEntry, error) { return routes, entry, nil })
+}
+
+// Update implements [Store.Update]: one immediate transaction (the
+// connection's _txlock), so concurrent changes serialise.
+func (s *sqliteStore) Update(ctx context.Context, change func([]profiles.Route) ([]profiles.Route, AuditEntry, error)) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("state: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
+	cur, err := readRoutes(ctx, tx)
+	if err != nil {
+		return err
+	}
+	routes, entry, err := change(cur)
+	if err != nil {
+		return err
+	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM routes`); err != nil {
 		return fmt.Errorf("state: %w", err)
 	}
@@ -152,10 +251,9 @@ func nullable(b json.RawMessage) any {
 	return string(b)
 }
 
-// Audit returns up to limit entries, newest first, older than the cursor
-// (the ID of the last entry of the previous page; "" for the newest). next
-// is "" at the end.
-func (s *Store) Audit(ctx context.Context, limit int, cursor string) (entries []AuditEntry, next string, err error) {
+// Audit implements [Store.Audit]: the cursor is the ID of the last entry of
+// the previous page.
+func (s *sqliteStore) Audit(ctx context.Context, limit int, cursor string) (entries []AuditEntry, next string, err error) {
 	if limit <= 0 || limit > 1000 {
 		limit = 100
 	}

@@ -14,7 +14,7 @@ import (
 func TestReplaceRoutesAndAudit(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), File)
-	s, err := Open(path)
+	s, err := OpenSQLite(path)
 	require.NoError(t, err)
 	seeded, err := s.Seeded(ctx)
 	require.NoError(t, err)
@@ -30,7 +30,7 @@ func TestReplaceRoutesAndAudit(t *testing.T) {
 	}
 	require.NoError(t, s.Close())
 
-	s, err = Open(path)
+	s, err = OpenSQLite(path)
 	require.NoError(t, err)
 	defer s.Close()
 	seeded, err = s.Seeded(ctx)

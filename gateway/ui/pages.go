@@ -24,16 +24,18 @@ const defaultPageSize = 50
 // before it (UTC).
 const overviewDays = 14
 
-// scope restricts an analyst's filter to their team. It returns false when
-// the filter asks for another team.
+// scope restricts an analyst's filter to their team of their org (team
+// names are not global: two orgs may each have an "ml"). It returns false
+// when the filter asks for another org or team.
 func scope(f *requestlog.Filter, ff *filterForm, v *viewer) bool {
 	if v.Admin {
 		return true
 	}
-	if f.Team != "" && f.Team != v.Team {
+	if (f.Team != "" && f.Team != v.Team) || (f.Org != "" && f.Org != v.Org) {
 		return false
 	}
 	f.Team, ff.Team = v.Team, v.Team
+	f.Org, ff.Org = v.Org, v.Org
 	return true
 }
 
@@ -205,7 +207,7 @@ const maxScanRows = 20 * requestlog.MaxLimit
 func (h *handler) findRow(ctx context.Context, id, ts string, v *viewer) (*requestlog.Row, error) {
 	f := requestlog.Filter{Limit: requestlog.MaxLimit}
 	if !v.Admin {
-		f.Team = v.Team
+		f.Org, f.Team = v.Org, v.Team
 	}
 	if ts != "" {
 		ms, err := strconv.ParseInt(ts, 10, 64)

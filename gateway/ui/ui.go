@@ -71,6 +71,11 @@ type Options struct {
 	// directory by the request log, for the admin's what-if page. Default
 	// nil: the page says it is not available.
 	WhatIf WhatIfFunc
+	// OverTLS reports whether the browser's request came over TLS, which
+	// makes the cookies Secure. Default: r.TLS != nil (the gateway passes
+	// one that also believes X-Forwarded-Proto from [server]
+	// trusted_proxies).
+	OverTLS func(r *http.Request) bool
 }
 
 // handler serves the pages.
@@ -108,6 +113,9 @@ func New(opts Options) http.Handler {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.OverTLS == nil {
+		opts.OverTLS = func(r *http.Request) bool { return r.TLS != nil }
 	}
 	h := &handler{opts: opts, log: opts.Logger, pages: map[string]*template.Template{}, whatIfSlot: make(chan struct{}, 1),
 		sess: newSessions(opts.MaxSessions, opts.SessionIdle, opts.SessionMaxAge, opts.Now)}
@@ -156,9 +164,11 @@ type viewer struct {
 	sessionID string
 	// CSRF is the session's token for state-changing forms.
 	CSRF string
-	// Admin sees every team; otherwise KeyID is an analyst key of Team.
+	// Admin sees every team; otherwise KeyID is an analyst key of Team
+	// in Org.
 	Admin bool
 	KeyID string
+	Org   string
 	Team  string
 }
 
@@ -194,7 +204,7 @@ func (h *handler) resolve(r *http.Request) *viewer {
 		h.sess.delete(s.id)
 		return nil
 	}
-	v.Team = k.Team
+	v.Org, v.Team = k.Org, k.Team
 	return v
 }
 
@@ -246,10 +256,11 @@ func (h *handler) errorPage(w http.ResponseWriter, _ *http.Request, v *viewer, s
 }
 
 // setCookie writes a cookie scoped to the pages: HttpOnly, SameSite=Strict,
-// Secure when the request came over TLS. maxAge < 0 deletes it.
-func setCookie(w http.ResponseWriter, r *http.Request, name, value, path string, maxAge int) {
+// Secure when the request came over TLS (directly, or to a trusted proxy in
+// front: Options.OverTLS). maxAge < 0 deletes it.
+func (h *handler) setCookie(w http.ResponseWriter, r *http.Request, name, value, path string, maxAge int) {
 	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: path, MaxAge: maxAge,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: h.opts.OverTLS(r)})
 }
 
 type loginData struct {
@@ -271,7 +282,7 @@ func (h *handler) loginPage(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) showLogin(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	tok := randomToken()
-	setCookie(w, r, loginCookie, tok, "/ui/login", 3600)
+	h.setCookie(w, r, loginCookie, tok, "/ui/login", 3600)
 	h.render(w, status, "login", loginData{base: base{Title: "Log in"}, CSRF: tok, Error: msg})
 }
 
@@ -317,8 +328,8 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 	if old, err := r.Cookie(sessionCookie); err == nil {
 		h.sess.delete(old.Value)
 	}
-	setCookie(w, r, loginCookie, "", "/ui/login", -1)
-	setCookie(w, r, sessionCookie, s.id, "/ui", 0)
+	h.setCookie(w, r, loginCookie, "", "/ui/login", -1)
+	h.setCookie(w, r, sessionCookie, s.id, "/ui", 0)
 	http.Redirect(w, r, "/ui/", http.StatusSeeOther)
 }
 
@@ -330,6 +341,6 @@ func (h *handler) logout(w http.ResponseWriter, r *http.Request, v *viewer) {
 		return
 	}
 	h.sess.delete(v.sessionID)
-	setCookie(w, r, sessionCookie, "", "/ui", -1)
+	h.setCookie(w, r, sessionCookie, "", "/ui", -1)
 	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
 }

@@ -1,0 +1,228 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/sluicegw/sluice/guardrails/listing"
+	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/snapshot"
+)
+
+// ListingPath is where the gateway keeps the last good listing of a
+// [catalog] source: data_dir/listing.<source>.json. It is merged over
+// catalog.json at every load, so a restart serves the refreshed catalog
+// before its first refresh; catalog.json itself is never written.
+func ListingPath(dataDir, source string) string {
+	return filepath.Join(dataDir, "listing."+source+".json")
+}
+
+// refreshRetry bounds the wait after a failed refresh: a marketplace that
+// is down is tried again sooner than the refresh interval.
+const refreshRetry = 5 * time.Minute
+
+// refreshPoll is the longest the refresh loop sleeps, so that a reload
+// that turns the refresh on or changes its interval is seen.
+const refreshPoll = 30 * time.Second
+
+// refreshStatus is what /readyz shows of the catalog refresh.
+type refreshStatus struct {
+	at     time.Time // the last attempt
+	ok     bool
+	errors []string
+}
+
+// loadSnapshot loads the configuration directory with the listing kept in
+// memory merged over catalog.json, when [catalog] source names it; a
+// configuration whose source is off or another loads without it.
+func (s *Server) loadSnapshot() (*snapshot.Snapshot, profiles.Diagnostics) {
+	imp := s.listing.Load()
+	if imp == nil {
+		return snapshot.Load(s.opts.ConfigDir)
+	}
+	snap, diags := snapshot.LoadWith(s.opts.ConfigDir, snapshot.Options{Listing: imp})
+	if len(diags) == 0 && snap.Config.Catalog.Source != imp.Source {
+		return snapshot.Load(s.opts.ConfigDir)
+	}
+	return snap, diags
+}
+
+// loadStoredListing reads the last good listing from data_dir at start,
+// when [catalog] source is set, and returns the snapshot with it merged;
+// a listing that cannot be read or merged is logged and left out (the
+// next refresh replaces it).
+func (s *Server) loadStoredListing(snap *snapshot.Snapshot) *snapshot.Snapshot {
+	cfg := snap.Config
+	if cfg.Catalog.Source == "" {
+		return snap
+	}
+	path := ListingPath(cfg.Store.DataDir, cfg.Catalog.Source)
+	imp, err := listing.LoadImport(path)
+	switch {
+	case err != nil:
+		s.log.Warn("the stored catalog listing is unreadable; serving catalog.json until the first refresh", "path", path, "err", err.Error())
+		return snap
+	case imp == nil || imp.Source != cfg.Catalog.Source:
+		return snap
+	}
+	merged, diags := snapshot.LoadWith(s.opts.ConfigDir, snapshot.Options{Listing: imp})
+	if len(diags) > 0 {
+		s.log.Warn("the stored catalog listing does not merge; serving catalog.json until the first refresh", "path", path, "first", diags[0].String())
+		return snap
+	}
+	s.listing.Store(imp)
+	s.metrics.CatalogListingTime.Set(float64(imp.FetchedAt.Unix()))
+	s.log.Info("catalog: the stored listing is merged over catalog.json", "source", imp.Source, "fetched_at", imp.FetchedAt, "models", merged.Catalog.Len())
+	return merged
+}
+
+// RefreshCatalog fetches the [catalog] source's listing once, through the
+// upstream [catalog] names (its base_url and platform key), merges it over
+// catalog.json and swaps the result in, atomically, through the same path
+// as a reload: guardrail decisions are issued anew for the new catalog
+// revision. The listing is kept in memory and in data_dir. A failed fetch,
+// a listing that fails validation or a merge the catalog refuses keeps the
+// last good catalog serving; the failure is returned, logged, counted and
+// shown in /readyz.
+func (s *Server) RefreshCatalog(ctx context.Context) error {
+	cur := s.snap.Load()
+	cc := cur.Config.Catalog
+	if cc.Source == "" {
+		return errors.New("catalog refresh: [catalog] source is not set")
+	}
+	base, key := profiles.DefaultBaseURLs[cc.Source], ""
+	if up := cur.Upstreams[cc.Upstream]; up != nil {
+		base, key = up.Config.BaseURL, up.APIKey
+		if u, ok := s.opts.UpstreamURLs[cc.Upstream]; ok {
+			base = u
+		}
+	}
+	client := &listing.Client{HTTP: &http.Client{Transport: s.client.Transport, Timeout: listing.DefaultTimeout}, APIKey: key}
+	start := time.Now()
+	imp, err := (&listing.OpenRouter{BaseURL: base, Client: client, Only: cc.Only}).Import(ctx)
+	if err != nil {
+		var es listing.Errors
+		lines := []string{err.Error()}
+		if errors.As(err, &es) {
+			lines = lines[:0]
+			for _, e := range es {
+				lines = append(lines, e.Error())
+			}
+		}
+		return s.refreshFailed(lines, err)
+	}
+	s.reloadMu.Lock()
+	snap, diags := snapshot.LoadWith(s.opts.ConfigDir, snapshot.Options{Listing: imp})
+	if len(diags) == 0 {
+		snap, diags = s.withStoredRoutes(ctx, snap)
+	}
+	if len(diags) > 0 {
+		s.reloadMu.Unlock()
+		lines := make([]string, len(diags))
+		for i, d := range diags {
+			lines[i] = d.String()
+		}
+		return s.refreshFailed(lines, diags)
+	}
+	s.listing.Store(imp)
+	old := s.snap.Swap(snap)
+	s.refresh.Store(&refreshStatus{at: time.Now(), ok: true})
+	s.reloadMu.Unlock()
+	// After the swap: what changed (for the log), and the listing kept
+	// for a restart (its write, an fsync, delays neither the swap nor a
+	// reload waiting for the lock).
+	var sum *listing.Summary
+	if old.Catalog != nil {
+		_, sum = listing.Merge(old.Catalog.Document(), imp, listing.MergeOptions{PriceThreshold: 0.05})
+	}
+	path := ListingPath(snap.Config.Store.DataDir, imp.Source)
+	if err := listing.SaveImport(path, imp); err != nil {
+		s.log.Warn("catalog refreshed, but the listing could not be kept for a restart", "path", path, "err", err.Error())
+	}
+	s.metrics.CatalogRefreshes.WithLabelValues("ok").Inc()
+	s.metrics.CatalogRefreshOK.Set(1)
+	s.metrics.CatalogListingTime.Set(float64(imp.FetchedAt.Unix()))
+	attrs := []any{"source", imp.Source, "revision", snap.Revision, "previous", old.Revision,
+		"models", snap.Catalog.Len(), "took", time.Since(start).Round(time.Millisecond).String()}
+	if sum != nil {
+		attrs = append(attrs, "models_added", len(sum.ModelsAdded), "models_removed", len(sum.ModelsRemoved),
+			"endpoints_added", len(sum.EndpointsAdded), "endpoints_removed", len(sum.EndpointsRemoved), "price_changes", len(sum.PriceChanges))
+	}
+	s.log.Info("catalog refreshed", attrs...)
+	return nil
+}
+
+// refreshFailed records a failed refresh: the last good catalog keeps
+// serving.
+func (s *Server) refreshFailed(lines []string, err error) error {
+	s.refresh.Store(&refreshStatus{at: time.Now(), errors: lines})
+	s.metrics.CatalogRefreshes.WithLabelValues("failed").Inc()
+	s.metrics.CatalogRefreshOK.Set(0)
+	s.log.Error("catalog refresh failed; the last good catalog keeps serving",
+		"revision", s.snap.Load().Revision, "errors", len(lines), "first", lines[0])
+	return fmt.Errorf("catalog refresh: %w", err)
+}
+
+// RefreshCatalogLoop refreshes the catalog while ctx lasts, whenever
+// [catalog] source is set: every [catalog] refresh after the last good
+// listing was fetched (at once when there is none, or it is older), and
+// no later than 5 minutes after a failure. A reload that turns the
+// refresh on, off or changes its interval is followed within 30 seconds.
+func (s *Server) RefreshCatalogLoop(ctx context.Context) {
+	for {
+		wait := refreshPoll
+		if cc := s.snap.Load().Config.Catalog; cc.Source != "" {
+			due := s.refreshDue(cc.Refresh.Duration)
+			if due <= 0 {
+				_ = s.RefreshCatalog(ctx)
+				continue
+			}
+			wait = min(due, refreshPoll)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// refreshDue returns how long until the next refresh is due: the refresh
+// interval after the serving listing was fetched (now, with none), or,
+// after a failed attempt (always the latest event, since a good one
+// clears it), the shorter of the interval and 5 minutes after it.
+func (s *Server) refreshDue(every time.Duration) time.Duration {
+	if st := s.refresh.Load(); st != nil && !st.ok {
+		return time.Until(st.at.Add(min(every, refreshRetry)))
+	}
+	if imp := s.listing.Load(); imp != nil {
+		return time.Until(imp.FetchedAt.Add(every))
+	}
+	return 0
+}
+
+// catalogState is the catalog part of /readyz.
+func (s *Server) catalogState(snap *snapshot.Snapshot) CatalogState {
+	st := CatalogState{}
+	if snap.Catalog != nil {
+		st.Revision, st.Models = snap.Catalog.Revision(), snap.Catalog.Len()
+	}
+	if cc := snap.Config.Catalog; cc.Source != "" {
+		st.Source, st.Refresh = cc.Source, cc.Refresh.Duration.String()
+	}
+	if imp := s.listing.Load(); imp != nil {
+		st.ListingFetchedAt = imp.FetchedAt
+	}
+	if r := s.refresh.Load(); r != nil {
+		st.LastRefreshAt = r.at
+		st.LastRefreshFailed = !r.ok
+		st.Errors = r.errors
+	}
+	return st
+}

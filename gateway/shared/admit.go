@@ -1,0 +1,343 @@
+package shared
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicegw/sluice/gateway/budget"
+)
+
+// Admission is everything a request asks of the shared state before its
+// first attempt: its rate limits, its cached answer, its session's pin and
+// its first budget reservation. [Client.Admit] sends it all in one round
+// trip.
+type Admission struct {
+	// ID is the request id: it names the parallel slots and the reservation.
+	ID string
+	// Checks are the rate limits (none: no limit applies).
+	Checks []Check
+	// Lease bounds how long a parallel slot is held should the replica
+	// never release it.
+	Lease time.Duration
+	// CacheKey is the response cache's key ("": no lookup).
+	CacheKey string
+	// PinKey is the session's key ("": no session).
+	PinKey string
+	// Budget is the first attempt's reservation (nil: none), made only when
+	// every rate limit admits.
+	Budget *BudgetAsk
+}
+
+// Admitted is what [Client.Admit] found.
+type Admitted struct {
+	// Refused is the index of the check that refused the request, -1 when
+	// it was admitted; RetryAfter says when it would pass.
+	Refused    int
+	RetryAfter time.Duration
+	// Cache is the cached answer (nil: a miss, or not asked).
+	Cache []byte
+	// Pin is the session's pin (nil: none, or not asked).
+	Pin []byte
+	// Hold is the first attempt's reservation (nil when not asked, or the
+	// request was refused).
+	Hold *Hold
+	// Local: Redis did not answer and local state did (the cache and the
+	// pin were not looked up: the caller looks in its own).
+	Local bool
+}
+
+// Admit runs the admission in one round trip: one script checks every rate
+// limit and, when all admit, commits them and reserves the budget; the
+// cached answer and the pin are read in the same pipeline. When Redis does
+// not answer, rate limits and the reservation are decided locally on this
+// replica's share and Local is set.
+func (c *Client) Admit(ctx context.Context, a *Admission) Admitted {
+	if !c.up.Load() {
+		c.fallback("admit")
+		return c.admitLocal(a)
+	}
+	rctx, cancel := c.ctx(ctx)
+	defer cancel()
+	var script *redis.Cmd
+	var cache, pin *redis.StringCmd
+	scripted := len(a.Checks) > 0 || a.Budget != nil
+	_, err := c.pipe(rctx, func(p redis.Pipeliner) {
+		if scripted {
+			keys, args := c.admitArgs(a)
+			script = admitScript.EvalSha(rctx, p, keys, args...)
+		}
+		if a.CacheKey != "" {
+			cache = p.Get(rctx, c.key("c", a.CacheKey))
+		}
+		if a.PinKey != "" {
+			pin = p.Get(rctx, c.key("p", a.PinKey))
+		}
+	})
+	if isDown(err) {
+		c.failed("admit", err)
+		return c.admitLocal(a)
+	}
+	out := Admitted{Refused: -1}
+	if cache != nil {
+		if b, err := cache.Bytes(); err == nil {
+			out.Cache = b
+		}
+	}
+	if pin != nil {
+		if b, err := pin.Bytes(); err == nil {
+			out.Pin = b
+		}
+	}
+	if script == nil {
+		return out
+	}
+	res, _ := script.Slice()
+	if len(res) < 4 {
+		return out
+	}
+	if ok, _ := res[0].(int64); ok == 0 {
+		ms, _ := strconv.ParseInt(res[1].(string), 10, 64)
+		idx, _ := res[2].(int64)
+		out.Refused, out.RetryAfter = int(idx)-1, time.Duration(ms)*time.Millisecond
+		return out
+	}
+	if a.Budget != nil {
+		out.Hold = c.holdFrom(a.ID, *a.Budget, res)
+	}
+	return out
+}
+
+// admitArgs lays out the admit script's keys and arguments.
+func (c *Client) admitArgs(a *Admission) ([]string, []any) {
+	keys := make([]string, 0, len(a.Checks)+4)
+	m, want := 0, "0"
+	if a.Budget != nil {
+		m, want = len(a.Budget.Limits), wantArg(a.Budget.Want)
+	}
+	lease := a.Lease
+	if a.Budget != nil && a.Budget.Lease > lease {
+		lease = a.Budget.Lease
+	}
+	args := []any{time.Now().UnixMilli(), len(a.Checks), m, a.ID, lease.Milliseconds(), want}
+	for _, ch := range a.Checks {
+		keys = append(keys, c.key("rl", ch.Scope, ch.Kind.String()))
+		kind := "rate"
+		if ch.Kind == Parallel {
+			kind = "parallel"
+		}
+		args = append(args, kind, ch.Limit, ch.Cost)
+	}
+	if a.Budget != nil {
+		keys, args = c.budgetArgs(keys, args, a.Budget)
+	}
+	return keys, args
+}
+
+// admitLocal decides an admission without Redis.
+func (c *Client) admitLocal(a *Admission) Admitted {
+	out := Admitted{Refused: -1, Local: true}
+	if len(a.Checks) > 0 {
+		i, after := c.limiter.Admit(a.ID, a.Checks, c.replicas.Load(), a.Lease)
+		if i >= 0 {
+			out.Refused, out.RetryAfter = i, after
+			return out
+		}
+	}
+	if a.Budget != nil {
+		out.Hold = c.outage.reserve(a.ID, *a.Budget, c.replicas.Load())
+	}
+	return out
+}
+
+// Writes are what a request leaves in the shared state once answered:
+// its budget charge, its session's pin and its answer for the cache. They
+// go in one round trip.
+type Writes struct {
+	// Hold is the answering attempt's reservation (nil: none); Cost is
+	// charged to Scopes and the hold released in one step.
+	Hold   *Hold
+	Month  string
+	Cost   float64
+	Scopes []budget.Scope
+	// PinKey and Pin store the session's pin for PinTTL.
+	PinKey string
+	Pin    []byte
+	PinTTL time.Duration
+	// CacheKey and Cache store the answer for CacheTTL, the cache kept
+	// within CacheMaxBytes.
+	CacheKey      string
+	Cache         []byte
+	CacheTTL      time.Duration
+	CacheMaxBytes int64
+	// Depart, when set, gives back what admission held in the same round
+	// trip (the request is answered; nothing is left to wait for).
+	Depart *Departure
+}
+
+// Write applies the writes in one round trip. It reports false when Redis
+// did not take them (the budget charge is then kept to be pushed later;
+// the caller keeps the pin and the answer locally).
+func (c *Client) Write(ctx context.Context, w *Writes) bool {
+	charge := w.Cost > 0 || w.Hold != nil
+	if w.Hold != nil {
+		done := false
+		w.Hold.once.Do(func() { done = true })
+		if !done {
+			charge = false
+		} else if w.Hold.local {
+			c.outage.add(w.Month, w.Cost, w.Scopes)
+			w.Hold.release()
+			charge = false
+		}
+	}
+	if !c.up.Load() {
+		c.fallback("write")
+		if charge {
+			c.outage.add(w.Month, w.Cost, w.Scopes)
+		}
+		if w.Depart != nil {
+			c.limiter.Depart(w.Depart.ID, w.Depart.Checks, w.Depart.Delta)
+		}
+		return false
+	}
+	rctx, cancel := c.ctx(ctx)
+	defer cancel()
+	now := time.Now().UnixMilli()
+	_, err := c.pipe(rctx, func(p redis.Pipeliner) {
+		if charge {
+			id, scopes := "", w.Scopes
+			if w.Hold != nil {
+				id, scopes = w.Hold.id, union(w.Hold.scopes, w.Scopes)
+			}
+			settleScript.EvalSha(rctx, p, c.budgetKeys(w.Month, scopes), id, strconv.FormatFloat(w.Cost, 'g', -1, 64))
+		}
+		if w.PinKey != "" {
+			p.Set(rctx, c.key("p", w.PinKey), w.Pin, w.PinTTL)
+		}
+		if w.CacheKey != "" {
+			cachePutScript.EvalSha(rctx, p, []string{c.key("c", w.CacheKey), c.key("ci"), c.key("cs"), c.key("ct")},
+				w.Cache, w.CacheTTL.Milliseconds(), w.CacheMaxBytes, now)
+		}
+		if d := w.Depart; d != nil && !d.Local {
+			if keys, args := c.departArgs(d); len(keys) > 0 {
+				departScript.EvalSha(rctx, p, keys, args...)
+			}
+		}
+	})
+	if w.Depart != nil && (w.Depart.Local || isDown(err)) {
+		c.limiter.Depart(w.Depart.ID, w.Depart.Checks, w.Depart.Delta)
+	}
+	if isDown(err) {
+		c.failed("write", err)
+		if charge {
+			c.outage.add(w.Month, w.Cost, w.Scopes)
+		}
+		return false
+	}
+	return true
+}
+
+// Departure is what a request gives back when it ends: its parallel slots,
+// and the tokens charged at admission that its answer did not use (or
+// used beyond them).
+type Departure struct {
+	ID     string
+	Checks []Check
+	// Delta is used tokens minus the tokens charged at admission.
+	Delta int64
+	// Local: the admission was decided locally (Redis was down).
+	Local bool
+}
+
+// Depart gives back what the request held, in the background: the caller
+// does not wait for it.
+func (c *Client) Depart(d Departure) {
+	if d.Local || !c.up.Load() {
+		c.limiter.Depart(d.ID, d.Checks, d.Delta)
+		return
+	}
+	keys, args := c.departArgs(&d)
+	if len(keys) == 0 {
+		return
+	}
+	go func() {
+		ctx, cancel := c.ctx(context.Background())
+		defer cancel()
+		if err := departScript.Run(ctx, c.rdb, keys, args...).Err(); isDown(err) {
+			c.failed("depart", err)
+		}
+	}()
+}
+
+// departArgs lays out the depart script's keys and arguments.
+func (c *Client) departArgs(d *Departure) ([]string, []any) {
+	var keys []string
+	args := []any{d.ID, 0}
+	np := 0
+	for _, ch := range d.Checks {
+		if ch.Kind == Parallel {
+			keys = append(keys, c.key("rl", ch.Scope, ch.Kind.String()))
+			np++
+		}
+	}
+	args[1] = np
+	if d.Delta != 0 {
+		for _, ch := range d.Checks {
+			if ch.Kind == TPM {
+				keys = append(keys, c.key("rl", ch.Scope, ch.Kind.String()))
+				args = append(args, ch.Limit, d.Delta)
+			}
+		}
+	}
+	return keys, args
+}
+
+// scripts are loaded into a Redis that lost them (a restart) before a
+// pipeline retries.
+var scripts = []*redis.Script{admitScript, settleScript, departScript, cachePutScript, healthScript}
+
+// pipe runs a pipeline; when a script is missing from the server's cache
+// (NOSCRIPT: Redis restarted), it loads every script and runs it again.
+func (c *Client) pipe(ctx context.Context, fill func(redis.Pipeliner)) ([]redis.Cmder, error) {
+	run := func() ([]redis.Cmder, error) {
+		return c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { fill(p); return nil })
+	}
+	cmds, err := run()
+	if !noScript(cmds) {
+		return cmds, pipeErr(cmds, err)
+	}
+	for _, s := range scripts {
+		if err := s.Load(ctx, c.rdb).Err(); err != nil {
+			return nil, err
+		}
+	}
+	cmds, err = run()
+	return cmds, pipeErr(cmds, err)
+}
+
+// pipeErr is the pipeline's error that means Redis did not answer: a
+// missing key (redis.Nil) is an answer.
+func pipeErr(cmds []redis.Cmder, err error) error {
+	if err == nil || errors.Is(err, redis.Nil) {
+		for _, c := range cmds {
+			if e := c.Err(); e != nil && !errors.Is(e, redis.Nil) {
+				return e
+			}
+		}
+		return nil
+	}
+	return err
+}
+
+func noScript(cmds []redis.Cmder) bool {
+	for _, c := range cmds {
+		if e := c.Err(); e != nil && redis.HasErrorPrefix(e, "NOSCRIPT") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,235 @@
+package simulator
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// OpenAI's own API, answering as the live API does (testdata/recorded/openai):
+// the dated snapshot id, pretty-printed non-stream bodies, and streams whose
+// every chunk carries obfuscation padding.
+
+// openAISnapshots are the snapshots the recordings show the live API serving
+// for an undated id; openAISuffix dates any other.
+var openAISnapshots = map[string]string{
+	"gpt-4o":      "gpt-4o-2024-08-06",
+	"gpt-4o-mini": "gpt-4o-mini-2024-07-18",
+	"gpt-5":       "gpt-5-2025-08-07",
+}
+
+const openAISuffix = "-2024-08-06"
+
+// oaAnswer is a non-stream answer, in the recorded member order.
+type oaAnswer struct {
+	ID                string     `json:"id"`
+	Object            string     `json:"object"`
+	Created           int64      `json:"created"`
+	Model             string     `json:"model"`
+	Choices           []oaChoice `json:"choices"`
+	Usage             oaUsage    `json:"usage"`
+	ServiceTier       string     `json:"service_tier"`
+	SystemFingerprint string     `json:"system_fingerprint"`
+}
+
+type oaChoice struct {
+	Index        int       `json:"index"`
+	Message      oaMessage `json:"message"`
+	Logprobs     *struct{} `json:"logprobs"`
+	FinishReason string    `json:"finish_reason"`
+}
+
+type oaMessage struct {
+	Role        string     `json:"role"`
+	Content     string     `json:"content"`
+	Refusal     *string    `json:"refusal"`
+	Annotations []struct{} `json:"annotations"`
+}
+
+type oaUsage struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	TotalTokens         int `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+		AudioTokens  int `json:"audio_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails struct {
+		ReasoningTokens          int `json:"reasoning_tokens"`
+		AudioTokens              int `json:"audio_tokens"`
+		AcceptedPredictionTokens int `json:"accepted_prediction_tokens"`
+		RejectedPredictionTokens int `json:"rejected_prediction_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+// oaChunk is a stream chunk, in the recorded member order. Usage is null
+// on every chunk but the last when the request asked for usage, and absent
+// otherwise.
+type oaChunk struct {
+	ID                string          `json:"id"`
+	Object            string          `json:"object"`
+	Created           int64           `json:"created"`
+	Model             string          `json:"model"`
+	ServiceTier       string          `json:"service_tier"`
+	SystemFingerprint string          `json:"system_fingerprint"`
+	Choices           []oaChunkChoice `json:"choices"`
+	Usage             json.RawMessage `json:"usage,omitempty"`
+	Obfuscation       string          `json:"obfuscation"`
+}
+
+type oaChunkChoice struct {
+	Index        int       `json:"index"`
+	Delta        any       `json:"delta"`
+	Logprobs     *struct{} `json:"logprobs"`
+	FinishReason *string   `json:"finish_reason"`
+}
+
+// oaFirstDelta opens a stream's message.
+type oaFirstDelta struct {
+	Role    string  `json:"role"`
+	Content string  `json:"content"`
+	Refusal *string `json:"refusal"`
+}
+
+type oaTextDelta struct {
+	Content string `json:"content"`
+}
+
+var jsonNull = json.RawMessage("null")
+
+func openAIShape(status int, msg string) any {
+	typ, code := "invalid_request_error", any(nil)
+	switch {
+	case status == 429:
+		typ, code = "requests", "rate_limit_exceeded"
+	case status == 401:
+		code = "invalid_api_key"
+	case status >= 500:
+		typ = "server_error"
+	}
+	return map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": code}}
+}
+
+func openAIOverflow(m *Model, prompt int) failure {
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{
+		"message": fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.", m.ContextWindow, prompt),
+		"type":    "invalid_request_error", "param": "messages", "code": "context_length_exceeded",
+	}})
+	return failure{status: http.StatusBadRequest, body: b}
+}
+
+// directModel finds a catalog model served by provider from the provider's
+// own id, with or without a date ("gpt-4o", "claude-sonnet-4-5-20250929"),
+// or from a slug ("openai/gpt-4o"); dots and dashes compare equal.
+func (s *Server) directModel(ref, provider string) (*Model, Endpoint, bool) {
+	norm := func(x string) string { return strings.ReplaceAll(strings.ToLower(x), ".", "-") }
+	want := norm(ref)
+	bare := norm(undated(ref))
+	for i := range s.cfg.Models {
+		m := &s.cfg.Models[i]
+		native := norm(m.nativeID(provider))
+		if want != norm(m.Slug) && want != native && bare != native {
+			continue
+		}
+		for _, e := range m.Endpoints {
+			if providerMatches(provider, e.Slug()) {
+				return m, e, true
+			}
+		}
+	}
+	return nil, Endpoint{}, false
+}
+
+func (s *Server) handleOpenAI(w http.ResponseWriter, r *http.Request) {
+	hdr, err := s.headerFaults(r)
+	if err != nil {
+		simError(w, http.StatusBadRequest, FaultHeader+": "+err.Error())
+		return
+	}
+	var q chatRequest
+	if err := decodeBody(r, &q); err != nil {
+		writeJSON(w, http.StatusBadRequest, openAIShape(400, "We could not parse the JSON body of your request."))
+		return
+	}
+	if q.Model == "" {
+		writeJSON(w, http.StatusBadRequest, openAIShape(400, "you must provide a model parameter"))
+		return
+	}
+	m, ep, ok := s.directModel(q.Model, "openai")
+	if !ok {
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{
+			"message": fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", q.Model),
+			"type":    "invalid_request_error", "param": nil, "code": "model_not_found",
+		}})
+		return
+	}
+	prompt := promptTokens(nil, q.Messages)
+	res, ok := s.serveWalk(w, r, KindOpenAI, hdr, q.Stream, prompt, []candidate{{m, ep}}, anyAttempt(openAIShape), openAIOverflow)
+	if !ok {
+		return
+	}
+	asked := m.nativeID("openai")
+	if strings.EqualFold(undated(q.Model), asked) {
+		asked = q.Model // a dated id is answered as asked
+	}
+	s.serveAnswer(w, r, q.Stream, s.openAIAnswer(m, dated(asked, openAISnapshots, openAISuffix), prompt, q.includeUsage()), res.fault)
+}
+
+// undated is an id without its date or version suffix, or the id itself.
+func undated(id string) string {
+	if bare := trimVersion(id); bare != "" {
+		return bare
+	}
+	return id
+}
+
+// openAIAnswer renders a served answer of model (the dated id reported).
+func (s *Server) openAIAnswer(m *Model, model string, prompt int, includeUsage bool) *answer {
+	text := answerText(m.Slug, "openai")
+	out := estimateTokens(len(text))
+	created := time.Now().Unix()
+	id := openAIID(s.seq.Add(1))
+	fp := fingerprint("openai "+model, hexDigits)
+	var u oaUsage
+	u.PromptTokens, u.CompletionTokens, u.TotalTokens = prompt, out, prompt+out
+
+	a := &answer{streamType: "text/event-stream; charset=utf-8", done: true}
+	body, _ := json.MarshalIndent(oaAnswer{ID: id, Object: "chat.completion", Created: created, Model: model,
+		Choices: []oaChoice{{Message: oaMessage{Role: "assistant", Content: text, Annotations: []struct{}{}}, FinishReason: "stop"}},
+		Usage:   u, ServiceTier: "default", SystemFingerprint: fp}, "", "  ")
+	a.body = append(body, '\n')
+
+	n := 0
+	chunk := func(delta any, finish *string) oaChunk {
+		ch := oaChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, ServiceTier: "default",
+			SystemFingerprint: fp, Choices: []oaChunkChoice{{Delta: delta, FinishReason: finish}},
+			Obfuscation: obfuscation(fmt.Sprint(id, n))}
+		n++
+		if includeUsage {
+			ch.Usage = jsonNull
+		}
+		return ch
+	}
+	a.events = append(a.events, dataEvent(mustJSON(chunk(oaFirstDelta{Role: "assistant"}, nil))))
+	for _, p := range pieces(text) {
+		a.events = append(a.events, dataEvent(mustJSON(chunk(oaTextDelta{p}, nil))))
+	}
+	stop := "stop"
+	a.events = append(a.events, dataEvent(mustJSON(chunk(struct{}{}, &stop))))
+	if includeUsage {
+		last := chunk(nil, nil)
+		last.Choices, last.Usage = []oaChunkChoice{}, mustJSON(u)
+		a.events = append(a.events, dataEvent(mustJSON(last)))
+	}
+
+	a.midError = func(stream bool) (int, []byte, []streamEvent) {
+		b := mustJSON(openAIShape(http.StatusInternalServerError, "simulated fault: error after generation started"))
+		if !stream {
+			return http.StatusInternalServerError, b, nil
+		}
+		return 0, nil, []streamEvent{dataEvent(b)}
+	}
+	return a
+}

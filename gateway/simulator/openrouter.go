@@ -1,0 +1,424 @@
+package simulator
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The OpenRouter-like marketplace, answering as the live API does
+// (testdata/recorded/openrouter).
+
+const orAuto = "openrouter/auto"
+
+// orKeepAlive is one unit of the whitespace OpenRouter writes before a
+// non-stream answer while the provider works; every recorded body that kept
+// its bytes starts with at least one.
+const orKeepAlive = "\n         \n"
+
+// orProcessing is the comment OpenRouter interleaves in its streams.
+const orProcessing = "OPENROUTER PROCESSING"
+
+// orMetadataHeader asks for the router's report (openrouter_metadata), as
+// OpenRouter's router-metadata guide documents.
+const orMetadataHeader = "X-OpenRouter-Metadata"
+
+// orAnswer is a non-stream answer, in the recorded member order.
+type orAnswer struct {
+	ID                string      `json:"id"`
+	Object            string      `json:"object"`
+	Created           int64       `json:"created"`
+	Model             string      `json:"model"`
+	Provider          string      `json:"provider"`
+	SystemFingerprint *string     `json:"system_fingerprint"`
+	ServiceTier       string      `json:"service_tier,omitempty"`
+	Choices           []orChoice  `json:"choices"`
+	Usage             orUsage     `json:"usage"`
+	Metadata          *orMetadata `json:"openrouter_metadata,omitempty"`
+}
+
+type orChoice struct {
+	Index              int       `json:"index"`
+	Logprobs           *struct{} `json:"logprobs"`
+	FinishReason       string    `json:"finish_reason"`
+	NativeFinishReason *string   `json:"native_finish_reason"`
+	Message            orMessage `json:"message"`
+	// Error is where a failure after generation started is reported (the
+	// error-handling guide's non-stream example).
+	Error *orError `json:"error,omitempty"`
+}
+
+type orMessage struct {
+	Role      string  `json:"role"`
+	Content   string  `json:"content"`
+	Refusal   *string `json:"refusal"`
+	Reasoning *string `json:"reasoning"`
+}
+
+// orChunk is a stream chunk, in the recorded member order.
+type orChunk struct {
+	ID          string          `json:"id"`
+	Object      string          `json:"object"`
+	Created     int64           `json:"created"`
+	Model       string          `json:"model"`
+	Provider    string          `json:"provider"`
+	ServiceTier string          `json:"service_tier,omitempty"`
+	Error       *orError        `json:"error,omitempty"`
+	Choices     []orChunkChoice `json:"choices"`
+	Usage       *orUsage        `json:"usage,omitempty"`
+	Metadata    *orMetadata     `json:"openrouter_metadata,omitempty"`
+}
+
+type orChunkChoice struct {
+	Index              int     `json:"index"`
+	Delta              orDelta `json:"delta"`
+	FinishReason       *string `json:"finish_reason"`
+	NativeFinishReason *string `json:"native_finish_reason"`
+}
+
+type orDelta struct {
+	Content string `json:"content"`
+	Role    string `json:"role"`
+}
+
+type orError struct {
+	Code     int            `json:"code"`
+	Message  string         `json:"message"`
+	Metadata map[string]any `json:"metadata,omitempty"`
+}
+
+// orUsage is the billed usage, cost in USD, as the 2026 recordings carry it.
+type orUsage struct {
+	PromptTokens        int     `json:"prompt_tokens"`
+	CompletionTokens    int     `json:"completion_tokens"`
+	TotalTokens         int     `json:"total_tokens"`
+	Cost                float64 `json:"cost"`
+	IsBYOK              bool    `json:"is_byok"`
+	PromptTokensDetails struct {
+		CachedTokens     int `json:"cached_tokens"`
+		CacheWriteTokens int `json:"cache_write_tokens"`
+		AudioTokens      int `json:"audio_tokens"`
+		VideoTokens      int `json:"video_tokens"`
+	} `json:"prompt_tokens_details"`
+	CostDetails struct {
+		UpstreamInferenceCost            float64 `json:"upstream_inference_cost"`
+		UpstreamInferencePromptCost      float64 `json:"upstream_inference_prompt_cost"`
+		UpstreamInferenceCompletionsCost float64 `json:"upstream_inference_completions_cost"`
+	} `json:"cost_details"`
+	CompletionTokensDetails struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+		ImageTokens     int `json:"image_tokens"`
+		AudioTokens     int `json:"audio_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+// orMetadata is the router's report, asked for with X-OpenRouter-Metadata,
+// in the shape OpenRouter's router-metadata guide and API reference give
+// (no recording has one).
+type orMetadata struct {
+	Attempt   int         `json:"attempt"`
+	Attempts  []orAttempt `json:"attempts"`
+	Endpoints struct {
+		Available []orEndpoint `json:"available"`
+		Total     int          `json:"total"`
+	} `json:"endpoints"`
+	IsBYOK    bool    `json:"is_byok"`
+	Region    *string `json:"region"`
+	Requested string  `json:"requested"`
+	Strategy  string  `json:"strategy"`
+	Summary   string  `json:"summary"`
+}
+
+type orAttempt struct {
+	Model    string `json:"model"`
+	Provider string `json:"provider"`
+	Status   int    `json:"status"`
+}
+
+type orEndpoint struct {
+	Model    string `json:"model"`
+	Provider string `json:"provider"`
+	Selected bool   `json:"selected"`
+}
+
+// orShape is an error of OpenRouter's own: no provider had a say.
+func orShape(status int, msg string) any {
+	return map[string]any{"error": map[string]any{"code": status, "message": msg}}
+}
+
+// orProviderError is a provider's failure as OpenRouter relays it (the
+// recorded provider errors): "Provider returned error", the provider's own
+// answer as a string in metadata.raw, its display name in
+// metadata.provider_name, and the account's user_id.
+func (s *Server) orProviderError(c candidate, status int, msg string) any {
+	return map[string]any{
+		"error": map[string]any{"message": "Provider returned error", "code": status,
+			"metadata": map[string]any{"raw": msg, "provider_name": s.cfg.providerName(KindOpenRouter, c.ep)}},
+		"user_id": "org_" + token("simulator account", 27, alnum),
+	}
+}
+
+func orOverflow(m *Model, prompt int) failure {
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{
+		"code": 400,
+		"message": fmt.Sprintf("This endpoint's maximum context length is %d tokens. However, you requested about %d tokens (%d of text input, 0 in the output). Please reduce the length of either one, or use the context-compression plugin to compress your prompt automatically.",
+			m.ContextWindow, prompt, prompt),
+		"metadata": map[string]any{"provider_name": nil},
+	}})
+	return failure{status: http.StatusBadRequest, body: b}
+}
+
+// orNativeFinish is the provider's own finish reason for a plain answer, as
+// the recordings show it per provider ("completed" from OpenAI's Responses
+// API, "end_turn" from Anthropic's models, "STOP" from Google AI Studio).
+func orNativeFinish(provider string) string {
+	switch provider {
+	case "openai":
+		return "completed"
+	case "anthropic", "amazon-bedrock":
+		return "end_turn"
+	case "google-ai-studio":
+		return "STOP"
+	}
+	return "stop"
+}
+
+// orModelID is the id OpenRouter reports for the model that served: its
+// canonical slug, which the catalog holds as the model's first alias. A
+// catalog alias without a date is reported as written; the date the live
+// API would add is not the simulator's to make up, and the catalog reads
+// the id back either way.
+func orModelID(m *Model) string {
+	if len(m.Aliases) > 0 {
+		return m.Aliases[0]
+	}
+	return m.upstreamID(KindOpenRouter)
+}
+
+func (s *Server) handleOpenRouter(w http.ResponseWriter, r *http.Request) {
+	hdr, err := s.headerFaults(r)
+	if err != nil {
+		simError(w, http.StatusBadRequest, FaultHeader+": "+err.Error())
+		return
+	}
+	var q chatRequest
+	if err := decodeBody(r, &q); err != nil {
+		writeJSON(w, http.StatusBadRequest, orShape(400, err.Error()))
+		return
+	}
+	if len(q.Models) > 3 {
+		writeJSON(w, http.StatusBadRequest, orShape(400, "'models' array must have 3 items or fewer"))
+		return
+	}
+	sortKey, err := q.Provider.sortKey()
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, orShape(400, err.Error()))
+		return
+	}
+	chain := []string{}
+	if q.Model != "" {
+		chain = append(chain, q.Model)
+	}
+	for _, m := range q.Models {
+		if !containsFold(chain, m) {
+			chain = append(chain, m)
+		}
+	}
+	if len(chain) == 0 {
+		writeJSON(w, http.StatusBadRequest, orShape(400, "No models provided"))
+		return
+	}
+	var allowed []string
+	for _, p := range q.Plugins {
+		if p.ID == "auto-router" {
+			allowed = append(allowed, p.AllowedModels...)
+		}
+	}
+	// The strategy values are the API reference's RoutingStrategy.
+	strategy := "direct"
+	if len(q.Models) > 0 {
+		strategy = "fallback"
+	}
+	var cands []candidate
+	var primary *Model
+	for _, ref := range chain {
+		key, slug := sortKey, ref
+		switch {
+		case strings.HasSuffix(slug, ":nitro"):
+			slug, key = strings.TrimSuffix(slug, ":nitro"), "throughput"
+		case strings.HasSuffix(slug, ":floor"):
+			slug, key = strings.TrimSuffix(slug, ":floor"), "price"
+		}
+		var m *Model
+		if strings.EqualFold(slug, orAuto) {
+			strategy = "auto"
+			m, _ = s.cfg.autoPick(allowed, func(m *Model) bool { return len(openRouterEndpoints(m, q.Provider, key)) > 0 })
+			if m == nil {
+				continue
+			}
+		} else {
+			var ok bool
+			if m, ok = s.cfg.marketModel(KindOpenRouter, slug); !ok {
+				writeJSON(w, http.StatusBadRequest, orShape(400, ref+" is not a valid model ID"))
+				return
+			}
+		}
+		if primary == nil {
+			primary = m
+		}
+		for _, e := range openRouterEndpoints(m, q.Provider, key) {
+			cands = append(cands, candidate{m, e})
+		}
+	}
+	if len(cands) == 0 {
+		writeJSON(w, http.StatusNotFound, s.orNoProviders(primary, q.Provider))
+		return
+	}
+	prompt := promptTokens(nil, q.Messages)
+	res, ok := s.serveWalk(w, r, KindOpenRouter, hdr, q.Stream, prompt, cands, s.orProviderError, orOverflow)
+	if !ok {
+		return
+	}
+	var meta *orMetadata
+	if strings.EqualFold(r.Header.Get(orMetadataHeader), "enabled") {
+		meta = s.orReport(chain[0], strategy, cands, res)
+	}
+	s.serveAnswer(w, r, q.Stream, s.openRouterAnswer(res.served, prompt, meta), res.fault)
+}
+
+// orReport is the router's report of a served request.
+func (s *Server) orReport(requested, strategy string, cands []candidate, res walkResult) *orMetadata {
+	m := &orMetadata{Attempt: len(res.attempts), Attempts: []orAttempt{}, IsBYOK: false,
+		Requested: requested, Strategy: strategy}
+	for _, at := range res.attempts {
+		m.Attempts = append(m.Attempts, orAttempt{Model: orModelID(at.model), Provider: s.cfg.providerName(KindOpenRouter, at.ep), Status: at.status})
+	}
+	seen := map[string]bool{}
+	served := s.cfg.providerName(KindOpenRouter, res.served.ep)
+	for _, c := range cands {
+		name := s.cfg.providerName(KindOpenRouter, c.ep)
+		key := c.model.Slug + "\x00" + name
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		m.Endpoints.Available = append(m.Endpoints.Available, orEndpoint{Model: orModelID(c.model), Provider: name,
+			Selected: c.model == res.served.model && name == served})
+	}
+	m.Endpoints.Total = len(m.Endpoints.Available)
+	m.Summary = fmt.Sprintf("available=%d, selected=%s", m.Endpoints.Total, served)
+	return m
+}
+
+// openRouterAnswer renders a served attempt: the non-stream body (keep-alive
+// whitespace, then compact JSON) and the stream (comments interleaved,
+// provider and model on every chunk, the usage with its cost on a last
+// chunk that repeats the finish, then [DONE]).
+func (s *Server) openRouterAnswer(c *candidate, prompt int, meta *orMetadata) *answer {
+	slug := c.ep.Slug()
+	text := answerText(c.model.Slug, slug)
+	out := estimateTokens(len(text))
+	created := time.Now().Unix()
+	id := openRouterID(created, s.seq.Add(1))
+	model, provider := orModelID(c.model), s.cfg.providerName(KindOpenRouter, c.ep)
+	tier := ""
+	if c.ep.Provider == "openai" {
+		tier = "default"
+	}
+	native := orNativeFinish(c.ep.Provider)
+	u := orUsage{PromptTokens: prompt, CompletionTokens: out, TotalTokens: prompt + out}
+	in, outCost := usd(float64(prompt)*c.ep.PriceIn/1e6), usd(float64(out)*c.ep.PriceOut/1e6)
+	u.Cost = usd(in + outCost)
+	u.CostDetails.UpstreamInferenceCost = u.Cost
+	u.CostDetails.UpstreamInferencePromptCost = in
+	u.CostDetails.UpstreamInferenceCompletionsCost = outCost
+
+	a := &answer{streamType: "text/event-stream", done: true}
+	body := mustJSON(orAnswer{ID: id, Object: "chat.completion", Created: created, Model: model, Provider: provider,
+		ServiceTier: tier, Usage: u, Metadata: meta,
+		Choices: []orChoice{{FinishReason: "stop", NativeFinishReason: &native,
+			Message: orMessage{Role: "assistant", Content: text}}}})
+	keepAlive := []byte(strings.Repeat(orKeepAlive, orKeepAliveUnits(c.ep)))
+	a.body = slices.Concat(keepAlive, body)
+
+	chunk := func(content string, finish, nativeFinish *string) orChunk {
+		ch := orChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, Provider: provider,
+			Choices: []orChunkChoice{{Delta: orDelta{Content: content, Role: "assistant"}, FinishReason: finish, NativeFinishReason: nativeFinish}}}
+		if finish != nil {
+			ch.ServiceTier = tier
+		}
+		return ch
+	}
+	a.events = append(a.events, streamEvent{comment: orProcessing})
+	for i, p := range pieces(text) {
+		a.events = append(a.events, dataEvent(mustJSON(chunk(p, nil, nil))))
+		if i == 0 {
+			// The provider is still at work after its first token.
+			a.events = append(a.events, streamEvent{comment: orProcessing})
+		}
+	}
+	stop := "stop"
+	a.events = append(a.events, dataEvent(mustJSON(chunk("", &stop, &native))))
+	last := chunk("", &stop, &native)
+	last.Usage, last.Metadata = &u, meta
+	a.events = append(a.events, dataEvent(mustJSON(last)))
+
+	// A failure after generation started keeps the 200: the error-handling
+	// guide's shapes, an error inside the choice (non-stream) or an error
+	// chunk finishing with "error" (stream), which [DONE] follows as in the
+	// recorded mid-stream error.
+	const failMsg = "simulated fault: provider error after generation started"
+	failure := &orError{Code: 502, Message: failMsg, Metadata: map[string]any{"error_type": "provider_unavailable"}}
+	a.midError = func(stream bool) (int, []byte, []streamEvent) {
+		if !stream {
+			errFinish := orAnswer{ID: id, Object: "chat.completion", Created: created, Model: model, Provider: provider,
+				ServiceTier: tier, Usage: u,
+				Choices: []orChoice{{FinishReason: "error", Message: orMessage{Role: "assistant", Content: ""}, Error: failure}}}
+			return http.StatusOK, slices.Concat(keepAlive, mustJSON(errFinish)), nil
+		}
+		errFinish := "error"
+		ch := chunk("", &errFinish, nil)
+		ch.ServiceTier, ch.Error = "", failure
+		return 0, nil, []streamEvent{dataEvent(mustJSON(ch)), dataEvent(doneData)}
+	}
+	return a
+}
+
+// orKeepAliveUnits is how many keep-alive units precede a non-stream answer:
+// one, and one more for each full 500 ms of the endpoint's typical latency
+// (the live API writes them while it waits; the recordings hold 1 to 13).
+func orKeepAliveUnits(e Endpoint) int {
+	return min(1+int(e.LatencyMs/500), 13)
+}
+
+func (s *Server) orNoProviders(m *Model, p *orProvider) any {
+	avail := []string{}
+	if m != nil {
+		for _, e := range m.Endpoints {
+			if !containsFold(avail, e.Provider) {
+				avail = append(avail, e.Provider)
+			}
+		}
+	}
+	req := []string{}
+	if p != nil {
+		req = append(append(req, p.Order...), p.Only...)
+	}
+	return map[string]any{"error": map[string]any{
+		"message":  "No allowed providers are available for the selected model.",
+		"code":     404,
+		"metadata": map[string]any{"available_providers": avail, "requested_providers": req},
+	}}
+}
+
+func containsFold(list []string, s string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
+}
