@@ -146,15 +146,18 @@ func TranslateFor(c Connector, in *Inbound, body Body, plan *compiler.Plan, out 
 		if in.Untranslatable != nil {
 			return nil, in.Untranslatable
 		}
-		chat, lost, err := chatFromMessages(body, dialectOf(c.Kind()))
+		tr := apart(func() (tr translated) {
+			tr.chat, tr.lost, tr.err = chatFromMessages(body, dialectOf(c.Kind()))
+			return tr
+		})
+		if tr.err != nil {
+			return nil, tr.err
+		}
+		native, err := c.Translate(tr.chat, plan, out)
 		if err != nil {
 			return nil, err
 		}
-		native, err := c.Translate(chat, plan, out)
-		if err != nil {
-			return nil, err
-		}
-		native.Degraded = lost
+		native.Degraded = tr.lost
 		return native, nil
 	case APIEmbeddings:
 		if e, ok := c.(embedder); ok {
@@ -174,6 +177,28 @@ func TranslateFor(c Connector, in *Inbound, body Body, plan *compiler.Plan, out 
 	return c.Translate(body, plan, out)
 }
 
+// apart runs f on a goroutine of its own and returns what it returns. The
+// Messages API's translations both ways go deep (encoding/json's decoder
+// frames under the translation's), and a request's goroutine keeps the
+// largest stack it ever reached for as long as its connection lives — for
+// an open stream, the stream's whole life. Apart, a translation's depth is
+// a short-lived goroutine's, and a translated Messages request needs no
+// more stack than a chat completion (gateway/stack_test.go holds both to
+// 8 KiB). The goroutine costs about a microsecond; a translation tens.
+func apart[R any](f func() R) R {
+	done := make(chan R, 1)
+	go func() { done <- f() }()
+	return <-done
+}
+
+// translated is a translation's outcome, carried back by apart.
+type translated struct {
+	body []byte
+	chat Body
+	lost []string
+	err  error
+}
+
 // CountTokensPath is the Messages API's token count, relative to the
 // upstream's base URL. A count's [Native] for any other upstream has no
 // path: nothing is sent, and the gateway estimates.
@@ -191,8 +216,11 @@ func Respond(c Connector, call *Call, body []byte) ([]byte, Result, error) {
 		if err != nil {
 			return nil, res, err
 		}
-		msg, err := messageFromChat(chat, call)
-		return msg, res, err
+		tr := apart(func() (tr translated) {
+			tr.body, tr.err = messageFromChat(chat, call)
+			return tr
+		})
+		return tr.body, res, tr.err
 	case APIEmbeddings:
 		if e, ok := c.(embedder); ok {
 			return e.embeddingsResponse(call, body)

@@ -72,20 +72,57 @@ func (s *msgStream) Result() Result { return s.inner.Result() }
 
 // msgChunk is the part of a chat chunk the translation reads.
 type msgChunk struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
-	Choices []struct {
-		Delta struct {
-			Content          *string           `json:"content"`
-			Refusal          *string           `json:"refusal"`
-			Reasoning        *string           `json:"reasoning"`
-			ReasoningDetails []chatReasoningIn `json:"reasoning_details"`
-			ToolCalls        []chatToolCallIn  `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *headUsage      `json:"usage"`
-	Error json.RawMessage `json:"error"`
+	ID      string            `json:"id"`
+	Model   string            `json:"model"`
+	Choices []json.RawMessage `json:"choices"`
+	Usage   json.RawMessage   `json:"usage"`
+	Error   json.RawMessage   `json:"error"`
+}
+
+// msgChoice is a chunk's choice, its delta read on its own (see chunk).
+type msgChoice struct {
+	Delta        json.RawMessage `json:"delta"`
+	FinishReason *string         `json:"finish_reason"`
+}
+
+// msgDelta is a choice's delta: the members the translation reads.
+type msgDelta struct {
+	Content          *string           `json:"content"`
+	Refusal          *string           `json:"refusal"`
+	Reasoning        *string           `json:"reasoning"`
+	ReasoningDetails []json.RawMessage `json:"reasoning_details"` // chatReasoningIn each
+	ToolCalls        []json.RawMessage `json:"tool_calls"`        // chatToolCallIn each
+}
+
+// decodeChunk reads a chunk a level at a time — the chunk, its usage, its
+// first choice, that choice's delta (chunk then reads the delta's reasoning
+// details and tool calls one by one) — rather than in one decode: each of
+// encoding/json's nesting levels costs about 1 KiB of stack, and the first
+// chunk is translated at the bottom of the request's attempt loop, whose
+// deepest point decides the stack an open stream keeps
+// (gateway/stack_test.go).
+func decodeChunk(p []byte, c *msgChunk, u **headUsage, ch *msgChoice, d *msgDelta) (hasChoice bool, err error) {
+	if err := json.Unmarshal(p, c); err != nil {
+		return false, err
+	}
+	if len(c.Usage) > 0 && !anthIsNull(c.Usage) {
+		*u = new(headUsage)
+		if err := json.Unmarshal(c.Usage, *u); err != nil {
+			return false, err
+		}
+	}
+	if len(c.Choices) == 0 {
+		return false, nil
+	}
+	if err := json.Unmarshal(c.Choices[0], ch); err != nil {
+		return false, err
+	}
+	if len(ch.Delta) > 0 && !anthIsNull(ch.Delta) {
+		if err := json.Unmarshal(ch.Delta, d); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // chunk translates one chat chunk (or the end marker).
@@ -93,8 +130,14 @@ func (s *msgStream) chunk(p []byte, emit func([]byte) error) error {
 	if bytes.Equal(p, doneData) {
 		return s.finish(emit)
 	}
-	var c msgChunk
-	if err := json.Unmarshal(p, &c); err != nil {
+	var (
+		c     msgChunk
+		usage *headUsage
+		ch    msgChoice
+		d     msgDelta
+	)
+	hasChoice, err := decodeChunk(p, &c, &usage, &ch, &d)
+	if err != nil {
 		return fmt.Errorf("%w: %w", ErrMessagesStream, err)
 	}
 	if len(c.Error) > 0 && !anthIsNull(c.Error) {
@@ -108,17 +151,19 @@ func (s *msgStream) chunk(p []byte, emit func([]byte) error) error {
 			return err
 		}
 	}
-	if c.Usage != nil {
-		s.usage = c.Usage
+	if usage != nil {
+		s.usage = usage
 	}
-	if len(c.Choices) == 0 {
+	if !hasChoice {
 		return nil
 	}
-	ch := c.Choices[0]
-	d := ch.Delta
 	switch {
 	case len(d.ReasoningDetails) > 0:
-		for i, r := range d.ReasoningDetails {
+		for i, raw := range d.ReasoningDetails {
+			var r chatReasoningIn
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return fmt.Errorf("%w: %w", ErrMessagesStream, err)
+			}
 			if err := s.reasoning(r, i, emit); err != nil {
 				return err
 			}
@@ -143,7 +188,11 @@ func (s *msgStream) chunk(p []byte, emit func([]byte) error) error {
 			return err
 		}
 	}
-	for _, tc := range d.ToolCalls {
+	for _, raw := range d.ToolCalls {
+		var tc chatToolCallIn
+		if err := json.Unmarshal(raw, &tc); err != nil {
+			return fmt.Errorf("%w: %w", ErrMessagesStream, err)
+		}
 		if err := s.toolCall(tc, emit); err != nil {
 			return err
 		}

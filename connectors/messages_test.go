@@ -255,19 +255,26 @@ func assembleChat(t *testing.T, chunks [][]byte) assembled {
 		if bytes.Equal(ch, doneData) {
 			continue
 		}
-		var c msgChunk
-		require.NoError(t, json.Unmarshal(ch, &c))
-		if c.Usage != nil {
-			a.usage = c.Usage
+		var (
+			c      msgChunk
+			usage  *headUsage
+			choice msgChoice
+			d      msgDelta
+		)
+		hasChoice, err := decodeChunk(ch, &c, &usage, &choice, &d)
+		require.NoError(t, err)
+		if usage != nil {
+			a.usage = usage
 		}
-		if len(c.Choices) == 0 {
+		if !hasChoice {
 			continue
 		}
-		d := c.Choices[0].Delta
 		if d.Content != nil {
 			a.text += *d.Content
 		}
-		for _, tc := range d.ToolCalls {
+		for _, raw := range d.ToolCalls {
+			var tc chatToolCallIn
+			require.NoError(t, json.Unmarshal(raw, &tc))
 			for len(calls) <= tc.Index {
 				calls = append(calls, &call{})
 			}

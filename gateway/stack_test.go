@@ -52,6 +52,9 @@ func TestRequestStackFitsEightKiB(t *testing.T) {
 	}
 }
 
+// messagesBody is benchBody's request on the Messages API, open like it.
+const messagesBody = `{"model":"openai/gpt-4o","max_tokens":256,"system":"You are terse.","messages":[{"role":"user","content":"Summarise the incident report."}]`
+
 // serveUnderStackLimit serves each kind of request once to warm up, then
 // again with the process's stack limit at 8 KiB.
 func serveUnderStackLimit(t *testing.T) {
@@ -60,9 +63,15 @@ func serveUnderStackLimit(t *testing.T) {
 	t.Setenv("SLUICE_BENCH_STORE_OFF", "1")
 	nonstream := benchServer(t, nil, nil)
 	streamed := benchServer(t, nil, cannedStream{stream})
+	// A stream of reasoning_details (signed thinking): the deepest chunks
+	// the Messages translation reads.
+	reasoning, err := os.ReadFile("../testdata/recorded/openrouter/stream-reasoning-claude-sonnet-4.5-google-signature.sse")
+	require.NoError(t, err)
+	reasoned := benchServer(t, nil, cannedStream{reasoning})
 	mux := http.NewServeMux()
 	mux.Handle("/a/", http.StripPrefix("/a", nonstream))
 	mux.Handle("/s/", http.StripPrefix("/s", streamed))
+	mux.Handle("/r/", http.StripPrefix("/r", reasoned))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
@@ -75,6 +84,10 @@ func serveUnderStackLimit(t *testing.T) {
 		{"refusal", "/a/v1/chat/completions", "sk-sluice-demo-chat", `{"model":"x-ai/grok-4","messages":[{"role":"user","content":"hi"}]}`, 403},
 		{"unknown key", "/a/v1/chat/completions", "sk-nobody", benchBody + "}", 401},
 		{"invalid body", "/a/v1/chat/completions", "sk-sluice-demo-chat", `{"model":`, 400},
+		// The Messages API, translated onto the same upstream both ways.
+		{"messages answer", "/a/v1/messages", "sk-sluice-demo-chat", messagesBody + "}", 200},
+		{"messages stream", "/s/v1/messages", "sk-sluice-demo-chat", messagesBody + `,"stream":true}`, 200},
+		{"messages thinking stream", "/r/v1/messages", "sk-sluice-demo-chat", messagesBody + `,"stream":true}`, 200},
 	}
 	serve := func(path, key, body string) int {
 		// By hand on a raw connection: the client side runs no goroutine
