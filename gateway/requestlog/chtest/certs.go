@@ -15,19 +15,20 @@ import (
 	"time"
 )
 
-// The files writeCertificates writes into a server's folder.
+// The files WriteCertificates writes.
 const (
 	caFile   = "ca.pem"
 	certFile = "server.crt"
 	keyFile  = "server.key"
 )
 
-// writeCertificates makes a throwaway CA and a server certificate it signs
+// WriteCertificates makes a throwaway CA and a server certificate it signs
 // for 127.0.0.1, ::1 and localhost, valid for a day from an hour ago, and
-// writes the CA's certificate (caFile) and the server's certificate and key
-// (certFile, keyFile) into dir as PEM. The CA's key is never written: nothing
-// else can be signed by it.
-func writeCertificates(dir string) error {
+// writes the CA's certificate (ca.pem) and the server's certificate and key
+// (server.crt, server.key) into dir as PEM. The CA's key is never written:
+// nothing else can be signed by it. A server started with Options.TLS has
+// them in its Dir; tests of CA files can make their own with it.
+func WriteCertificates(dir string) error {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return fmt.Errorf("generate CA key: %w", err)

@@ -273,7 +273,7 @@ func start(opts Options) (*Server, error) {
 		s := &Server{bin: Binary(), dir: dir, opts: opts, tcpPort: ports[0], httpPort: ports[1]}
 		if opts.TLS {
 			s.securePort = ports[2]
-			if err := writeCertificates(dir); err != nil {
+			if err := WriteCertificates(dir); err != nil {
 				_ = os.RemoveAll(dir)
 				return nil, err
 			}
