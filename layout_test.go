@@ -1,6 +1,7 @@
 package sluice_test
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -81,4 +82,42 @@ func TestBackwardImportsFound(t *testing.T) {
 		module + "/compiler imports " + module + "/gateway/apierr",
 		module + "/connectors imports " + module + "/diff",
 	}, got)
+}
+
+// TestREADMEListsEveryPackage: the README's package list (the code block
+// under "## Development", a line a package, nesting by indentation) names
+// every package of the module (bench's tools under its one line).
+func TestREADMEListsEveryPackage(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	_, dev, ok := strings.Cut(string(readme), "\n## Development\n")
+	require.True(t, ok, "README has a Development section")
+	_, block, ok := strings.Cut(dev, "```\n")
+	require.True(t, ok)
+	block, _, _ = strings.Cut(block, "```")
+	listed := map[string]bool{}
+	var stack []string
+	for _, line := range strings.Split(block, "\n") {
+		name, _, _ := strings.Cut(strings.TrimLeft(line, " "), " ")
+		if !strings.HasSuffix(name, "/") {
+			continue
+		}
+		depth := (len(line) - len(strings.TrimLeft(line, " "))) / 2
+		stack = append(stack[:min(depth, len(stack))], strings.TrimSuffix(name, "/"))
+		listed[strings.Join(stack, "/")] = true
+	}
+	out, err := exec.Command("go", "list", module+"/...").CombinedOutput()
+	require.NoError(t, err, string(out))
+	for _, pkg := range strings.Fields(string(out)) {
+		rel, ok := strings.CutPrefix(pkg, module+"/")
+		if !ok {
+			continue // the module root: the embedded data files
+		}
+		parts := strings.Split(rel, "/")
+		if parts[0] == "bench" {
+			parts = parts[:1] // one line for the benchmark tools
+		}
+		key := strings.Join(parts, "/")
+		require.True(t, listed[key], "README's package list has no line for %s", key)
+	}
 }
