@@ -427,6 +427,11 @@ func TestComposeConfig(t *testing.T) {
 	require.Contains(t, fl.Volumes, "./config-fleet:/etc/sluice:ro")
 	require.True(t, fl.ReadOnly)
 
+	// The password's variable must be set for the directory to load, as
+	// compose.yaml sets it for the container; unset, it is located.
+	_, diags := snapshot.Load("config")
+	require.ErrorContains(t, diags, "sluice.toml:19: missing_env: [store] clickhouse_password_env: the environment variable CLICKHOUSE_PASSWORD is not set")
+	t.Setenv("CLICKHOUSE_PASSWORD", "compose-test-only")
 	snap, diags := snapshot.Load("config")
 	require.Empty(t, diags)
 	require.Equal(t, "0.0.0.0:8080", snap.Config.Server.Listen)

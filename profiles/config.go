@@ -98,7 +98,9 @@ type Store struct {
 	// DataDir holds the SQLite files and the spool; relative paths are resolved
 	// against the config directory. Default "data".
 	DataDir string `toml:"data_dir" json:"data_dir"`
-	// ClickHouseAddr is the native-protocol address. Default "127.0.0.1:9000".
+	// ClickHouseAddr is the native-protocol address. Default
+	// "127.0.0.1:9000", or "127.0.0.1:9440" (the secure native port) with
+	// clickhouse_tls.
 	ClickHouseAddr string `toml:"clickhouse_addr" json:"clickhouse_addr"`
 	// ClickHouseDatabase is the database name. Default "sluice".
 	ClickHouseDatabase string `toml:"clickhouse_database" json:"clickhouse_database"`
@@ -114,15 +116,20 @@ type Store struct {
 	// ClickHouseUser is the ClickHouse user. Default "default".
 	ClickHouseUser string `toml:"clickhouse_user" json:"clickhouse_user"`
 	// ClickHousePasswordEnv names the environment variable holding the
-	// user's password (read at start; never logged). Default none: no
-	// password.
+	// user's password (read at start; never logged). With kind
+	// "clickhouse", a variable that is not set (or is empty) is a
+	// configuration error. Default none: no password.
 	ClickHousePasswordEnv string `toml:"clickhouse_password_env" json:"clickhouse_password_env"`
-	// ClickHouseTLS speaks TLS to ClickHouse (point clickhouse_addr at the
-	// secure native port, 9440 by convention). Default false.
+	// ClickHouseTLS speaks TLS to ClickHouse, on the secure native port
+	// (tcp_port_secure, 9440 by convention), verifying the server's
+	// certificate and its name against the host of clickhouse_addr.
+	// Default false.
 	ClickHouseTLS bool `toml:"clickhouse_tls" json:"clickhouse_tls"`
 	// ClickHouseCAFile is a PEM file of the CAs that sign the server's
-	// certificate, relative to the config directory. Default "": the
-	// system's roots. Only with clickhouse_tls.
+	// certificate, relative to the config directory, read at start (and
+	// checked at every load: unreadable, or without a certificate, it is a
+	// configuration error). It needs clickhouse_tls = true. Default "": the
+	// system's roots.
 	ClickHouseCAFile string `toml:"clickhouse_ca_file" json:"clickhouse_ca_file"`
 }
 
@@ -537,6 +544,9 @@ func (c *Config) applyDefaults() {
 	}
 	if st.ClickHouseAddr == "" {
 		st.ClickHouseAddr = "127.0.0.1:9000"
+		if st.ClickHouseTLS {
+			st.ClickHouseAddr = "127.0.0.1:9440"
+		}
 	}
 	if st.ClickHouseDatabase == "" {
 		st.ClickHouseDatabase = "sluice"
@@ -754,6 +764,7 @@ func (c *Config) crossCheck(pos positions, diags *Diagnostics) {
 	if c.State.Kind == "postgres" && c.State.PostgresURL == "" {
 		at(CodeMissingSetting, []string{"state", "kind"}, `[state] kind = "postgres" needs postgres_url`)
 	}
+	c.checkStore(at)
 	for _, p := range CheckRoutes(c.Routes, func(name string) bool { return c.upstreams[name] != nil }) {
 		at(p.Code, p.Tokens, "%s", p.Message)
 	}

@@ -116,6 +116,11 @@ const (
 	CodeForbiddenClass       = "forbidden_class"
 	CodeInvalidProxy         = "invalid_trusted_proxy"
 	CodeMissingSetting       = "missing_setting"
+	// CodeMissingEnv: a setting names an environment variable (a password's)
+	// that is not set, or is empty.
+	CodeMissingEnv = "missing_env"
+	// CodeInvalidCAFile: a CA file cannot be read or holds no certificate.
+	CodeInvalidCAFile = "invalid_ca_file"
 	// CodeCatalogRefresh: [catalog] asks for a refresh sluice will not do (more
 	// often than once a minute, or through an upstream of another connector).
 	CodeCatalogRefresh = "invalid_catalog_refresh"

@@ -65,6 +65,60 @@ func TestDemoAndRows(t *testing.T) {
 	require.Contains(t, errOut, "degraded")
 }
 
+// TestClickHousePasswordTLSFromConfig runs `sluice migrate` and `sluice
+// rows` on a configuration that reaches ClickHouse as production does: a
+// user whose password is in the variable clickhouse_password_env names,
+// TLS to the secure native port, and a CA file beside sluice.toml. A
+// wrong password, or none in the environment, fails with a message that
+// says so and never shows the password.
+func TestClickHousePasswordTLSFromConfig(t *testing.T) {
+	const password, wrong = "cli-pw-never-printed", "cli-wrong-never-printed"
+	db := chtest.NewDatabaseName("cli_tls")
+	ch := chtest.StartWith(t, chtest.Options{User: "sluice", Password: password, Databases: []string{db}, TLS: true})
+	dir := t.TempDir()
+	ca, err := os.ReadFile(ch.CAFile())
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "clickhouse-ca.pem"), ca, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sluice.toml"), []byte(fmt.Sprintf(`[store]
+kind = "clickhouse"
+clickhouse_addr = %q
+clickhouse_database = %q
+clickhouse_user = "sluice"
+clickhouse_password_env = "SLUICE_TEST_CLI_CH_PASSWORD"
+clickhouse_tls = true
+clickhouse_ca_file = "clickhouse-ca.pem"
+`, ch.SecureAddr(), db)), 0o644))
+	noSecret := func(outs ...string) {
+		t.Helper()
+		for _, o := range outs {
+			require.NotContains(t, o, password)
+			require.NotContains(t, o, wrong)
+		}
+	}
+
+	t.Setenv("SLUICE_TEST_CLI_CH_PASSWORD", password)
+	code, out, errOut := runCLI(t, "", "migrate", "--config", dir)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "applied 001_")
+	code, out, errOut = runCLI(t, "", "rows", "--config", dir, "--format", "json")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "[]", strings.TrimSpace(out))
+	noSecret(out, errOut)
+
+	t.Setenv("SLUICE_TEST_CLI_CH_PASSWORD", wrong)
+	for _, cmd := range []string{"migrate", "rows"} {
+		code, out, errOut = runCLI(t, "", cmd, "--config", dir)
+		require.Equal(t, 1, code, cmd)
+		require.Contains(t, errOut, `authentication failed for user "sluice"`, cmd)
+		noSecret(out, errOut)
+	}
+
+	require.NoError(t, os.Unsetenv("SLUICE_TEST_CLI_CH_PASSWORD"))
+	code, _, errOut = runCLI(t, "", "rows", "--config", dir)
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "sluice.toml:6: missing_env: [store] clickhouse_password_env: the environment variable SLUICE_TEST_CLI_CH_PASSWORD is not set")
+}
+
 // TestMigrateClickHouse applies the request-log migrations to a throwaway
 // server, then finds nothing left to apply.
 func TestMigrateClickHouse(t *testing.T) {

@@ -3,15 +3,18 @@ package requestlog
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -93,26 +96,82 @@ func (o Options) open(database string) (driver.Conn, error) {
 	return conn, nil
 }
 
-// connect creates the database if missing and returns a pool bound to it.
+// ClickHouse's error codes that connect explains.
+const (
+	chUnknownDatabase      = 81
+	chUnknownUser          = 192
+	chWrongPassword        = 193
+	chRequiredPassword     = 194
+	chIPAddressNotAllowed  = 195
+	chAuthenticationFailed = 516 // current releases, for every refused login
+)
+
+// connect returns a pool bound to o.Database, creating the database first
+// when the server says it does not exist. It is created over a connection
+// that names no database (the server's default for the user, whose access
+// is not checked at login), so that a user allowed only its own databases
+// can create it; a user who may not create databases still connects to one
+// made for it.
 func connect(ctx context.Context, o Options) (driver.Conn, error) {
-	boot, err := o.open("default")
+	conn, err := o.dial(ctx, o.Database)
+	var ex *clickhouse.Exception
+	if errors.As(err, &ex) && ex.Code == chUnknownDatabase {
+		boot, err := o.dial(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		err = boot.Exec(ctx, "CREATE DATABASE IF NOT EXISTS `"+o.Database+"`")
+		_ = boot.Close()
+		if err != nil {
+			return nil, fmt.Errorf("requestlog: clickhouse %s: create database %s: %w", o.Addr, o.Database, err)
+		}
+		return o.dial(ctx, o.Database)
+	}
 	if err != nil {
 		return nil, err
 	}
-	err = boot.Exec(ctx, "CREATE DATABASE IF NOT EXISTS `"+o.Database+"`")
-	_ = boot.Close()
-	if err != nil {
-		return nil, fmt.Errorf("requestlog: clickhouse %s: create database %s: %w", o.Addr, o.Database, err)
-	}
-	conn, err := o.open(o.Database)
+	return conn, nil
+}
+
+// dial opens a pool bound to database and logs in with a ping, returning
+// the login's error explained (see explainConnError).
+func (o Options) dial(ctx context.Context, database string) (driver.Conn, error) {
+	conn, err := o.open(database)
 	if err != nil {
 		return nil, err
 	}
 	if err := conn.Ping(ctx); err != nil {
 		_ = conn.Close()
-		return nil, fmt.Errorf("requestlog: clickhouse %s: %w", o.Addr, err)
+		return nil, fmt.Errorf("requestlog: clickhouse %s: %w", o.Addr, o.explainConnError(err))
 	}
 	return conn, nil
+}
+
+// explainConnError prefixes err, from logging in, with what went wrong in
+// the operator's terms when it is a refused login or a TLS mismatch. It
+// never includes the password.
+func (o Options) explainConnError(err error) error {
+	var (
+		ex       *clickhouse.Exception
+		verify   *tls.CertificateVerificationError
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+		invalid  x509.CertificateInvalidError
+		record   tls.RecordHeaderError
+	)
+	switch {
+	case errors.As(err, &ex) && slices.Contains([]int32{chUnknownUser, chWrongPassword, chRequiredPassword, chIPAddressNotAllowed, chAuthenticationFailed}, ex.Code):
+		return fmt.Errorf("authentication failed for user %q (check clickhouse_user and the password in clickhouse_password_env): %w", o.Username, err)
+	case errors.As(err, &hostname):
+		return fmt.Errorf("TLS: the server's certificate is not for %q, the host of clickhouse_addr (address the server by a name its certificate lists): %w", hostname.Host, err)
+	case errors.As(err, &verify), errors.As(err, &unknown), errors.As(err, &invalid):
+		return fmt.Errorf("TLS: the server's certificate is not trusted (clickhouse_ca_file names the CAs that sign it; without it, the system's roots): %w", err)
+	case errors.As(err, &record):
+		return fmt.Errorf("TLS: the server does not speak TLS on this port (the secure native port, tcp_port_secure, is 9440 by convention): %w", err)
+	case o.TLS == nil && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)):
+		return fmt.Errorf("the server hung up on the login (a secure port needs clickhouse_tls = true; ClickHouse 18 also hangs up on a database the user may not use): %w", err)
+	}
+	return err
 }
 
 var _ Store = (*clickhouseStore)(nil)

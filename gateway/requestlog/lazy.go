@@ -3,10 +3,8 @@ package requestlog
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"sync"
 
@@ -41,30 +39,27 @@ func Open(st *profiles.Store) (Store, error) {
 
 // ClickHouseOptions are the ClickHouse options of a [store] section: the
 // address, database and user, the password read from the environment
-// variable clickhouse_password_env names (never logged), and TLS with the
-// CAs of clickhouse_ca_file (the system's roots without one).
+// variable clickhouse_password_env names (never logged; unset or empty, an
+// error), and, with clickhouse_tls, TLS verifying the server's certificate
+// against the CAs of clickhouse_ca_file (the system's roots without one) and
+// its name against the host of clickhouse_addr.
 func ClickHouseOptions(st *profiles.Store) (Options, error) {
 	o := Options{Addr: st.ClickHouseAddr, Database: st.ClickHouseDatabase, Username: st.ClickHouseUser}
-	if st.ClickHousePasswordEnv != "" {
-		o.Password = os.Getenv(st.ClickHousePasswordEnv)
+	pw, err := st.ClickHousePassword()
+	if err != nil {
+		return o, fmt.Errorf("clickhouse_password_env: %w", err)
 	}
+	o.Password = pw
 	if st.ClickHouseTLS {
 		host, _, err := net.SplitHostPort(st.ClickHouseAddr)
 		if err != nil {
 			host = st.ClickHouseAddr
 		}
-		o.TLS = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
-		if st.ClickHouseCAFile != "" {
-			pem, err := os.ReadFile(st.ClickHouseCAFile)
-			if err != nil {
-				return o, fmt.Errorf("clickhouse_ca_file: %w", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return o, fmt.Errorf("clickhouse_ca_file %s: no PEM certificate in it", st.ClickHouseCAFile)
-			}
-			o.TLS.RootCAs = pool
+		roots, err := st.ClickHouseRootCAs()
+		if err != nil {
+			return o, fmt.Errorf("clickhouse_ca_file: %w", err)
 		}
+		o.TLS = &tls.Config{ServerName: host, RootCAs: roots, MinVersion: tls.VersionTLS12}
 	}
 	return o, nil
 }

@@ -9,10 +9,18 @@
 // When the binary is missing, tests are skipped with an installation hint,
 // unless the CI environment variable is non-empty: then they fail, so that
 // ClickHouse tests are never silently skipped in CI.
+//
+// Start and Shared run a server open to the passwordless "default" user over
+// plaintext. StartWith runs one set up as production servers are (see
+// Options): a user with a password, "default" unable to log in over the
+// network, and the secure native port (tcp_port_secure) with a certificate
+// from a throwaway CA made at start.
 package chtest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -35,12 +43,36 @@ const DefaultBinary = "/usr/sbin/clickhouse-server"
 // readyTimeout bounds how long Start and Restart wait for /ping to answer.
 const readyTimeout = 30 * time.Second
 
+// Options configure a server started by StartWith. The zero value is the
+// server Start starts.
+type Options struct {
+	// User, when non-empty, is a user that logs in from loopback with
+	// Password (stored as its SHA-256, password_sha256_hex). The "default"
+	// user is then allowed only from ::1, where the server does not listen:
+	// it cannot log in at all, as "default" cannot over the network on a
+	// production server. Default "": "default" logs in without a password.
+	User string
+	// Password is User's password. Required with User.
+	Password string
+	// Databases, when non-empty, are the only databases User may use
+	// (allow_databases), as a user made for one application has. Default
+	// none: every database.
+	Databases []string
+	// TLS also listens on the secure native port (tcp_port_secure; see
+	// SecureAddr) with a certificate for 127.0.0.1, ::1 and localhost,
+	// signed by a CA made at start (see CAFile). The plaintext port stays
+	// open. Default false.
+	TLS bool
+}
+
 // Server is a running throwaway clickhouse-server process.
 type Server struct {
-	bin      string
-	dir      string
-	tcpPort  int
-	httpPort int
+	bin        string
+	dir        string
+	opts       Options
+	tcpPort    int
+	httpPort   int
+	securePort int // 0 without Options.TLS
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -80,8 +112,17 @@ func Require(t testing.TB) {
 // t's cleanup runs. See Require for what happens when the binary is missing.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return StartWith(t, Options{})
+}
+
+// StartWith is Start with a user, a password and TLS as opts says.
+func StartWith(t testing.TB, opts Options) *Server {
+	t.Helper()
 	Require(t)
-	s, err := start()
+	if opts.User != "" && opts.Password == "" {
+		t.Fatalf("chtest: Options.User %q needs a Password", opts.User)
+	}
+	s, err := start(opts)
 	if err != nil {
 		t.Fatalf("chtest: %v", err)
 	}
@@ -106,7 +147,7 @@ func Shared(t testing.TB) *Server {
 	sharedMu.Lock()
 	defer sharedMu.Unlock()
 	if shared == nil && sharedErr == nil {
-		shared, sharedErr = start()
+		shared, sharedErr = start(Options{})
 	}
 	if sharedErr != nil {
 		t.Fatalf("chtest: shared server: %v", sharedErr)
@@ -138,6 +179,25 @@ func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.It
 
 // HTTPAddr returns the HTTP interface address, "127.0.0.1:PORT".
 func (s *Server) HTTPAddr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.httpPort)) }
+
+// SecureAddr returns the secure native-protocol address (TLS),
+// "127.0.0.1:PORT", or "" when the server was started without Options.TLS.
+func (s *Server) SecureAddr() string {
+	if s.securePort == 0 {
+		return ""
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.securePort))
+}
+
+// CAFile returns the path of the PEM file of the CA that signed the
+// server's certificate, or "" when the server was started without
+// Options.TLS. It lives in Dir.
+func (s *Server) CAFile() string {
+	if !s.opts.TLS {
+		return ""
+	}
+	return filepath.Join(s.dir, caFile)
+}
 
 // Dir returns the server's temporary folder (config, data and logs).
 func (s *Server) Dir() string { return s.dir }
@@ -198,19 +258,26 @@ func (s *Server) signalAndWait(sig syscall.Signal, timeout time.Duration) {
 
 // start creates the folder, picks ports and launches the server, retrying
 // with new ports a few times in case another process took a port meanwhile.
-func start() (*Server, error) {
+func start(opts Options) (*Server, error) {
 	var lastErr error
 	for range 3 {
 		dir, err := os.MkdirTemp("", "sluice-chtest-")
 		if err != nil {
 			return nil, fmt.Errorf("create temp folder: %w", err)
 		}
-		ports, err := freePorts(2)
+		ports, err := freePorts(3)
 		if err != nil {
 			_ = os.RemoveAll(dir)
 			return nil, err
 		}
-		s := &Server{bin: Binary(), dir: dir, tcpPort: ports[0], httpPort: ports[1]}
+		s := &Server{bin: Binary(), dir: dir, opts: opts, tcpPort: ports[0], httpPort: ports[1]}
+		if opts.TLS {
+			s.securePort = ports[2]
+			if err := WriteCertificates(dir); err != nil {
+				_ = os.RemoveAll(dir)
+				return nil, err
+			}
+		}
 		if err := s.writeConfig(); err != nil {
 			_ = os.RemoveAll(dir)
 			return nil, err
@@ -313,7 +380,27 @@ func (s *Server) logTail() string {
 	return string(out)
 }
 
+// writeConfig writes config.xml and users.xml for s.opts. The keys are those
+// of ClickHouse 18.16's own config.xml (tcp_port_secure and the
+// <openSSL><server> section, which serves the secure native port) and
+// users.xml (password_sha256_hex, networks), which current releases read
+// the same way.
 func (s *Server) writeConfig() error {
+	var secure string
+	if s.opts.TLS {
+		secure = fmt.Sprintf(`
+    <tcp_port_secure>%[2]d</tcp_port_secure>
+    <openSSL>
+        <server>
+            <certificateFile>%[1]s/%[3]s</certificateFile>
+            <privateKeyFile>%[1]s/%[4]s</privateKeyFile>
+            <verificationMode>none</verificationMode>
+            <loadDefaultCAFile>false</loadDefaultCAFile>
+            <disableProtocols>sslv2,sslv3,tlsv1,tlsv1_1</disableProtocols>
+            <preferServerCiphers>true</preferServerCiphers>
+        </server>
+    </openSSL>`, s.dir, s.securePort, certFile, keyFile)
+	}
 	config := fmt.Sprintf(`<?xml version="1.0"?>
 <yandex>
     <logger>
@@ -325,7 +412,7 @@ func (s *Server) writeConfig() error {
     </logger>
     <listen_host>127.0.0.1</listen_host>
     <tcp_port>%[2]d</tcp_port>
-    <http_port>%[3]d</http_port>
+    <http_port>%[3]d</http_port>%[4]s
     <path>%[1]s/data/</path>
     <tmp_path>%[1]s/tmp/</tmp_path>
     <user_files_path>%[1]s/user_files/</user_files_path>
@@ -337,8 +424,33 @@ func (s *Server) writeConfig() error {
     <mark_cache_size>268435456</mark_cache_size>
     <max_concurrent_queries>100</max_concurrent_queries>
 </yandex>
-`, s.dir, s.tcpPort, s.httpPort)
-	users := `<?xml version="1.0"?>
+`, s.dir, s.tcpPort, s.httpPort, secure)
+	// "default" logs in from loopback, unless there is a user of our own:
+	// then only from ::1, where the server does not listen.
+	defaultNetworks := "<ip>127.0.0.1</ip>\n                <ip>::1</ip>"
+	var user string
+	if s.opts.User != "" {
+		defaultNetworks = "<ip>::1</ip>"
+		sum := sha256.Sum256([]byte(s.opts.Password))
+		var allow string
+		if len(s.opts.Databases) > 0 {
+			allow = "\n            <allow_databases>"
+			for _, db := range s.opts.Databases {
+				allow += "<database>" + db + "</database>"
+			}
+			allow += "</allow_databases>"
+		}
+		user = fmt.Sprintf(`
+        <%[1]s>
+            <password_sha256_hex>%[2]s</password_sha256_hex>
+            <networks>
+                <ip>127.0.0.1</ip>
+            </networks>
+            <profile>default</profile>
+            <quota>default</quota>%[3]s
+        </%[1]s>`, s.opts.User, hex.EncodeToString(sum[:]), allow)
+	}
+	users := fmt.Sprintf(`<?xml version="1.0"?>
 <yandex>
     <profiles>
         <default>
@@ -349,12 +461,11 @@ func (s *Server) writeConfig() error {
         <default>
             <password></password>
             <networks>
-                <ip>127.0.0.1</ip>
-                <ip>::1</ip>
+                %[1]s
             </networks>
             <profile>default</profile>
             <quota>default</quota>
-        </default>
+        </default>%[2]s
     </users>
     <quotas>
         <default>
@@ -369,11 +480,11 @@ func (s *Server) writeConfig() error {
         </default>
     </quotas>
 </yandex>
-`
+`, defaultNetworks, user)
 	if err := os.WriteFile(filepath.Join(s.dir, "config.xml"), []byte(config), 0o644); err != nil {
 		return fmt.Errorf("write config.xml: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(s.dir, "users.xml"), []byte(users), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(s.dir, "users.xml"), []byte(users), 0o600); err != nil {
 		return fmt.Errorf("write users.xml: %w", err)
 	}
 	return nil
