@@ -31,12 +31,14 @@ func BenchmarkCompile(b *testing.B) {
 		}
 		b.Run(up, func(b *testing.B) {
 			b.ReportAllocs()
+			// One memo, initialised afresh for each request: the gateway's
+			// lives inside the request's turn, allocated with it.
+			var m Memo
 			for b.Loop() {
 				d, err := snap.Decision(ctx, key.Principal())
 				if err != nil {
 					b.Fatal(err)
 				}
-				var m Memo
 				snap.InitMemo(&m, key, d, req.Routing, Pin{}, req.Body)
 				c, err := m.Compile(up, req.Model)
 				if err != nil || c.Native == nil {
