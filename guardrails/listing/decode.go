@@ -166,6 +166,11 @@ func (o object) str(key string, required bool) string {
 		o.c.add(CodeShape, o.at(key), "must be a string, not a %s", kind(raw))
 		return ""
 	}
+	if required && s == "" {
+		// An id or a provider's name that is there but empty names
+		// nothing the catalog could key on.
+		o.c.add(CodeShape, o.at(key), "%s is required: it must not be empty", key)
+	}
 	return s
 }
 
