@@ -241,7 +241,10 @@ func (c *Catalog) SendName(connector, entry string) string {
 	} else if s, ok := builtinProviders[base].Send[connector]; ok {
 		name = s
 	}
-	if tagged {
+	switch {
+	case name == base:
+		return entry // spelled as the catalog spells it, tag and all
+	case tagged:
 		return name + "/" + tag
 	}
 	return name

@@ -98,6 +98,27 @@ func (r Row) normalized() Row {
 	return r
 }
 
+// normalizedToRead is [Row.normalized] for a caller that only reads the
+// row (a store binding its columns): its slices are r's, but for
+// RoutingDegraded when it needs sorting, which sorts a copy.
+func (r Row) normalizedToRead() Row {
+	if r.TS.IsZero() {
+		r.TS = time.Now()
+	}
+	r.TS = r.TS.UTC().Truncate(time.Millisecond)
+	r.CostUSD, r.LatencyMS, r.TTFTMS = finite(r.CostUSD), finite(r.LatencyMS), finite(r.TTFTMS)
+	if r.Chain == nil {
+		r.Chain = []string{}
+	}
+	switch {
+	case r.RoutingDegraded == nil:
+		r.RoutingDegraded = []string{}
+	case !slices.IsSorted(r.RoutingDegraded):
+		r.RoutingDegraded = slices.Sorted(slices.Values(r.RoutingDegraded))
+	}
+	return r
+}
+
 // normalize makes r what [Row.normalized] returns, in place.
 func (r *Row) normalize() {
 	if r.TS.IsZero() {

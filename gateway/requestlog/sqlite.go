@@ -299,7 +299,7 @@ func insertRows(ctx context.Context, dc any, rows []Row) (err error) {
 			defer (*stmt).(driver.Stmt).Close()
 		}
 		for i, r := range rows[:n] {
-			setRowArgs(args[i*cols:(i+1)*cols], r.normalized())
+			setRowArgs(args[i*cols:(i+1)*cols], r.normalizedToRead())
 		}
 		if _, err := (*stmt).ExecContext(ctx, args[:n*cols]); err != nil {
 			return fmt.Errorf("requestlog: sqlite insert of %d rows from %q: %w", n, rows[0].RequestID, err)
