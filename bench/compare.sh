@@ -196,11 +196,16 @@ wait_file() {
   return 1
 }
 
-# free_port: a loopback TCP port nobody listens on (bounded tries).
+# free_port: a loopback TCP port nobody listens on (bounded tries), below
+# the kernel's ephemeral range: thousands of open streams take thousands of
+# ephemeral ports as their connections' source ports, and a listener told
+# to bind one of those fails with "address already in use".
 free_port() {
-  local i p
+  local i p low
+  low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+  [ "$low" -gt 12000 ] || { echo "the ephemeral port range starts at $low: no room below it" >&2; return 1; }
   for i in $(seq 1 50); do
-    p=$((20000 + RANDOM % 30000))
+    p=$((10000 + RANDOM % (low - 10000)))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return 0; fi
   done
   echo "no free port found" >&2; return 1

@@ -80,6 +80,8 @@ type Client struct {
 	upMetric  prometheus.Gauge
 	fallbacks *prometheus.CounterVec
 
+	q queue // the flushers' (batch.go)
+
 	stop chan struct{}
 	done chan struct{}
 	once sync.Once
@@ -136,6 +138,7 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 	c.mu.Lock()
 	c.downSince, c.lastErr = time.Now(), "not connected yet"
 	c.mu.Unlock()
+	c.startFlushers()
 	c.heartbeat(ctx)
 	go c.loop()
 	go c.health.subscribe()
@@ -147,8 +150,10 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 func (c *Client) Close() error {
 	var err error
 	c.once.Do(func() {
+		c.closeQueue()
 		close(c.stop)
 		<-c.done
+		c.q.wg.Wait()
 		c.health.close()
 		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 		_ = c.rdb.ZRem(ctx, c.key("replicas"), c.id).Err()
