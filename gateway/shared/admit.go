@@ -300,6 +300,25 @@ func (c *Client) departArgs(d *Departure) ([]string, []any) {
 // pipeline retries.
 var scripts = []*redis.Script{admitScript, settleScript, departScript, cachePutScript, healthScript}
 
+// pipe runs a pipeline; when a script is missing from the server's cache
+// (NOSCRIPT: Redis restarted), it loads every script and runs it again.
+func (c *Client) pipe(ctx context.Context, fill func(redis.Pipeliner)) ([]redis.Cmder, error) {
+	run := func() ([]redis.Cmder, error) {
+		return c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { fill(p); return nil })
+	}
+	cmds, err := run()
+	if !noScript(cmds) {
+		return cmds, pipeErr(cmds, err)
+	}
+	for _, s := range scripts {
+		if err := s.Load(ctx, c.rdb).Err(); err != nil {
+			return nil, err
+		}
+	}
+	cmds, err = run()
+	return cmds, pipeErr(cmds, err)
+}
+
 // pipeErr is the pipeline's error that means Redis did not answer: a
 // missing key (redis.Nil) is an answer.
 func pipeErr(cmds []redis.Cmder, err error) error {

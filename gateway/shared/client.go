@@ -80,8 +80,6 @@ type Client struct {
 	upMetric  prometheus.Gauge
 	fallbacks *prometheus.CounterVec
 
-	q queue // the flushers' (batch.go)
-
 	stop chan struct{}
 	done chan struct{}
 	once sync.Once
@@ -138,7 +136,6 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 	c.mu.Lock()
 	c.downSince, c.lastErr = time.Now(), "not connected yet"
 	c.mu.Unlock()
-	c.startFlushers()
 	c.heartbeat(ctx)
 	go c.loop()
 	go c.health.subscribe()
@@ -150,10 +147,8 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 func (c *Client) Close() error {
 	var err error
 	c.once.Do(func() {
-		c.closeQueue()
 		close(c.stop)
 		<-c.done
-		c.q.wg.Wait()
 		c.health.close()
 		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 		_ = c.rdb.ZRem(ctx, c.key("replicas"), c.id).Err()
