@@ -26,6 +26,15 @@ var ErrMessagesStream = errors.New("connectors: the chat stream cannot be told a
 type msgStream struct {
 	inner Stream
 	call  *Call
+	// dec holds the chunk being read: in the stream rather than in chunk's
+	// frame, which is on the stack at the bottom of the attempt loop for a
+	// stream's first chunk (see decodeChunk).
+	dec struct {
+		c     msgChunk
+		usage *headUsage
+		ch    msgChoice
+		d     msgDelta
+	}
 
 	started, finished bool
 	// open is the content block being streamed ("" when none): "text",
@@ -125,29 +134,34 @@ func decodeChunk(p []byte, c *msgChunk, u **headUsage, ch *msgChoice, d *msgDelt
 	return true, nil
 }
 
+// start opens the message with the first chunk's id and model.
+//
+//go:noinline
+func (s *msgStream) start(c *msgChunk, emit func([]byte) error) error {
+	s.started = true
+	start := msgStartEvent{Type: "message_start", Message: msgStart{ID: c.ID, Type: "message", Role: "assistant",
+		Model: messageModel(s.call, c.Model), Content: []json.RawMessage{}}}
+	return s.emit(emit, "message_start", start)
+}
+
 // chunk translates one chat chunk (or the end marker).
 func (s *msgStream) chunk(p []byte, emit func([]byte) error) error {
 	if bytes.Equal(p, doneData) {
 		return s.finish(emit)
 	}
-	var (
-		c     msgChunk
-		usage *headUsage
-		ch    msgChoice
-		d     msgDelta
-	)
-	hasChoice, err := decodeChunk(p, &c, &usage, &ch, &d)
+	dec := &s.dec
+	dec.c, dec.usage, dec.ch, dec.d = msgChunk{}, nil, msgChoice{}, msgDelta{}
+	c, ch, d := &dec.c, &dec.ch, &dec.d
+	hasChoice, err := decodeChunk(p, c, &dec.usage, ch, d)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrMessagesStream, err)
 	}
+	usage := dec.usage
 	if len(c.Error) > 0 && !anthIsNull(c.Error) {
 		return s.upstreamError(c.Error, emit)
 	}
 	if !s.started {
-		s.started = true
-		start := msgStartEvent{Type: "message_start", Message: msgStart{ID: c.ID, Type: "message", Role: "assistant",
-			Model: messageModel(s.call, c.Model), Content: []json.RawMessage{}}}
-		if err := s.emit(emit, "message_start", start); err != nil {
+		if err := s.start(c, emit); err != nil {
 			return err
 		}
 	}

@@ -17,14 +17,19 @@ import (
 	"github.com/sluicegw/sluice/snapshot"
 )
 
-// chatCompletions is the request path of POST /v1/chat/completions, top to
-// bottom: begin, parse, admit (rate limits, and the fleet's shared state
-// read in one round trip), replay, plan, dispatch, relay, settle, answer,
-// record. Each step is one method in the file of its name; none writes the
+// serve is the request path of every API that asks an upstream for an
+// answer — chat completions, the Messages API, embeddings — top to bottom:
+// begin, parse, admit (rate limits, and the fleet's shared state read in
+// one round trip), replay, plan, dispatch, relay, settle, answer, record.
+// Each step is one method in the file of its name; none writes the
 // request-log row, which record builds once from what the turn learned.
-func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	t := s.begin(r, connectors.APIChat) // auth: the key and configuration authenticate found
-	defer s.record(t)                   // record: the row, whatever happens below
+// What differs between the APIs is carried by the turn from begin on: how
+// parse reads the body, how the upstream is asked (natively or translated,
+// see connectors.TranslateFor), and the shape of the answer, the stream's
+// events and the errors (answer.go).
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, api connectors.API) {
+	t := s.begin(r, api) // auth: the key and configuration authenticate found
+	defer s.record(t)    // record: the row, whatever happens below
 	if e := s.parse(w, r, t); e != nil {
 		s.answerError(w, t, e)
 		return
@@ -48,6 +53,12 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	s.relay(r, t)  // relay: the rest of a stream dispatch opened
 	s.settle(t)    // settle: price, pin, charge, release, keep for replay
 	s.answer(w, t) // answer: the answer, or the failure the request ended on
+}
+
+// chatCompletions serves POST /v1/chat/completions, the OpenAI chat
+// completions API, non-streaming and streaming.
+func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	s.serve(w, r, connectors.APIChat)
 }
 
 // turn is one request on its way down the path: what each step learned.

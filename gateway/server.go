@@ -1,8 +1,7 @@
 // Package gateway serves the OpenAI-compatible API and the Anthropic
-// Messages API over compiled plans and records every request. Each API's
-// request path is one function — chatCompletions in path.go, messages and
-// embeddings in inbound.go — that reads top to bottom through the same
-// steps: begin (auth) → parse → admit (rate limits; the shared state) →
+// Messages API over compiled plans and records every request. The request
+// path is one function, serve in path.go, that chat completions, the
+// Messages API and embeddings all go through, top to bottom: begin (auth) → parse → admit (rate limits; the shared state) →
 // replay (the response cache) → plan → dispatch (the attempt loop) → relay
 // (the rest of a stream) → settle → answer → record, each step in the file
 // of its name. This file wires the
