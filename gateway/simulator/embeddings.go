@@ -256,14 +256,9 @@ func slugsOf(eps []Endpoint) []string {
 }
 
 func (s *Server) handleOpenAIEmbeddings(w http.ResponseWriter, r *http.Request) {
-	hdr, err := s.headerFaults(r)
-	if err != nil {
-		simError(w, http.StatusBadRequest, FaultHeader+": "+err.Error())
-		return
-	}
 	var q embeddingsRequest
-	if err := decodeBody(r, &q); err != nil {
-		writeJSON(w, http.StatusBadRequest, openAIShape(400, "We could not parse the JSON body of your request."))
+	hdr, ok := s.readRequest(w, r, &q, func(err error) any { return openAIShape(400, "We could not parse the JSON body of your request.") })
+	if !ok {
 		return
 	}
 	m, ep, ok := s.directModel(q.Model, "openai")
@@ -281,14 +276,9 @@ func (s *Server) handleOpenAIEmbeddings(w http.ResponseWriter, r *http.Request) 
 }
 
 func (s *Server) handleOREmbeddings(w http.ResponseWriter, r *http.Request) {
-	hdr, err := s.headerFaults(r)
-	if err != nil {
-		simError(w, http.StatusBadRequest, FaultHeader+": "+err.Error())
-		return
-	}
 	var q embeddingsRequest
-	if err := decodeBody(r, &q); err != nil {
-		writeJSON(w, http.StatusBadRequest, orShape(400, err.Error()))
+	hdr, ok := s.readRequest(w, r, &q, func(err error) any { return orShape(400, err.Error()) })
+	if !ok {
 		return
 	}
 	sortKey, err := q.Provider.sortKey()
@@ -317,14 +307,9 @@ func (s *Server) handleOREmbeddings(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleVercelEmbeddings(w http.ResponseWriter, r *http.Request) {
-	hdr, err := s.headerFaults(r)
-	if err != nil {
-		simError(w, http.StatusBadRequest, FaultHeader+": "+err.Error())
-		return
-	}
 	var q embeddingsRequest
-	if err := decodeBody(r, &q); err != nil {
-		writeJSON(w, http.StatusBadRequest, vercelShape(400, err.Error()))
+	hdr, ok := s.readRequest(w, r, &q, func(err error) any { return vercelShape(400, err.Error()) })
+	if !ok {
 		return
 	}
 	var g *vercelGateway

@@ -143,14 +143,9 @@ func (s *Server) directModel(ref, provider string) (*Model, Endpoint, bool) {
 }
 
 func (s *Server) handleOpenAI(w http.ResponseWriter, r *http.Request) {
-	hdr, err := s.headerFaults(r)
-	if err != nil {
-		simError(w, http.StatusBadRequest, FaultHeader+": "+err.Error())
-		return
-	}
 	var q chatRequest
-	if err := decodeBody(r, &q); err != nil {
-		writeJSON(w, http.StatusBadRequest, openAIShape(400, "We could not parse the JSON body of your request."))
+	hdr, ok := s.readRequest(w, r, &q, func(err error) any { return openAIShape(400, "We could not parse the JSON body of your request.") })
+	if !ok {
 		return
 	}
 	if q.Model == "" {

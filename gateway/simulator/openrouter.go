@@ -199,14 +199,9 @@ func orModelID(m *Model) string {
 }
 
 func (s *Server) handleOpenRouter(w http.ResponseWriter, r *http.Request) {
-	hdr, err := s.headerFaults(r)
-	if err != nil {
-		simError(w, http.StatusBadRequest, FaultHeader+": "+err.Error())
-		return
-	}
 	var q chatRequest
-	if err := decodeBody(r, &q); err != nil {
-		writeJSON(w, http.StatusBadRequest, orShape(400, err.Error()))
+	hdr, ok := s.readRequest(w, r, &q, func(err error) any { return orShape(400, err.Error()) })
+	if !ok {
 		return
 	}
 	if len(q.Models) > 3 {

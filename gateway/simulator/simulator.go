@@ -422,6 +422,22 @@ func cost(ep Endpoint, in, out int) float64 {
 	return (float64(in)*ep.PriceIn + float64(out)*ep.PriceOut) / 1e6
 }
 
+// readRequest reads a request's fault headers and its JSON body into q. On
+// a bad one it answers 400 — a bad fault header as the simulator's own
+// error, a bad body in the upstream's shape (bad) — and ok is false.
+func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, q any, bad func(error) any) (hdr []Fault, ok bool) {
+	hdr, err := s.headerFaults(r)
+	if err != nil {
+		simError(w, http.StatusBadRequest, FaultHeader+": "+err.Error())
+		return nil, false
+	}
+	if err := decodeBody(r, q); err != nil {
+		writeJSON(w, http.StatusBadRequest, bad(err))
+		return nil, false
+	}
+	return hdr, true
+}
+
 func decodeBody(r *http.Request, v any) error {
 	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<20))
 	if err := dec.Decode(v); err != nil {

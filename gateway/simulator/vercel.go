@@ -193,14 +193,9 @@ func vercelOverflow(m *Model, prompt int) failure {
 }
 
 func (s *Server) handleVercel(w http.ResponseWriter, r *http.Request) {
-	hdr, err := s.headerFaults(r)
-	if err != nil {
-		simError(w, http.StatusBadRequest, FaultHeader+": "+err.Error())
-		return
-	}
 	var q chatRequest
-	if err := decodeBody(r, &q); err != nil {
-		writeJSON(w, http.StatusBadRequest, vercelShape(400, err.Error()))
+	hdr, ok := s.readRequest(w, r, &q, func(err error) any { return vercelShape(400, err.Error()) })
+	if !ok {
 		return
 	}
 	var g *vercelGateway
