@@ -133,18 +133,8 @@ func (*vercel) embeddingsCapabilities() compiler.Capabilities {
 }
 
 func (*vercel) translateEmbeddings(body Body, _ *compiler.Plan, out *compiler.Outcome) (*Native, error) {
-	ps := out.Providers
-	var g object
-	g.list("order", ps.Preferred)
-	g.list("only", ps.Allowed)
-	g.str("sort", vercelSort[ps.RankBy])
-	set := []member{{"model", jsonscan.AppendString(nil, out.NativeModel)}}
-	if gb := g.bytes(); gb != nil {
-		var po object
-		po.raw("gateway", gb)
-		set = append(set, member{"providerOptions", po.bytes()})
-	}
-	return &Native{Path: embeddingsPath, Header: noHeaders, Body: encodeBody(body, set...)}, nil
+	// No fallback models: the embeddings endpoint takes none.
+	return &Native{Path: embeddingsPath, Header: noHeaders, Body: encodeBody(body, vercelRouting(out, nil)...)}, nil
 }
 
 // vercelEmbeddingsReport is the routing report of an embeddings answer: a

@@ -35,12 +35,15 @@ var vercelSort = map[string]string{"cost": "cost", "latency": "ttft", "throughpu
 // Translate implements [Connector.Translate]: providerOptions.gateway with
 // order, only, models (the chain) and sort, in the upstream's own names; a
 // stream asks for usage (see [withStreamUsage]).
-func (*vercel) Translate(body Body, _ *compiler.Plan, out *compiler.Outcome) (*Native, error) {
+// vercelRouting is the model and the gateway's provider options of a
+// request: the provider order, the allow-list, the ranking and, for chat,
+// the fallback models (chain).
+func vercelRouting(out *compiler.Outcome, chain []string) []member {
 	ps := out.Providers
 	var g object
 	g.list("order", ps.Preferred)
 	g.list("only", ps.Allowed)
-	g.list("models", out.Chain)
+	g.list("models", chain)
 	g.str("sort", vercelSort[ps.RankBy])
 	set := []member{{"model", jsonscan.AppendString(nil, out.NativeModel)}}
 	if gb := g.bytes(); gb != nil {
@@ -48,7 +51,11 @@ func (*vercel) Translate(body Body, _ *compiler.Plan, out *compiler.Outcome) (*N
 		po.raw("gateway", gb)
 		set = append(set, member{"providerOptions", po.bytes()})
 	}
-	set, added := withStreamUsage(body, set)
+	return set
+}
+
+func (*vercel) Translate(body Body, _ *compiler.Plan, out *compiler.Outcome) (*Native, error) {
+	set, added := withStreamUsage(body, vercelRouting(out, out.Chain))
 	return &Native{Path: "/chat/completions", Header: noHeaders, Body: encodeBody(body, set...), UsageAdded: added}, nil
 }
 
