@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -441,8 +442,13 @@ func TestComposeConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, compose.Services, host, "clickhouse_addr names the compose service")
 
-	// The fleet's directory loads too, and names the compose file's Redis,
-	// PostgreSQL and ClickHouse.
+	// The fleet's directory loads too, once the PostgreSQL password's
+	// variable is set as compose.yaml sets it for the fleet's replicas, and
+	// names the compose file's Redis, PostgreSQL and ClickHouse.
+	require.Contains(t, fmt.Sprint(fl.Environment), "POSTGRES_PASSWORD=", "compose.yaml gives the replicas the PostgreSQL password")
+	_, diags = snapshot.Load("config-fleet")
+	require.ErrorContains(t, diags, "missing_env: [state] postgres_password_env: the environment variable POSTGRES_PASSWORD is not set")
+	t.Setenv("POSTGRES_PASSWORD", "compose-test-only")
 	fleet, diags := snapshot.Load("config-fleet")
 	require.Empty(t, diags)
 	require.Equal(t, "0.0.0.0:8080", fleet.Config.Server.Listen)

@@ -159,9 +159,9 @@ func New(opts Options) (*Server, error) {
 	s.sessions = lru.New[string, snapshot.Pin](cfg.Sessions.MaxEntries, cfg.Sessions.TTL.Duration)
 	s.limiter = shared.NewLimiter()
 	if sc := cfg.Shared; sc.RedisURL != "" {
-		var pw string
-		if sc.RedisPasswordEnv != "" {
-			pw = os.Getenv(sc.RedisPasswordEnv)
+		pw, err := sc.RedisPassword()
+		if err != nil {
+			return nil, fmt.Errorf("shared: [shared] redis_password_env: %w", err)
 		}
 		fleet, err := shared.Open(context.Background(), shared.Options{URL: sc.RedisURL, Password: pw, Prefix: sc.KeyPrefix,
 			Timeout: sc.Timeout.Duration, Logger: opts.Logger, Registerer: opts.Registry})

@@ -145,7 +145,9 @@ type State struct {
 	// password. Required with kind "postgres".
 	PostgresURL string `toml:"postgres_url" json:"postgres_url"`
 	// PostgresPasswordEnv names the environment variable holding the
-	// password (read at start; never logged). Default none.
+	// password (read at start; never logged). With kind "postgres", a
+	// variable that is not set (or is empty) is a configuration error.
+	// Default none: no password.
 	PostgresPasswordEnv string `toml:"postgres_password_env" json:"postgres_password_env"`
 }
 
@@ -157,7 +159,9 @@ type Shared struct {
 	// through it. Default "": all of them stay in process.
 	RedisURL string `toml:"redis_url" json:"redis_url"`
 	// RedisPasswordEnv names the environment variable holding the Redis
-	// password (read at start; never logged). Default none.
+	// password (read at start; never logged). With redis_url set, a
+	// variable that is not set (or is empty) is a configuration error.
+	// Default none: no password.
 	RedisPasswordEnv string `toml:"redis_password_env" json:"redis_password_env"`
 	// KeyPrefix starts every Redis key sluice writes, so that several
 	// fleets can share one Redis. Default "sluice:".

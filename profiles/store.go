@@ -15,16 +15,28 @@ import (
 // the environment variable clickhouse_password_env names, or "" when it
 // names none. An unset or empty variable is an error naming the variable
 // (never a value).
-func (st *Store) ClickHousePassword() (string, error) {
-	if st.ClickHousePasswordEnv == "" {
+func (st *Store) ClickHousePassword() (string, error) { return secretEnv(st.ClickHousePasswordEnv) }
+
+// PostgresPassword returns the state store's PostgreSQL password, from the
+// variable postgres_password_env names, as [Store.ClickHousePassword] does.
+func (st *State) PostgresPassword() (string, error) { return secretEnv(st.PostgresPasswordEnv) }
+
+// RedisPassword returns the shared state's Redis password, from the
+// variable redis_password_env names, as [Store.ClickHousePassword] does.
+func (sh *Shared) RedisPassword() (string, error) { return secretEnv(sh.RedisPasswordEnv) }
+
+// secretEnv reads a secret from the environment variable name names: ""
+// for no name, an error naming the variable when it is unset or empty.
+func secretEnv(name string) (string, error) {
+	if name == "" {
 		return "", nil
 	}
-	v, ok := os.LookupEnv(st.ClickHousePasswordEnv)
+	v, ok := os.LookupEnv(name)
 	if !ok {
-		return "", fmt.Errorf("the environment variable %s is not set", st.ClickHousePasswordEnv)
+		return "", fmt.Errorf("the environment variable %s is not set", name)
 	}
 	if v == "" {
-		return "", fmt.Errorf("the environment variable %s is empty", st.ClickHousePasswordEnv)
+		return "", fmt.Errorf("the environment variable %s is empty", name)
 	}
 	return v, nil
 }
@@ -80,11 +92,25 @@ func readCAs(path string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// checkStore finds what the schema cannot in [store] kind = "clickhouse":
-// a password variable that is not set, a CA file that cannot be read or
-// holds no certificate, and a CA file without TLS (which would otherwise
-// be ignored, leaving the connection in plaintext).
+// checkStore finds what the schema cannot in the engines' settings: a
+// password variable that is not set where its engine is used ([store]
+// kind = "clickhouse", [state] kind = "postgres", [shared] redis_url) —
+// so a missing secret stops a start with its line, not with the engine's
+// refusal of an empty password — and in [store] kind = "clickhouse", a CA
+// file that cannot be read or holds no certificate, and a CA file without
+// TLS (which would otherwise be ignored, leaving the connection in
+// plaintext).
 func (c *Config) checkStore(at func(code string, tokens []string, format string, args ...any)) {
+	if c.State.Kind == "postgres" {
+		if _, err := c.State.PostgresPassword(); err != nil {
+			at(CodeMissingEnv, []string{"state", "postgres_password_env"}, "[state] postgres_password_env: %v", err)
+		}
+	}
+	if c.Shared.RedisURL != "" {
+		if _, err := c.Shared.RedisPassword(); err != nil {
+			at(CodeMissingEnv, []string{"shared", "redis_password_env"}, "[shared] redis_password_env: %v", err)
+		}
+	}
 	st := &c.Store
 	if st.Kind != "clickhouse" {
 		return

@@ -66,9 +66,9 @@ type Notifier interface {
 // gateway, sluice import and sluice check all open it here.
 func Open(ctx context.Context, cfg *profiles.Config) (Store, error) {
 	if cfg.State.Kind == "postgres" {
-		var pw string
-		if cfg.State.PostgresPasswordEnv != "" {
-			pw = os.Getenv(cfg.State.PostgresPasswordEnv)
+		pw, err := cfg.State.PostgresPassword()
+		if err != nil {
+			return nil, fmt.Errorf("state: [state] postgres_password_env: %w", err)
 		}
 		return OpenPostgres(ctx, cfg.State.PostgresURL, pw)
 	}
