@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
 	"github.com/sluicegw/sluice/guardrails"
 )
 
@@ -163,7 +164,7 @@ func messageFromChat(chat []byte, call *Call) ([]byte, error) {
 
 // textBlock writes a text block.
 func textBlock(text string) json.RawMessage {
-	b := append([]byte(`{"type":"text","text":`), mustString(text)...)
+	b := jsonscan.AppendString([]byte(`{"type":"text","text":`), text)
 	return append(b, '}')
 }
 
@@ -205,8 +206,8 @@ func toolUseBlock(id, name, args string) json.RawMessage {
 			input = buf.Bytes()
 		}
 	}
-	b := append([]byte(`{"type":"tool_use","id":`), mustString(id)...)
-	b = append(append(b, `,"name":`...), mustString(name)...)
+	b := jsonscan.AppendString([]byte(`{"type":"tool_use","id":`), id)
+	b = jsonscan.AppendString(append(b, `,"name":`...), name)
 	b = append(append(b, `,"input":`...), input...)
 	return append(b, '}')
 }
@@ -263,7 +264,7 @@ func reasoningBlocks(details []chatReasoningIn, plain *string) []json.RawMessage
 		case "thinking":
 			out = append(out, thinkingBlock(b.thinking, b.signature))
 		case "redacted_thinking":
-			r := append([]byte(`{"type":"redacted_thinking","data":`), mustString(*b.data)...)
+			r := jsonscan.AppendString([]byte(`{"type":"redacted_thinking","data":`), *b.data)
 			out = append(out, append(r, '}'))
 		}
 	}
@@ -275,8 +276,8 @@ func reasoningBlocks(details []chatReasoningIn, plain *string) []json.RawMessage
 
 // thinkingBlock writes a thinking block.
 func thinkingBlock(thinking, signature string) json.RawMessage {
-	b := append([]byte(`{"type":"thinking","thinking":`), mustString(thinking)...)
-	b = append(append(b, `,"signature":`...), mustString(signature)...)
+	b := jsonscan.AppendString([]byte(`{"type":"thinking","thinking":`), thinking)
+	b = jsonscan.AppendString(append(b, `,"signature":`...), signature)
 	return append(b, '}')
 }
 

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
 )
 
 // The translation of a Messages API request into the chat-completions
@@ -791,6 +793,5 @@ func partsContent(parts []chatPart) json.RawMessage {
 
 // mustString encodes a string.
 func mustString(s string) json.RawMessage {
-	b, _ := anthMarshal(s)
-	return b
+	return jsonscan.AppendString(nil, s)
 }

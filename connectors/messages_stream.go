@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
 )
 
 // The translation of a chat-completions stream into the Messages API's
@@ -244,7 +246,7 @@ func (s *msgStream) reasoning(r chatReasoningIn, i int, emit func([]byte) error)
 		}
 	case "reasoning.encrypted":
 		if r.Format == anthReasoningFormat && r.Data != nil {
-			block := append([]byte(`{"type":"redacted_thinking","data":`), mustString(*r.Data)...)
+			block := jsonscan.AppendString([]byte(`{"type":"redacted_thinking","data":`), *r.Data)
 			if err := s.begin(key, append(block, '}'), emit); err != nil {
 				return err
 			}
@@ -269,8 +271,8 @@ func (s *msgStream) toolCall(tc chatToolCallIn, emit func([]byte) error) error {
 	if s.closed[key] {
 		return fmt.Errorf("%w: tool call %d resumed after another block began", ErrMessagesStream, tc.Index)
 	}
-	block := append([]byte(`{"type":"tool_use","id":`), mustString(tc.ID)...)
-	block = append(append(block, `,"name":`...), mustString(tc.Function.Name)...)
+	block := jsonscan.AppendString([]byte(`{"type":"tool_use","id":`), tc.ID)
+	block = jsonscan.AppendString(append(block, `,"name":`...), tc.Function.Name)
 	if err := s.begin(key, append(block, `,"input":{}}`...), emit); err != nil {
 		return err
 	}
@@ -312,9 +314,9 @@ func (s *msgStream) end(emit func([]byte) error) error {
 
 // delta relays a delta of the open block: its type and one member.
 func (s *msgStream) delta(emit func([]byte) error, typ, member, v string) error {
-	d := append([]byte(`{"type":`), mustString(typ)...)
+	d := jsonscan.AppendString([]byte(`{"type":`), typ)
 	d = append(append(append(d, ',', '"'), member...), '"', ':')
-	d = append(append(d, mustString(v)...), '}')
+	d = append(jsonscan.AppendString(d, v), '}')
 	return s.emit(emit, "content_block_delta", blockEvent{Type: "content_block_delta", Index: s.next, Delta: d})
 }
 
