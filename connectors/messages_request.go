@@ -255,7 +255,7 @@ type msgSource struct {
 type chatMsg struct {
 	Role             string               `json:"role"`
 	Content          json.RawMessage      `json:"content"`
-	ToolCalls        []chatToolCall       `json:"tool_calls,omitempty"`
+	ToolCalls        []oaiOutToolCall     `json:"tool_calls,omitempty"`
 	ToolCallID       string               `json:"tool_call_id,omitempty"`
 	ReasoningDetails []oaiReasoningDetail `json:"reasoning_details,omitempty"`
 }
@@ -273,16 +273,6 @@ type chatPart struct {
 type chatFile struct {
 	Filename string `json:"filename"`
 	FileData string `json:"file_data"`
-}
-
-// chatToolCall is an assistant message's tool call.
-type chatToolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
 }
 
 // chatToolDef is a tool definition.
@@ -605,7 +595,7 @@ func (t *msgTranslation) assistant(v json.RawMessage, p string) error {
 					args = buf.String()
 				}
 			}
-			tc := chatToolCall{ID: b.ID, Type: "function"}
+			tc := oaiOutToolCall{ID: b.ID, Type: "function"}
 			tc.Function.Name, tc.Function.Arguments = b.Name, args
 			m.ToolCalls = append(m.ToolCalls, tc)
 		case "thinking":

@@ -112,7 +112,8 @@ type oaiReasoningDetail struct {
 	Index     int     `json:"index"`
 }
 
-// oaiOutToolCall is a tool call of the answer.
+// oaiOutToolCall is a tool call the connectors write: one of an answer, or
+// one of an assistant message a translated Messages request replays.
 type oaiOutToolCall struct {
 	ID       string `json:"id"`
 	Type     string `json:"type"`
