@@ -312,12 +312,19 @@ func (s *msgStream) end(emit func([]byte) error) error {
 	return s.emit(emit, "content_block_stop", blockEvent{Type: "content_block_stop", Index: idx})
 }
 
-// delta relays a delta of the open block: its type and one member.
+// delta relays a delta of the open block: its type and one member. The
+// stream's most frequent event is written in place, as s.emit would write
+// its blockEvent, without encoding/json's reflection and the copy of the
+// delta it compacts.
 func (s *msgStream) delta(emit func([]byte) error, typ, member, v string) error {
-	d := jsonscan.AppendString([]byte(`{"type":`), typ)
-	d = append(append(append(d, ',', '"'), member...), '"', ':')
-	d = append(jsonscan.AppendString(d, v), '}')
-	return s.emit(emit, "content_block_delta", blockEvent{Type: "content_block_delta", Index: s.next, Delta: d})
+	f := append(s.frame[:0], "event: content_block_delta\ndata: "...)
+	f = append(f, `{"type":"content_block_delta","index":`...)
+	f = strconv.AppendInt(f, int64(s.next), 10)
+	f = jsonscan.AppendString(append(f, `,"delta":{"type":`...), typ)
+	f = append(append(append(f, ',', '"'), member...), '"', ':')
+	f = append(jsonscan.AppendString(f, v), '}', '}')
+	s.frame = f
+	return emit(f)
 }
 
 // finish ends the message at the chat stream's end marker: the open block,
