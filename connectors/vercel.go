@@ -32,9 +32,6 @@ func (*vercel) Authorize(h http.Header, key string) { bearer(h, key) }
 
 var vercelSort = map[string]string{"cost": "cost", "latency": "ttft", "throughput": "tps"}
 
-// Translate implements [Connector.Translate]: providerOptions.gateway with
-// order, only, models (the chain) and sort, in the upstream's own names; a
-// stream asks for usage (see [withStreamUsage]).
 // vercelRouting is the model and the gateway's provider options of a
 // request: the provider order, the allow-list, the ranking and, for chat,
 // the fallback models (chain).
@@ -54,6 +51,9 @@ func vercelRouting(out *compiler.Outcome, chain []string) []member {
 	return set
 }
 
+// Translate implements [Connector.Translate]: providerOptions.gateway with
+// order, only, models (the chain) and sort, in the upstream's own names; a
+// stream asks for usage (see [withStreamUsage]).
 func (*vercel) Translate(body Body, _ *compiler.Plan, out *compiler.Outcome) (*Native, error) {
 	set, added := withStreamUsage(body, vercelRouting(out, out.Chain))
 	return &Native{Path: "/chat/completions", Header: noHeaders, Body: encodeBody(body, set...), UsageAdded: added}, nil
