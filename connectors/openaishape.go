@@ -1,7 +1,6 @@
 package connectors
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
@@ -100,7 +99,7 @@ func withStreamUsage(body Body, set []member) (_ []member, added bool) {
 // report); stripped is false, and b returned as it is, when there were
 // none. The rest keeps its bytes.
 func stripInChoices(dst, b []byte, names []string) (_ []byte, stripped bool) {
-	if !mayHoldAny(b, names) {
+	if !jsonscan.MayHoldMember(b, names) {
 		return b, false
 	}
 	choices := jsonscan.Member(b, "choices")
@@ -141,15 +140,4 @@ func stripInChoices(dst, b []byte, names []string) (_ []byte, stripped bool) {
 		return b, false
 	}
 	return append(out, b[copied:]...), true
-}
-
-// mayHoldAny reports whether any name can be a member of b: it appears in
-// quotes, or b has a \u escape that could spell it.
-func mayHoldAny(b []byte, names []string) bool {
-	for _, n := range names {
-		if bytes.Contains(b, []byte(`"`+n+`"`)) {
-			return true
-		}
-	}
-	return bytes.Contains(b, []byte(`\u`))
 }

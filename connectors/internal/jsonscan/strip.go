@@ -19,7 +19,7 @@ func StripMembers(b []byte, names ...string) []byte {
 // order; an object the byte walk cannot take (an escaped key, invalid JSON)
 // is decoded and written back with its members in sorted order.
 func StripInto(dst, b []byte, names []string) (_ []byte, stripped bool) {
-	if !mayHoldMember(b, names) {
+	if !MayHoldMember(b, names) {
 		return b, false
 	}
 	if out, ok := appendStripped(dst, b, names); ok {
@@ -54,11 +54,11 @@ func appendSorted(dst []byte, m map[string]json.RawMessage) []byte {
 	return append(dst, '}')
 }
 
-// mayHoldMember is the cheap test before looking for members: false when
-// no name can be a member of b, because none appears in quotes and there is
-// no \u escape (the only way a key can spell a name of letters and
-// underscores differently).
-func mayHoldMember(b []byte, names []string) bool {
+// MayHoldMember is the cheap test before looking for members (at any
+// depth): false when no name can be a member of b, because none appears in
+// quotes and there is no \u escape (the only way a key can spell a name of
+// letters and underscores differently), and always false for no names.
+func MayHoldMember(b []byte, names []string) bool {
 	for _, n := range names {
 		if hasQuoted(b, n) {
 			return true
