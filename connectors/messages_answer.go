@@ -200,7 +200,7 @@ func contentText(v json.RawMessage) string {
 // never sends.
 func toolUseBlock(id, name, args string) json.RawMessage {
 	input := []byte("{}")
-	if t := bytes.TrimSpace([]byte(args)); len(t) > 0 && t[0] == '{' && json.Valid(t) {
+	if t := bytes.TrimSpace([]byte(args)); len(t) > 0 && t[0] == '{' {
 		var buf bytes.Buffer
 		if json.Compact(&buf, t) == nil {
 			input = buf.Bytes()
