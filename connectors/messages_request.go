@@ -3,6 +3,7 @@ package connectors
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -67,7 +68,7 @@ func ParseMessages(body Body) (untranslatable, err *TranslateError) {
 	switch {
 	case e == nil:
 		return nil, nil
-	case !asTranslateError(e, &te):
+	case !errors.As(e, &te):
 		return nil, invalidRequest("", "%s", e.Error())
 	case te.Code == CodeUnsupportedParameter:
 		return te, nil
@@ -87,14 +88,6 @@ func ParseCountTokens(body Body) (untranslatable, err *TranslateError) {
 	}
 	withCap["max_tokens"] = json.RawMessage("1")
 	return ParseMessages(withCap)
-}
-
-func asTranslateError(err error, te **TranslateError) bool {
-	t, ok := err.(*TranslateError)
-	if ok {
-		*te = t
-	}
-	return ok
 }
 
 // chatFromMessages translates a Messages request into a chat-completions
