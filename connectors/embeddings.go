@@ -35,14 +35,26 @@ const embeddingsPath = "/embeddings"
 // the model, the usage (with OpenRouter's billed cost) and, for a
 // marketplace that reports it, the provider.
 type embeddingsHead struct {
-	Object   string          `json:"object"`
-	Data     json.RawMessage `json:"data"`
-	Model    string          `json:"model"`
-	Provider string          `json:"provider"`
+	Object   string  `json:"object"`
+	Data     isArray `json:"data"`
+	Model    string  `json:"model"`
+	Provider string  `json:"provider"`
 	Usage    *struct {
 		PromptTokens int64    `json:"prompt_tokens"`
 		Cost         *float64 `json:"cost"`
 	} `json:"usage"`
+}
+
+// isArray records whether a member is a JSON array, without keeping it: an
+// embeddings answer's data is nearly all of its bytes, which a
+// json.RawMessage would copy only to look at the first.
+type isArray bool
+
+// UnmarshalJSON implements [json.Unmarshaler]; v is valid JSON, spaces
+// trimmed.
+func (a *isArray) UnmarshalJSON(v []byte) error {
+	*a = len(v) > 0 && v[0] == '['
+	return nil
 }
 
 // readEmbeddings reads an embeddings answer into res; an answer without a
@@ -52,7 +64,7 @@ func readEmbeddings(b []byte, res *Result) error {
 	if err := json.Unmarshal(b, &h); err != nil {
 		return err
 	}
-	if d := jsonscan.TrimSpace(h.Data); len(d) == 0 || d[0] != '[' {
+	if !h.Data {
 		return fmt.Errorf("connectors: an embeddings answer without a data array")
 	}
 	if h.Model != "" {
