@@ -64,6 +64,11 @@ func readEmbeddings(b []byte, res *Result) error {
 	if err := json.Unmarshal(b, &h); err != nil {
 		return err
 	}
+	return h.read(res)
+}
+
+// read is [readEmbeddings] once the head is decoded.
+func (h *embeddingsHead) read(res *Result) error {
 	if !h.Data {
 		return fmt.Errorf("connectors: an embeddings answer without a data array")
 	}
@@ -165,14 +170,19 @@ type vercelEmbeddingsReport struct {
 
 func (*vercel) embeddingsResponse(_ *Call, body []byte) ([]byte, Result, error) {
 	var res Result
-	if err := readEmbeddings(body, &res); err != nil {
+	// One decode for the head and the report: the answer is mostly its
+	// data, which each decode scans.
+	var a struct {
+		embeddingsHead
+		vercelEmbeddingsReport
+	}
+	if err := json.Unmarshal(body, &a); err != nil {
 		return nil, res, err
 	}
-	var rep vercelEmbeddingsReport
-	if err := json.Unmarshal(body, &rep); err != nil {
+	if err := a.embeddingsHead.read(&res); err != nil {
 		return nil, res, err
 	}
-	if m := rep.ProviderMetadata; m != nil {
+	if m := a.ProviderMetadata; m != nil {
 		if p := m.Gateway.Routing.FinalProvider; p != "" {
 			res.ServedProvider = p
 		}
