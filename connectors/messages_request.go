@@ -176,11 +176,7 @@ func chatFromMessages(body Body, d dialect) (Body, []string, error) {
 	if len(system) > 0 {
 		t.msgs = append(system, t.msgs...)
 	}
-	msgs, err := anthMarshal(t.msgs)
-	if err != nil {
-		return nil, nil, invalidRequest("/messages", "%s", err.Error())
-	}
-	t.out["messages"] = msgs
+	t.out["messages"] = joinArray(t.msgs)
 	var lost []string
 	for _, l := range [...]string{DegradedCacheControl, DegradedThinking} {
 		if t.lost[l] {
@@ -625,6 +621,29 @@ func (t *msgTranslation) assistant(v json.RawMessage, p string) error {
 	}
 	t.add(m)
 	return nil
+}
+
+// joinArray writes messages already encoded as one JSON array, as
+// anthMarshal would without scanning each again: null for none.
+func joinArray(msgs []json.RawMessage) json.RawMessage {
+	if msgs == nil {
+		return json.RawMessage("null")
+	}
+	n := 2
+	for _, m := range msgs {
+		n += len(m) + 1
+	}
+	b := append(make([]byte, 0, n), '[')
+	for i, m := range msgs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if m == nil {
+			m = json.RawMessage("null")
+		}
+		b = append(b, m...)
+	}
+	return append(b, ']')
 }
 
 // add appends a translated message.
