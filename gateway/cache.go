@@ -92,11 +92,9 @@ func canonicalBody(raw []byte) []byte {
 // keep stores the answer for replay: a non-streaming answer to the request
 // as sent (not one a budget capped), when the cache is on.
 func (s *Server) keep(t *turn) {
-	a := t.final
-	if t.cacheKey == "" || a == nil || !a.out.answered || a.out.streamed || a.capped {
-		return
+	if c := t.answerToKeep(); c != nil {
+		s.cache.Put(t.cacheKey, c)
 	}
-	s.cache.Put(t.cacheKey, t.answerToKeep())
 }
 
 // answerToKeep is the answer as the cache keeps it, nil when it must not
