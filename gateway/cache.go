@@ -34,7 +34,9 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, t *turn) bool {
 	if t.fetched && !t.fetchedLocal {
 		hit, ok = t.fetchedCache, t.fetchedCache != nil // admission read the shared cache
 	} else {
-		t.cacheKey = cacheKey(t)
+		if t.cacheKey == "" { // admission made it when Redis was down
+			t.cacheKey = cacheKey(t)
+		}
 		hit, ok = s.cache.Get(t.cacheKey)
 	}
 	if !ok {
