@@ -66,7 +66,7 @@ func (s *Server) admit(r *http.Request, t *turn) *apierr.Error {
 	}
 	if res.Pin != nil {
 		model, provider, _ := strings.Cut(string(res.Pin), "\x00")
-		t.fetchedPin, t.hasFetchedPin = snapshot.Pin{Model: model, Provider: provider}, true
+		t.pin, t.hasPin = snapshot.Pin{Model: model, Provider: provider}, true
 	}
 	return nil
 }

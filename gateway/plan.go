@@ -32,11 +32,7 @@ func (s *Server) plan(r *http.Request, t *turn) *apierr.Error {
 		s.log.Error("guardrail decision failed", "request_id", t.id, "key", t.key.ID, "err", err)
 		return internalError()
 	}
-	switch {
-	case t.pinKey == "":
-	case t.fetched && !t.fetchedLocal:
-		t.pin, t.hasPin = t.fetchedPin, t.hasFetchedPin // admission read the shared pin
-	default:
+	if t.pinKey != "" && (!t.fetched || t.fetchedLocal) { // else admission read the shared pin
 		if p, ok := s.sessions.Get(t.pinKey); ok {
 			t.pin, t.hasPin = p, true
 		}
