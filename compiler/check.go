@@ -216,18 +216,24 @@ func upstreamID(cat *guardrails.Catalog, connector, slug string) string {
 // upstreamIDs spells a list of models for the connector; the list itself is
 // returned when nothing changes, so the common case allocates nothing.
 func upstreamIDs(cat *guardrails.Catalog, connector string, slugs []string) []string {
+	return respell(slugs, func(s string) string { return upstreamID(cat, connector, s) })
+}
+
+// respell maps each entry of l through name; l itself is returned when no
+// entry changes (it is copied only from the first one that does).
+func respell(l []string, name func(string) string) []string {
 	var out []string
-	for i, s := range slugs {
-		id := upstreamID(cat, connector, s)
-		if out == nil && id != s {
-			out = append(make([]string, 0, len(slugs)), slugs[:i]...)
+	for i, e := range l {
+		n := name(e)
+		if out == nil && n != e {
+			out = append(make([]string, 0, len(l)), l[:i]...)
 		}
 		if out != nil {
-			out = append(out, id)
+			out = append(out, n)
 		}
 	}
 	if out == nil {
-		return slugs
+		return l
 	}
 	return out
 }
@@ -239,22 +245,8 @@ func spell(cat *guardrails.Catalog, connector string, ps Providers) Providers {
 	if cat == nil {
 		return ps
 	}
-	names := func(l []string) []string {
-		var out []string
-		for i, e := range l {
-			n := cat.SendName(connector, e)
-			if out == nil && n != e {
-				out = append(make([]string, 0, len(l)), l[:i]...)
-			}
-			if out != nil {
-				out = append(out, n)
-			}
-		}
-		if out == nil {
-			return l
-		}
-		return out
-	}
+	send := func(e string) string { return cat.SendName(connector, e) }
+	names := func(l []string) []string { return respell(l, send) }
 	return Providers{RankBy: ps.RankBy, Preferred: names(ps.Preferred), Allowed: names(ps.Allowed), Denied: names(ps.Denied)}
 }
 

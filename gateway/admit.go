@@ -66,7 +66,7 @@ func (s *Server) admit(r *http.Request, t *turn) *apierr.Error {
 	}
 	if res.Pin != nil {
 		model, provider, _ := strings.Cut(string(res.Pin), "\x00")
-		t.fetchedPin, t.hasFetchedPin = snapshot.Pin{Model: model, Provider: provider}, true
+		t.pin, t.hasPin = snapshot.Pin{Model: model, Provider: provider}, true
 	}
 	return nil
 }
@@ -155,20 +155,22 @@ type preReservation struct {
 
 // firstAsk returns the reservation of the first attempt when admission can
 // know it: a plain model (a route's first target depends on planning) on
-// the platform key, under a budget, priced in the catalog. The compile
+// the platform key, under a budget, priced in the catalog (not embeddings,
+// whose reservation prices the input alone: see reserveInput). The compile
 // here has no session pin, which changes the provider order only, never
-// the chain that prices the worst case.
+// the chain that prices the worst case; it is made in the turn's memo,
+// which plan then uses as it is unless the session has a pin.
 func (s *Server) firstAsk(r *http.Request, t *turn) *preReservation {
 	limits := budgetLimits(t)
-	if len(limits) == 0 || t.snap.Config.Route(t.req.Model) != nil {
+	if len(limits) == 0 || t.api == connectors.APIEmbeddings || t.snap.Config.Route(t.req.Model) != nil {
 		return nil
 	}
 	upstream := t.snap.Config.UpstreamFor(t.key)
 	if t.snap.CallerKey(t.key.ID, upstream) != "" || s.decide(r, t) != nil {
 		return nil
 	}
-	m := t.snap.Memo(t.key, t.decision, t.req.Routing, snapshot.Pin{}, t.req.Body)
-	c, err := m.Compile(upstream, t.req.Model)
+	s.initMemo(t, snapshot.Pin{})
+	c, err := t.memo.Compile(upstream, t.req.Model)
 	if err != nil || c.Refused() != nil {
 		return nil
 	}

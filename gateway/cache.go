@@ -34,7 +34,9 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, t *turn) bool {
 	if t.fetched && !t.fetchedLocal {
 		hit, ok = t.fetchedCache, t.fetchedCache != nil // admission read the shared cache
 	} else {
-		t.cacheKey = cacheKey(t)
+		if t.cacheKey == "" { // admission made it when Redis was down
+			t.cacheKey = cacheKey(t)
+		}
 		hit, ok = s.cache.Get(t.cacheKey)
 	}
 	if !ok {
@@ -92,11 +94,9 @@ func canonicalBody(raw []byte) []byte {
 // keep stores the answer for replay: a non-streaming answer to the request
 // as sent (not one a budget capped), when the cache is on.
 func (s *Server) keep(t *turn) {
-	a := t.final
-	if t.cacheKey == "" || a == nil || !a.out.answered || a.out.streamed || a.capped {
-		return
+	if c := t.answerToKeep(); c != nil {
+		s.cache.Put(t.cacheKey, c)
 	}
-	s.cache.Put(t.cacheKey, t.answerToKeep())
 }
 
 // answerToKeep is the answer as the cache keeps it, nil when it must not

@@ -91,10 +91,9 @@ type turn struct {
 	admitted bool           // checks hold something to give back at depart
 	// fetched: admission read the shared state (fetchedLocal: Redis was
 	// down, so the replica's own cache and pins answer instead).
+	// A pin it read is set in pin and hasPin.
 	fetched, fetchedLocal bool
 	fetchedCache          *cachedAnswer
-	fetchedPin            snapshot.Pin
-	hasFetchedPin         bool
 	pre                   *preReservation // the first attempt's reservation, made with admission
 	reserved              int             // shared reservations made since
 

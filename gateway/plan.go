@@ -6,6 +6,7 @@ import (
 
 	"github.com/sluicegw/sluice/compiler/failover"
 	"github.com/sluicegw/sluice/gateway/apierr"
+	"github.com/sluicegw/sluice/snapshot"
 )
 
 // decide issues the principal's guardrail decision once per request (the
@@ -32,21 +33,24 @@ func (s *Server) plan(r *http.Request, t *turn) *apierr.Error {
 		s.log.Error("guardrail decision failed", "request_id", t.id, "key", t.key.ID, "err", err)
 		return internalError()
 	}
-	switch {
-	case t.pinKey == "":
-	case t.fetched && !t.fetchedLocal:
-		t.pin, t.hasPin = t.fetchedPin, t.hasFetchedPin // admission read the shared pin
-	default:
+	if t.pinKey != "" && (!t.fetched || t.fetchedLocal) { // else admission read the shared pin
 		if p, ok := s.sessions.Get(t.pinKey); ok {
 			t.pin, t.hasPin = p, true
 		}
 	}
-	t.snap.InitMemo(&t.memo, t.key, t.decision, t.req.Routing, t.pin, t.req.Body)
-	t.memo.SetInbound(t.req.Inbound)
+	if t.hasPin || t.memo.Snapshot() == nil { // else admission's, made without a pin, serves
+		s.initMemo(t, t.pin)
+	}
 	if t.route = t.snap.Config.Route(t.req.Model); t.route == nil {
 		return s.planModel(t)
 	}
 	return s.planRoute(t)
+}
+
+// initMemo makes the turn's compile memo, for the session's pin.
+func (s *Server) initMemo(t *turn, pin snapshot.Pin) {
+	t.snap.InitMemo(&t.memo, t.key, t.decision, t.req.Routing, pin, t.req.Body)
+	t.memo.SetInbound(t.req.Inbound)
 }
 
 // planModel plans a request that names a model: one target, the key's

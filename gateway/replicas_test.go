@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -79,19 +77,7 @@ func (lb *balancer) pick(session string, n int) int {
 // post sends a chat completion through the balancer and reads the answer.
 func (lb *balancer) post(t *testing.T, body string, headers ...string) (*http.Response, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, lb.ts.URL+"/v1/chat/completions", strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+secretChat)
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := lb.ts.Client().Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp, string(b)
+	return fleetPost(t, lb, secretChat, body, headers...)
 }
 
 // allRows reads every row of a replica's request log through its analytics

@@ -194,13 +194,7 @@ func (e *Error) MessagesBody() []byte {
 }
 
 // WriteMessages sends the error as the response in the Messages API's shape.
-func WriteMessages(w http.ResponseWriter, e *Error) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(e.Status())
-	_, _ = w.Write(e.MessagesBody())
-}
+func WriteMessages(w http.ResponseWriter, e *Error) { write(w, e, e.MessagesBody()) }
 
 // FromRefusal is the caller's error for a compiler's refusal (the check's,
 // or a connector's translation error): its code, message and pointer.
@@ -230,7 +224,10 @@ func From(err error) *Error {
 }
 
 // Write sends the error as the response.
-func Write(w http.ResponseWriter, e *Error) {
+func Write(w http.ResponseWriter, e *Error) { write(w, e, e.Body()) }
+
+// write sends the error's status and headers, then body, in either shape.
+func write(w http.ResponseWriter, e *Error, body []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -238,5 +235,5 @@ func Write(w http.ResponseWriter, e *Error) {
 		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
 	w.WriteHeader(e.Status())
-	_, _ = w.Write(e.Body())
+	_, _ = w.Write(body)
 }

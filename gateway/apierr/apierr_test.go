@@ -36,6 +36,16 @@ func TestWriteOpenAIShape(t *testing.T) {
 	require.Equal(t, "/provider", *b.Error.Param)
 }
 
+// Retry-After goes with a rate_limited error in either API's shape.
+func TestWriteRetryAfterInBothShapes(t *testing.T) {
+	for name, write := range map[string]func(http.ResponseWriter, *Error){"openai": Write, "messages": WriteMessages} {
+		rec := httptest.NewRecorder()
+		write(rec, &Error{Code: CodeRateLimited, Message: "slow down", RetryAfter: 3})
+		require.Equal(t, http.StatusTooManyRequests, rec.Code, name)
+		require.Equal(t, "3", rec.Header().Get("Retry-After"), name)
+	}
+}
+
 func TestFromHidesUnknownErrors(t *testing.T) {
 	e := From(fmt.Errorf("wrapped: %w", New(CodeModelForbidden, "x")))
 	require.Equal(t, CodeModelForbidden, e.Code)

@@ -62,17 +62,10 @@ func Parse(raw []byte) (*Request, *apierr.Error) {
 // carry is accepted, and refused only by the upstreams that would need that
 // translation (see [connectors.Inbound]).
 func ParseMessages(raw []byte, beta []string) (*Request, *apierr.Error) {
-	r, body, e := parseCommon(raw)
+	r, body, e := parseAnthropic(raw, beta, connectors.APIMessages, connectors.ParseMessages)
 	if e != nil {
 		return nil, e
 	}
-	untranslatable, te := connectors.ParseMessages(body)
-	if te != nil {
-		return nil, &apierr.Error{Code: te.Code, Param: te.Param, Message: te.Message}
-	}
-	var model string
-	_ = json.Unmarshal(body["model"], &model)
-	r.Inbound = &connectors.Inbound{API: connectors.APIMessages, Model: strings.TrimSpace(model), Beta: beta, Untranslatable: untranslatable}
 	r.PromptTokens = failover.EstimateTokens(body["messages"]) + failover.EstimateTokens(body["system"])
 	if e := r.parseStream(body); e != nil {
 		return nil, e
@@ -83,19 +76,30 @@ func ParseMessages(raw []byte, beta []string) (*Request, *apierr.Error) {
 // ParseCountTokens parses and validates a Messages API token-count body: a
 // Messages request without max_tokens.
 func ParseCountTokens(raw []byte, beta []string) (*Request, *apierr.Error) {
-	r, body, e := parseCommon(raw)
+	r, body, e := parseAnthropic(raw, beta, connectors.APICountTokens, connectors.ParseCountTokens)
 	if e != nil {
 		return nil, e
 	}
-	untranslatable, te := connectors.ParseCountTokens(body)
+	r.PromptTokens = failover.EstimateTokens(body["messages"]) + failover.EstimateTokens(body["system"]) + failover.EstimateTokens(body["tools"])
+	return r, nil
+}
+
+// parseAnthropic is what the Messages API's bodies share: the common
+// members, the API's own checks (validate), and the request's Inbound.
+func parseAnthropic(raw []byte, beta []string, api connectors.API,
+	validate func(connectors.Body) (untranslatable, err *connectors.TranslateError)) (*Request, connectors.Body, *apierr.Error) {
+	r, body, e := parseCommon(raw)
+	if e != nil {
+		return nil, nil, e
+	}
+	untranslatable, te := validate(body)
 	if te != nil {
-		return nil, &apierr.Error{Code: te.Code, Param: te.Param, Message: te.Message}
+		return nil, nil, &apierr.Error{Code: te.Code, Param: te.Param, Message: te.Message}
 	}
 	var model string
 	_ = json.Unmarshal(body["model"], &model)
-	r.Inbound = &connectors.Inbound{API: connectors.APICountTokens, Model: strings.TrimSpace(model), Beta: beta, Untranslatable: untranslatable}
-	r.PromptTokens = failover.EstimateTokens(body["messages"]) + failover.EstimateTokens(body["system"]) + failover.EstimateTokens(body["tools"])
-	return r, nil
+	r.Inbound = &connectors.Inbound{API: api, Model: strings.TrimSpace(model), Beta: beta, Untranslatable: untranslatable}
+	return r, body, nil
 }
 
 // ParseEmbeddings parses and validates an OpenAI embeddings request body:

@@ -148,7 +148,7 @@ func (c *Client) admitLocal(a *Admission) Admitted {
 		}
 	}
 	if a.Budget != nil {
-		out.Hold = c.outage.reserve(a.ID, *a.Budget, c.replicas.Load())
+		out.Hold = c.outage.reserve(a.ID, *a.Budget)
 	}
 	return out
 }

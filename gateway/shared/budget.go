@@ -80,7 +80,7 @@ func wantArg(want float64) string {
 func (c *Client) Reserve(ctx context.Context, id string, ask BudgetAsk) *Hold {
 	if !c.up.Load() {
 		c.fallback("budget")
-		return c.outage.reserve(id, ask, c.replicas.Load())
+		return c.outage.reserve(id, ask)
 	}
 	rctx, cancel := c.ctx(ctx)
 	defer cancel()
@@ -88,7 +88,7 @@ func (c *Client) Reserve(ctx context.Context, id string, ask BudgetAsk) *Hold {
 	res, err := admitScript.Run(rctx, c.rdb, keys, args...).Slice()
 	if err != nil {
 		c.failed("budget", err)
-		return c.outage.reserve(id, ask, c.replicas.Load())
+		return c.outage.reserve(id, ask)
 	}
 	return c.holdFrom(id, ask, res)
 }
@@ -132,7 +132,7 @@ func (c *Client) Available(ctx context.Context, month string, limits []budget.Li
 		c.failed("budget", err)
 	}
 	c.fallback("budget")
-	return c.outage.available(month, limits, c.replicas.Load())
+	return c.outage.available(month, limits)
 }
 
 // Release frees a hold whose attempt cost nothing (it failed). Safe on nil
@@ -250,7 +250,7 @@ func (o *outageLedger) share(l budget.Limit, month string) float64 {
 	return math.Max(base, 0)/float64(o.replicas) - o.spent[sm] - o.held[sm]
 }
 
-func (o *outageLedger) available(month string, limits []budget.Limit, replicas int64) float64 {
+func (o *outageLedger) available(month string, limits []budget.Limit) float64 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	avail := math.Inf(1)
@@ -260,7 +260,7 @@ func (o *outageLedger) available(month string, limits []budget.Limit, replicas i
 	return avail
 }
 
-func (o *outageLedger) reserve(id string, ask BudgetAsk, replicas int64) *Hold {
+func (o *outageLedger) reserve(id string, ask BudgetAsk) *Hold {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	grant := ask.Want
