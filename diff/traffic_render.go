@@ -20,46 +20,42 @@ const markdownUntouched = 100
 // without traffic in text and markdown.
 const markdownUntouchedModels = 8
 
+// effectNames are the effects as a reviewer reads them, in tables, in the
+// list of changes without traffic and in [phrase].
+var effectNames = map[string]string{
+	EffectRefused:      "would refuse",
+	EffectUnrefused:    "would no longer refuse",
+	EffectDegraded:     "newly degraded",
+	EffectUndegraded:   "no longer degraded",
+	EffectChainDropped: "chain entry dropped",
+	EffectChainAdded:   "chain entry added",
+	EffectRerouted:     "rerouted",
+}
+
+// effectName names an effect; an unknown one reads as rerouted.
+func effectName(effect string) string {
+	if n, ok := effectNames[effect]; ok {
+		return n
+	}
+	return effectNames[EffectRerouted]
+}
+
 // phrase says an effect on n requests the way a reviewer reads it:
 // "would refuse 12,408 requests (1,772/day)".
 func phrase(effect, detail string, n int64, perDayV float64) string {
 	reqs := plural64(n, "request") + " (" + rate(perDayV) + "/day)"
 	switch effect {
 	case EffectRefused:
-		return "would refuse " + reqs + " with " + detail
+		return effectName(effect) + " " + reqs + " with " + detail
 	case EffectUnrefused:
-		return "would no longer refuse " + reqs + " (was " + detail + ")"
-	case EffectDegraded:
-		return "newly degraded (" + detail + ") for " + reqs
-	case EffectUndegraded:
-		return "no longer degraded (" + detail + ") for " + reqs
-	case EffectChainDropped:
-		return "chain entry dropped (" + detail + ") for " + reqs
-	case EffectChainAdded:
-		return "chain entry added (" + detail + ") for " + reqs
+		return effectName(effect) + " " + reqs + " (was " + detail + ")"
 	}
-	return "rerouted (" + detail + ") for " + reqs
+	return effectName(effect) + " (" + detail + ") for " + reqs
 }
 
 // effectTitle names an effect in tables and in the list of changes without
 // traffic.
-func effectTitle(effect, detail string) string {
-	switch effect {
-	case EffectRefused:
-		return "would refuse: " + detail
-	case EffectUnrefused:
-		return "would no longer refuse: " + detail
-	case EffectDegraded:
-		return "newly degraded: " + detail
-	case EffectUndegraded:
-		return "no longer degraded: " + detail
-	case EffectChainDropped:
-		return "chain entry dropped: " + detail
-	case EffectChainAdded:
-		return "chain entry added: " + detail
-	}
-	return "rerouted: " + detail
-}
+func effectTitle(effect, detail string) string { return effectName(effect) + ": " + detail }
 
 // where says which requests an impact concerns: "team ml, key k-chat,
 // model x-ai/grok-4 on market".
