@@ -83,6 +83,16 @@ func (t *Traffic) window() string {
 	return s
 }
 
+// summary is the first line of the traffic section in text and markdown:
+// the window, the requests recorded in it and those the changes touch.
+func (t *Traffic) summary() string {
+	s := fmt.Sprintf("%s: %s recorded, %s on changed combinations", t.window(), plural64(t.Requests, "request"), grouped(t.Affected))
+	if t.RequestRouting > 0 {
+		s += fmt.Sprintf(" (%s of them brought their own routing object and are counted under the closest combination)", grouped(t.RequestRouting))
+	}
+	return s
+}
+
 // weightRow is one total of a [Weight].
 type weightRow struct {
 	label string
@@ -105,11 +115,7 @@ func (w Weight) rows() []weightRow {
 // text renders the traffic section for a terminal.
 func (t *Traffic) text() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "traffic %s: %s recorded, %s on changed combinations", t.window(), plural64(t.Requests, "request"), grouped(t.Affected))
-	if t.RequestRouting > 0 {
-		fmt.Fprintf(&b, " (%s of them brought their own routing object and are counted under the closest combination)", grouped(t.RequestRouting))
-	}
-	b.WriteString("\n")
+	b.WriteString("traffic " + t.summary() + "\n")
 	for i, row := range t.Totals.rows() {
 		if i == 0 || row.n > 0 { // refusals always: they are what --fail-over gates on
 			fmt.Fprintf(&b, "  %s: %s (%s/day)\n", row.label, grouped(row.n), rate(perDay(row.n, t.Days)))
@@ -180,11 +186,7 @@ func (u *Untouched) line() string {
 // markdown renders the traffic section of a pull-request comment.
 func (t *Traffic) markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n**Traffic** %s: %s recorded, %s on changed combinations", t.window(), plural64(t.Requests, "request"), grouped(t.Affected))
-	if t.RequestRouting > 0 {
-		fmt.Fprintf(&b, " (%s of them brought their own routing object and are counted under the closest combination)", grouped(t.RequestRouting))
-	}
-	b.WriteString(".\n\n| requests | count | per day |\n| --- | ---: | ---: |\n")
+	b.WriteString("\n**Traffic** " + t.summary() + ".\n\n| requests | count | per day |\n| --- | ---: | ---: |\n")
 	for i, row := range t.Totals.rows() {
 		if i == 0 || row.n > 0 {
 			fmt.Fprintf(&b, "| %s | %s | %s |\n", row.label, grouped(row.n), rate(perDay(row.n, t.Days)))
