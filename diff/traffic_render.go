@@ -93,33 +93,45 @@ func (t *Traffic) summary() string {
 	return s
 }
 
-// weightRow is one total of a [Weight].
+// weightRow is one total of a [Weight]: label names it in the totals,
+// short in a team's line and the team table's header.
 type weightRow struct {
-	label string
-	n     int64
+	label, short string
+	n            int64
 }
 
-// rows are the totals shared by text and markdown.
+// rows are a weight's totals, in the order every form lists them.
 func (w Weight) rows() []weightRow {
 	return []weightRow{
-		{"would be refused", w.Refused},
-		{"would no longer be refused", w.Unrefused},
-		{"newly degraded", w.Degraded},
-		{"no longer degraded", w.Undegraded},
-		{"chain entries dropped", w.ChainDropped},
-		{"chain entries added", w.ChainAdded},
-		{"rerouted", w.Rerouted},
+		{"would be refused", "refused", w.Refused},
+		{"would no longer be refused", "no longer refused", w.Unrefused},
+		{"newly degraded", "degraded", w.Degraded},
+		{"no longer degraded", "no longer degraded", w.Undegraded},
+		{"chain entries dropped", "chain dropped", w.ChainDropped},
+		{"chain entries added", "chain added", w.ChainAdded},
+		{"rerouted", "rerouted", w.Rerouted},
 	}
+}
+
+// shownRows are the totals text, markdown and the what-if page list: the
+// refusals always (they are what --fail-over gates on), the others when
+// not zero.
+func (w Weight) shownRows() []weightRow {
+	var out []weightRow
+	for i, row := range w.rows() {
+		if i == 0 || row.n > 0 {
+			out = append(out, row)
+		}
+	}
+	return out
 }
 
 // text renders the traffic section for a terminal.
 func (t *Traffic) text() string {
 	var b strings.Builder
 	b.WriteString("traffic " + t.summary() + "\n")
-	for i, row := range t.Totals.rows() {
-		if i == 0 || row.n > 0 { // refusals always: they are what --fail-over gates on
-			fmt.Fprintf(&b, "  %s: %s (%s/day)\n", row.label, grouped(row.n), rate(perDay(row.n, t.Days)))
-		}
+	for _, row := range t.Totals.shownRows() {
+		fmt.Fprintf(&b, "  %s: %s (%s/day)\n", row.label, grouped(row.n), rate(perDay(row.n, t.Days)))
 	}
 	if len(t.ByTeam) > 0 {
 		b.WriteString("by team:\n")
@@ -153,13 +165,9 @@ func routingNote(n int64) string {
 // brief is a team's weight in one line, its non-zero effects only.
 func (w Weight) brief() string {
 	var parts []string
-	for _, p := range []struct {
-		n    int64
-		name string
-	}{{w.Refused, "refused"}, {w.Unrefused, "no longer refused"}, {w.Degraded, "degraded"}, {w.Undegraded, "no longer degraded"},
-		{w.ChainDropped, "chain dropped"}, {w.ChainAdded, "chain added"}, {w.Rerouted, "rerouted"}} {
-		if p.n > 0 {
-			parts = append(parts, p.name+" "+grouped(p.n))
+	for _, row := range w.rows() {
+		if row.n > 0 {
+			parts = append(parts, row.short+" "+grouped(row.n))
 		}
 	}
 	return strings.Join(parts, ", ")
@@ -187,17 +195,21 @@ func (u *Untouched) line() string {
 func (t *Traffic) markdown() string {
 	var b strings.Builder
 	b.WriteString("\n**Traffic** " + t.summary() + ".\n\n| requests | count | per day |\n| --- | ---: | ---: |\n")
-	for i, row := range t.Totals.rows() {
-		if i == 0 || row.n > 0 {
-			fmt.Fprintf(&b, "| %s | %s | %s |\n", row.label, grouped(row.n), rate(perDay(row.n, t.Days)))
-		}
+	for _, row := range t.Totals.shownRows() {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", row.label, grouped(row.n), rate(perDay(row.n, t.Days)))
 	}
 	if len(t.ByTeam) > 0 {
-		b.WriteString("\n**By team**\n\n| team | refused | no longer refused | degraded | no longer degraded | chain dropped | chain added | rerouted |\n" +
-			"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		b.WriteString("\n**By team**\n\n| team |")
+		for _, row := range t.Totals.rows() {
+			b.WriteString(" " + row.short + " |")
+		}
+		b.WriteString("\n| --- |" + strings.Repeat(" ---: |", len(t.Totals.rows())) + "\n")
 		for _, tw := range t.ByTeam {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", mdCell(orNone(tw.Team)), grouped(tw.Refused), grouped(tw.Unrefused),
-				grouped(tw.Degraded), grouped(tw.Undegraded), grouped(tw.ChainDropped), grouped(tw.ChainAdded), grouped(tw.Rerouted))
+			b.WriteString("| " + mdCell(orNone(tw.Team)) + " |")
+			for _, row := range tw.rows() {
+				b.WriteString(" " + grouped(row.n) + " |")
+			}
+			b.WriteString("\n")
 		}
 	}
 	if len(t.Impacts) > 0 {
