@@ -609,18 +609,7 @@ func listChange(b, h []string) *ListChange {
 	if slices.Equal(b, h) {
 		return nil
 	}
-	lc := &ListChange{Base: nonNil(b), Head: nonNil(h), Added: []string{}, Removed: []string{}}
-	for _, s := range h {
-		if !slices.Contains(b, s) {
-			lc.Added = append(lc.Added, s)
-		}
-	}
-	for _, s := range b {
-		if !slices.Contains(h, s) {
-			lc.Removed = append(lc.Removed, s)
-		}
-	}
-	return lc
+	return &ListChange{Base: nonNil(b), Head: nonNil(h), Added: nonNil(minus(h, b)), Removed: nonNil(minus(b, h))}
 }
 
 func nonNil(s []string) []string {

@@ -20,46 +20,42 @@ const markdownUntouched = 100
 // without traffic in text and markdown.
 const markdownUntouchedModels = 8
 
+// effectNames are the effects as a reviewer reads them, in tables, in the
+// list of changes without traffic and in [phrase].
+var effectNames = map[string]string{
+	EffectRefused:      "would refuse",
+	EffectUnrefused:    "would no longer refuse",
+	EffectDegraded:     "newly degraded",
+	EffectUndegraded:   "no longer degraded",
+	EffectChainDropped: "chain entry dropped",
+	EffectChainAdded:   "chain entry added",
+	EffectRerouted:     "rerouted",
+}
+
+// effectName names an effect; an unknown one reads as rerouted.
+func effectName(effect string) string {
+	if n, ok := effectNames[effect]; ok {
+		return n
+	}
+	return effectNames[EffectRerouted]
+}
+
 // phrase says an effect on n requests the way a reviewer reads it:
 // "would refuse 12,408 requests (1,772/day)".
 func phrase(effect, detail string, n int64, perDayV float64) string {
 	reqs := plural64(n, "request") + " (" + rate(perDayV) + "/day)"
 	switch effect {
 	case EffectRefused:
-		return "would refuse " + reqs + " with " + detail
+		return effectName(effect) + " " + reqs + " with " + detail
 	case EffectUnrefused:
-		return "would no longer refuse " + reqs + " (was " + detail + ")"
-	case EffectDegraded:
-		return "newly degraded (" + detail + ") for " + reqs
-	case EffectUndegraded:
-		return "no longer degraded (" + detail + ") for " + reqs
-	case EffectChainDropped:
-		return "chain entry dropped (" + detail + ") for " + reqs
-	case EffectChainAdded:
-		return "chain entry added (" + detail + ") for " + reqs
+		return effectName(effect) + " " + reqs + " (was " + detail + ")"
 	}
-	return "rerouted (" + detail + ") for " + reqs
+	return effectName(effect) + " (" + detail + ") for " + reqs
 }
 
 // effectTitle names an effect in tables and in the list of changes without
 // traffic.
-func effectTitle(effect, detail string) string {
-	switch effect {
-	case EffectRefused:
-		return "would refuse: " + detail
-	case EffectUnrefused:
-		return "would no longer refuse: " + detail
-	case EffectDegraded:
-		return "newly degraded: " + detail
-	case EffectUndegraded:
-		return "no longer degraded: " + detail
-	case EffectChainDropped:
-		return "chain entry dropped: " + detail
-	case EffectChainAdded:
-		return "chain entry added: " + detail
-	}
-	return "rerouted: " + detail
-}
+func effectTitle(effect, detail string) string { return effectName(effect) + ": " + detail }
 
 // where says which requests an impact concerns: "team ml, key k-chat,
 // model x-ai/grok-4 on market".
@@ -87,37 +83,55 @@ func (t *Traffic) window() string {
 	return s
 }
 
-// weightRow is one total of a [Weight].
-type weightRow struct {
-	label string
-	n     int64
+// summary is the first line of the traffic section in text and markdown:
+// the window, the requests recorded in it and those the changes touch.
+func (t *Traffic) summary() string {
+	s := fmt.Sprintf("%s: %s recorded, %s on changed combinations", t.window(), plural64(t.Requests, "request"), grouped(t.Affected))
+	if t.RequestRouting > 0 {
+		s += fmt.Sprintf(" (%s of them brought their own routing object and are counted under the closest combination)", grouped(t.RequestRouting))
+	}
+	return s
 }
 
-// rows are the totals shared by text and markdown.
+// weightRow is one total of a [Weight]: label names it in the totals,
+// short in a team's line and the team table's header.
+type weightRow struct {
+	label, short string
+	n            int64
+}
+
+// rows are a weight's totals, in the order every form lists them.
 func (w Weight) rows() []weightRow {
 	return []weightRow{
-		{"would be refused", w.Refused},
-		{"would no longer be refused", w.Unrefused},
-		{"newly degraded", w.Degraded},
-		{"no longer degraded", w.Undegraded},
-		{"chain entries dropped", w.ChainDropped},
-		{"chain entries added", w.ChainAdded},
-		{"rerouted", w.Rerouted},
+		{"would be refused", "refused", w.Refused},
+		{"would no longer be refused", "no longer refused", w.Unrefused},
+		{"newly degraded", "degraded", w.Degraded},
+		{"no longer degraded", "no longer degraded", w.Undegraded},
+		{"chain entries dropped", "chain dropped", w.ChainDropped},
+		{"chain entries added", "chain added", w.ChainAdded},
+		{"rerouted", "rerouted", w.Rerouted},
 	}
+}
+
+// shownRows are the totals text, markdown and the what-if page list: the
+// refusals always (they are what --fail-over gates on), the others when
+// not zero.
+func (w Weight) shownRows() []weightRow {
+	var out []weightRow
+	for i, row := range w.rows() {
+		if i == 0 || row.n > 0 {
+			out = append(out, row)
+		}
+	}
+	return out
 }
 
 // text renders the traffic section for a terminal.
 func (t *Traffic) text() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "traffic %s: %s recorded, %s on changed combinations", t.window(), plural64(t.Requests, "request"), grouped(t.Affected))
-	if t.RequestRouting > 0 {
-		fmt.Fprintf(&b, " (%s of them brought their own routing object and are counted under the closest combination)", grouped(t.RequestRouting))
-	}
-	b.WriteString("\n")
-	for i, row := range t.Totals.rows() {
-		if i == 0 || row.n > 0 { // refusals always: they are what --fail-over gates on
-			fmt.Fprintf(&b, "  %s: %s (%s/day)\n", row.label, grouped(row.n), rate(perDay(row.n, t.Days)))
-		}
+	b.WriteString("traffic " + t.summary() + "\n")
+	for _, row := range t.Totals.shownRows() {
+		fmt.Fprintf(&b, "  %s: %s (%s/day)\n", row.label, grouped(row.n), rate(perDay(row.n, t.Days)))
 	}
 	if len(t.ByTeam) > 0 {
 		b.WriteString("by team:\n")
@@ -151,13 +165,9 @@ func routingNote(n int64) string {
 // brief is a team's weight in one line, its non-zero effects only.
 func (w Weight) brief() string {
 	var parts []string
-	for _, p := range []struct {
-		n    int64
-		name string
-	}{{w.Refused, "refused"}, {w.Unrefused, "no longer refused"}, {w.Degraded, "degraded"}, {w.Undegraded, "no longer degraded"},
-		{w.ChainDropped, "chain dropped"}, {w.ChainAdded, "chain added"}, {w.Rerouted, "rerouted"}} {
-		if p.n > 0 {
-			parts = append(parts, p.name+" "+grouped(p.n))
+	for _, row := range w.rows() {
+		if row.n > 0 {
+			parts = append(parts, row.short+" "+grouped(row.n))
 		}
 	}
 	return strings.Join(parts, ", ")
@@ -184,22 +194,22 @@ func (u *Untouched) line() string {
 // markdown renders the traffic section of a pull-request comment.
 func (t *Traffic) markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n**Traffic** %s: %s recorded, %s on changed combinations", t.window(), plural64(t.Requests, "request"), grouped(t.Affected))
-	if t.RequestRouting > 0 {
-		fmt.Fprintf(&b, " (%s of them brought their own routing object and are counted under the closest combination)", grouped(t.RequestRouting))
-	}
-	b.WriteString(".\n\n| requests | count | per day |\n| --- | ---: | ---: |\n")
-	for i, row := range t.Totals.rows() {
-		if i == 0 || row.n > 0 {
-			fmt.Fprintf(&b, "| %s | %s | %s |\n", row.label, grouped(row.n), rate(perDay(row.n, t.Days)))
-		}
+	b.WriteString("\n**Traffic** " + t.summary() + ".\n\n| requests | count | per day |\n| --- | ---: | ---: |\n")
+	for _, row := range t.Totals.shownRows() {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", row.label, grouped(row.n), rate(perDay(row.n, t.Days)))
 	}
 	if len(t.ByTeam) > 0 {
-		b.WriteString("\n**By team**\n\n| team | refused | no longer refused | degraded | no longer degraded | chain dropped | chain added | rerouted |\n" +
-			"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		b.WriteString("\n**By team**\n\n| team |")
+		for _, row := range t.Totals.rows() {
+			b.WriteString(" " + row.short + " |")
+		}
+		b.WriteString("\n| --- |" + strings.Repeat(" ---: |", len(t.Totals.rows())) + "\n")
 		for _, tw := range t.ByTeam {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", mdCell(orNone(tw.Team)), grouped(tw.Refused), grouped(tw.Unrefused),
-				grouped(tw.Degraded), grouped(tw.Undegraded), grouped(tw.ChainDropped), grouped(tw.ChainAdded), grouped(tw.Rerouted))
+			b.WriteString("| " + mdCell(orNone(tw.Team)) + " |")
+			for _, row := range tw.rows() {
+				b.WriteString(" " + grouped(row.n) + " |")
+			}
+			b.WriteString("\n")
 		}
 	}
 	if len(t.Impacts) > 0 {

@@ -21,10 +21,8 @@ func WhatIf(ctx context.Context, in ui.WhatIfInput) (*ui.WhatIfResult, error) {
 	t := r.Traffic
 	res := &ui.WhatIfResult{Changed: r.Changed, Window: t.window(), Requests: t.Requests, Affected: t.Affected,
 		RequestRouting: t.RequestRouting, Refused: t.Totals.Refused}
-	for i, row := range t.Totals.rows() {
-		if i == 0 || row.n > 0 {
-			res.Totals = append(res.Totals, ui.WhatIfTotal{Label: row.label, Requests: grouped(row.n), PerDay: rate(perDay(row.n, t.Days))})
-		}
+	for _, row := range t.Totals.shownRows() {
+		res.Totals = append(res.Totals, ui.WhatIfTotal{Label: row.label, Requests: grouped(row.n), PerDay: rate(perDay(row.n, t.Days))})
 	}
 	for _, tw := range t.ByTeam {
 		res.Teams = append(res.Teams, ui.WhatIfTeam{Team: orNone(tw.Team), Refused: grouped(tw.Refused), Unrefused: grouped(tw.Unrefused),

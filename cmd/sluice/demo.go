@@ -127,7 +127,7 @@ func runDemo(env *cliEnv, args []string) int {
 		fmt.Fprintf(env.stderr, "sluice demo: flushing the request log: %v\n", err)
 		return 1
 	}
-	dbPath := filepath.Join(cfgDir, "data", "requests.db")
+	dbPath := filepath.Join(cfgDir, "data", requestlog.File)
 	store, err := requestlog.OpenSQLite(dbPath)
 	if err != nil {
 		fmt.Fprintf(env.stderr, "sluice demo: %v\n", err)

@@ -188,7 +188,7 @@ func diffTraffic(env *cliEnv, base, head *snapshot.Snapshot, opts diff.Options, 
 	default:
 		// Opening SQLite creates a missing file: an empty log would read as
 		// "no traffic", which is not what the reviewer asked for.
-		p := filepath.Join(cfg.Store.DataDir, "requests.db")
+		p := filepath.Join(cfg.Store.DataDir, requestlog.File)
 		if _, err := os.Stat(p); err != nil {
 			return nil, fmt.Errorf("%w at %s: %w", errNoLog, p, err)
 		}

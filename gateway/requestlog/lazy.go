@@ -11,6 +11,9 @@ import (
 	"github.com/sluicegw/sluice/profiles"
 )
 
+// File is the SQLite request log's file name inside data_dir.
+const File = "requests.db"
+
 // Open opens the request-log backend a configuration's [store] names: the
 // SQLite file in data_dir (kind "sqlite", the default), ClickHouse (opened
 // on first use, so that a gateway can start while it is down: rows then
@@ -29,7 +32,7 @@ func Open(st *profiles.Store) (Store, error) {
 			return OpenClickHouse(ctx, o)
 		}), nil
 	default:
-		store, err := OpenSQLite(filepath.Join(st.DataDir, "requests.db"))
+		store, err := OpenSQLite(filepath.Join(st.DataDir, File))
 		if err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}

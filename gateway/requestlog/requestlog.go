@@ -102,11 +102,7 @@ func (r Row) normalized() Row {
 // row (a store binding its columns): its slices are r's, but for
 // RoutingDegraded when it needs sorting, which sorts a copy.
 func (r Row) normalizedToRead() Row {
-	if r.TS.IsZero() {
-		r.TS = time.Now()
-	}
-	r.TS = r.TS.UTC().Truncate(time.Millisecond)
-	r.CostUSD, r.LatencyMS, r.TTFTMS = finite(r.CostUSD), finite(r.LatencyMS), finite(r.TTFTMS)
+	r.normalizeScalars()
 	if r.Chain == nil {
 		r.Chain = []string{}
 	}
@@ -121,6 +117,16 @@ func (r Row) normalizedToRead() Row {
 
 // normalize makes r what [Row.normalized] returns, in place.
 func (r *Row) normalize() {
+	r.normalizeScalars()
+	r.Chain = append(make([]string, 0, len(r.Chain)), r.Chain...)
+	r.RoutingDegraded = append(make([]string, 0, len(r.RoutingDegraded)), r.RoutingDegraded...)
+	slices.Sort(r.RoutingDegraded)
+}
+
+// normalizeScalars does what both [Row.normalize] and
+// [Row.normalizedToRead] do to the fields that are not slices: TS in UTC
+// truncated to the millisecond (now if zero), the floats finite.
+func (r *Row) normalizeScalars() {
 	if r.TS.IsZero() {
 		r.TS = time.Now()
 	}
@@ -129,9 +135,6 @@ func (r *Row) normalize() {
 	// column: a row holding one could not be spooled, served by the
 	// analytics API, or stored the same way by both backends.
 	r.CostUSD, r.LatencyMS, r.TTFTMS = finite(r.CostUSD), finite(r.LatencyMS), finite(r.TTFTMS)
-	r.Chain = append(make([]string, 0, len(r.Chain)), r.Chain...)
-	r.RoutingDegraded = append(make([]string, 0, len(r.RoutingDegraded)), r.RoutingDegraded...)
-	slices.Sort(r.RoutingDegraded)
 }
 
 // finite returns v, or 0 for NaN and the infinities.

@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -222,14 +223,9 @@ func (s *postgresStore) Update(ctx context.Context, change func([]profiles.Route
 
 // Audit implements [Store.Audit].
 func (s *postgresStore) Audit(ctx context.Context, limit int, cursor string) (entries []AuditEntry, next string, err error) {
-	if limit <= 0 || limit > 1000 {
-		limit = 100
-	}
-	before := int64(1) << 62
-	if cursor != "" {
-		if before, err = strconv.ParseInt(cursor, 10, 64); err != nil || before <= 0 {
-			return nil, "", ErrBadCursor
-		}
+	limit, before, err := auditWindow(limit, cursor)
+	if err != nil {
+		return nil, "", err
 	}
 	rows, err := s.pool.Query(ctx, `SELECT id, ts, actor, action, route_id, before_doc::text, after_doc::text FROM audit
 		WHERE id < $1 ORDER BY id DESC LIMIT $2`, before, limit+1)
@@ -240,26 +236,16 @@ func (s *postgresStore) Audit(ctx context.Context, limit int, cursor string) (en
 	entries = []AuditEntry{}
 	for rows.Next() {
 		var e AuditEntry
-		var b, a *string
+		var b, a sql.NullString
 		if err := rows.Scan(&e.ID, &e.TS, &e.Actor, &e.Action, &e.RouteID, &b, &a); err != nil {
 			return nil, "", fmt.Errorf("state: audit: %w", err)
 		}
 		e.TS = e.TS.UTC()
-		e.Before, e.After = rawPtr(b), rawPtr(a)
+		e.Before, e.After = raw(b), raw(a)
 		entries = append(entries, e)
 	}
-	if len(entries) > limit {
-		entries = entries[:limit]
-		next = strconv.FormatInt(entries[limit-1].ID, 10)
-	}
+	entries, next = auditPage(entries, limit)
 	return entries, next, rows.Err()
-}
-
-func rawPtr(s *string) json.RawMessage {
-	if s == nil {
-		return json.RawMessage("null")
-	}
-	return json.RawMessage(*s)
 }
 
 // Watch implements [Notifier.Watch]: a connection of its own LISTENs on

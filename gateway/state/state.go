@@ -254,14 +254,9 @@ func nullable(b json.RawMessage) any {
 // Audit implements [Store.Audit]: the cursor is the ID of the last entry of
 // the previous page.
 func (s *sqliteStore) Audit(ctx context.Context, limit int, cursor string) (entries []AuditEntry, next string, err error) {
-	if limit <= 0 || limit > 1000 {
-		limit = 100
-	}
-	before := int64(1) << 62
-	if cursor != "" {
-		if before, err = strconv.ParseInt(cursor, 10, 64); err != nil || before <= 0 {
-			return nil, "", ErrBadCursor
-		}
+	limit, before, err := auditWindow(limit, cursor)
+	if err != nil {
+		return nil, "", err
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT id, ts_ms, actor, action, route_id, before_doc, after_doc FROM audit
 		WHERE id < ? ORDER BY id DESC LIMIT ?`, before, limit+1)
@@ -281,13 +276,38 @@ func (s *sqliteStore) Audit(ctx context.Context, limit int, cursor string) (entr
 		e.Before, e.After = raw(b), raw(a)
 		entries = append(entries, e)
 	}
-	if len(entries) > limit {
-		entries = entries[:limit]
-		next = strconv.FormatInt(entries[limit-1].ID, 10)
-	}
+	entries, next = auditPage(entries, limit)
 	return entries, next, rows.Err()
 }
 
+// auditWindow is the page an Audit call asks for: limit clamped to 1..1000
+// (100 outside it) and the ID the entries are older than, from the cursor
+// ("" for the newest), or ErrBadCursor.
+func auditWindow(limit int, cursor string) (int, int64, error) {
+	if limit <= 0 || limit > 1000 {
+		limit = 100
+	}
+	before := int64(1) << 62
+	if cursor != "" {
+		var err error
+		if before, err = strconv.ParseInt(cursor, 10, 64); err != nil || before <= 0 {
+			return 0, 0, ErrBadCursor
+		}
+	}
+	return limit, before, nil
+}
+
+// auditPage cuts entries, read with one beyond limit, to the page and the
+// cursor of the next one ("" at the end).
+func auditPage(entries []AuditEntry, limit int) ([]AuditEntry, string) {
+	if len(entries) <= limit {
+		return entries, ""
+	}
+	entries = entries[:limit]
+	return entries, strconv.FormatInt(entries[limit-1].ID, 10)
+}
+
+// raw is a nullable JSON column as a document: JSON null for NULL.
 func raw(s sql.NullString) json.RawMessage {
 	if !s.Valid {
 		return json.RawMessage("null")
