@@ -332,12 +332,13 @@ func (s *Server) handleVercelEmbeddings(w http.ResponseWriter, r *http.Request) 
 	s.serveEmbeddings(w, r, KindVercel, hdr, &q, cands, vercelShape, func(c *candidate, items []string, tokens int) any {
 		// The documented answer elides the routing report ("{ ... }"); the
 		// simulator writes the member the chat answers were recorded
-		// carrying there, the provider that served.
+		// carrying there, the provider that served, spelled and costed as
+		// the chat report (vercelRouting) writes them.
 		return orderedJSON{{"object", "list"}, {"data", embeddingData(&q, c.model.Slug, items)}, {"model", c.model.Slug},
 			{"usage", orderedJSON{{"prompt_tokens", tokens}, {"total_tokens", tokens}}},
 			{"providerMetadata", map[string]any{"gateway": map[string]any{
-				"routing": map[string]any{"finalProvider": c.ep.Slug()},
-				"cost":    fmt.Sprintf("%.8f", cost(c.ep, tokens, 0)),
+				"routing": map[string]any{"finalProvider": s.cfg.providerName(KindVercel, c.ep)},
+				"cost":    usdString(cost(c.ep, tokens, 0)),
 			}}}}
 	})
 }
