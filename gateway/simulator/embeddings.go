@@ -26,9 +26,7 @@ type embeddingsRequest struct {
 	Dimensions      int             `json:"dimensions"`
 	EncodingFormat  string          `json:"encoding_format"`
 	Provider        *orProvider     `json:"provider"`
-	ProviderOptions *struct {
-		Gateway *vercelGateway `json:"gateway"`
-	} `json:"providerOptions"`
+	ProviderOptions *vercelOptions  `json:"providerOptions"`
 }
 
 // defaultDimensions is the simulator's vector length when a request sets
@@ -312,10 +310,7 @@ func (s *Server) handleVercelEmbeddings(w http.ResponseWriter, r *http.Request) 
 	if !ok {
 		return
 	}
-	var g *vercelGateway
-	if q.ProviderOptions != nil {
-		g = q.ProviderOptions.Gateway
-	}
+	g := q.ProviderOptions.gateway()
 	m, ok := s.embeddingsModel(q.Model)
 	if !ok {
 		writeJSON(w, http.StatusNotFound, vercelShape(404, fmt.Sprintf("Model '%s' not found", q.Model)))
