@@ -261,10 +261,7 @@ func (s *Server) handleOpenAIEmbeddings(w http.ResponseWriter, r *http.Request) 
 	}
 	m, ep, ok := s.directModel(q.Model, "openai")
 	if !ok || !m.Embedding {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{
-			"message": fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", q.Model),
-			"type":    "invalid_request_error", "param": nil, "code": "model_not_found",
-		}})
+		writeJSON(w, http.StatusNotFound, openAINoModel(q.Model))
 		return
 	}
 	s.serveEmbeddings(w, r, KindOpenAI, hdr, &q, []candidate{{m, ep}}, openAIShape, func(c *candidate, items []string, tokens int) any {
