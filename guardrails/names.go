@@ -120,9 +120,9 @@ func (p ProviderNames) with(connector, send string, reported ...string) Provider
 	return p
 }
 
-// nameKey is the form names compare in: lower-case letters and digits only
+// NameKey is the form names compare in: lower-case letters and digits only
 // ("Amazon Bedrock", "amazon-bedrock" and "AMAZON_BEDROCK" are one name).
-func nameKey(s string) string {
+func NameKey(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	for i := 0; i < len(s); i++ {
@@ -158,8 +158,8 @@ func buildNames(models []*Model, providers map[string]ProviderNames, slugs []str
 			m = map[string]string{}
 			n.reported[connector] = m
 		}
-		if _, taken := m[nameKey(name)]; !taken {
-			m[nameKey(name)] = slug
+		if _, taken := m[NameKey(name)]; !taken {
+			m[NameKey(name)] = slug
 		}
 	}
 	// A catalog's own names first, so they win over the built-in ones.
@@ -260,7 +260,7 @@ func (c *Catalog) ReportedProvider(connector, reported string) (string, bool) {
 		return "", false
 	}
 	base, tag, tagged := strings.Cut(reported, "/")
-	k := nameKey(base)
+	k := NameKey(base)
 	slug, ok := c.names.reported[connector][k]
 	if !ok {
 		slug, ok = c.names.reported[""][k]
@@ -390,8 +390,8 @@ var builtinReported = func() map[string]map[string]string {
 				out[connector] = map[string]string{}
 			}
 			for _, name := range list {
-				if _, taken := out[connector][nameKey(name)]; !taken {
-					out[connector][nameKey(name)] = slug
+				if _, taken := out[connector][NameKey(name)]; !taken {
+					out[connector][NameKey(name)] = slug
 				}
 			}
 		}
@@ -404,7 +404,7 @@ var builtinReported = func() map[string]map[string]string {
 // from OpenRouter, "bedrock" from the Vercel AI Gateway), compared case-
 // and punctuation-insensitively, or false when no built-in provider has it.
 func BuiltinProviderSlug(connector, name string) (string, bool) {
-	slug, ok := builtinReported[connector][nameKey(name)]
+	slug, ok := builtinReported[connector][NameKey(name)]
 	return slug, ok
 }
 

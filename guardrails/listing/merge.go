@@ -343,7 +343,7 @@ func (m *merger) providerNames() {
 		}
 		list := append([]string(nil), known...)
 		for _, name := range m.imp.Reported[slug] {
-			if !containsName(list, name) && nameKey(name) != nameKey(slug) {
+			if !containsName(list, name) && guardrails.NameKey(name) != guardrails.NameKey(slug) {
 				list = append(list, name)
 			}
 		}
