@@ -1,7 +1,8 @@
 package guardrails
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -163,14 +164,14 @@ func buildNames(models []*Model, providers map[string]ProviderNames, slugs []str
 		}
 	}
 	// A catalog's own names first, so they win over the built-in ones.
-	for _, slug := range sortedProviderSlugs(providers) {
+	for _, slug := range slices.Sorted(maps.Keys(providers)) {
 		for connector, list := range providers[slug].Reported {
 			for _, name := range list {
 				addReported(connector, name, slug)
 			}
 		}
 	}
-	for _, slug := range sortedProviderSlugs(builtinProviders) {
+	for _, slug := range slices.Sorted(maps.Keys(builtinProviders)) {
 		for connector, list := range builtinProviders[slug].Reported {
 			if _, own := providers[slug].Reported[connector]; own {
 				continue
@@ -218,15 +219,6 @@ func buildNames(models []*Model, providers map[string]ProviderNames, slugs []str
 		}
 	}
 	return n
-}
-
-func sortedProviderSlugs(m map[string]ProviderNames) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // SendName returns how the connector's upstream spells a provider entry of
@@ -384,7 +376,7 @@ func validMonthDay(mmdd string) bool {
 // slug the built-in spellings give that name; built once.
 var builtinReported = func() map[string]map[string]string {
 	out := map[string]map[string]string{}
-	for _, slug := range sortedProviderSlugs(builtinProviders) {
+	for _, slug := range slices.Sorted(maps.Keys(builtinProviders)) {
 		for connector, list := range builtinProviders[slug].Reported {
 			if out[connector] == nil {
 				out[connector] = map[string]string{}
