@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -322,7 +324,7 @@ func aliasProblems(name string, models []*Model) profiles.Diagnostics {
 		}
 	}
 	for i, m := range models {
-		for _, c := range sortedMapKeys(m.UpstreamIDs) {
+		for _, c := range slices.Sorted(maps.Keys(m.UpstreamIDs)) {
 			id := strings.ToLower(m.UpstreamIDs[c])
 			prev, dup := taken(m, "\x00"+id)
 			if !dup {
@@ -337,15 +339,6 @@ func aliasProblems(name string, models []*Model) profiles.Diagnostics {
 		}
 	}
 	return ds
-}
-
-func sortedMapKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func sortedKeys(m map[string]struct{}) []string {

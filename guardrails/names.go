@@ -1,7 +1,8 @@
 package guardrails
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -120,9 +121,9 @@ func (p ProviderNames) with(connector, send string, reported ...string) Provider
 	return p
 }
 
-// nameKey is the form names compare in: lower-case letters and digits only
+// NameKey is the form names compare in: lower-case letters and digits only
 // ("Amazon Bedrock", "amazon-bedrock" and "AMAZON_BEDROCK" are one name).
-func nameKey(s string) string {
+func NameKey(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	for i := 0; i < len(s); i++ {
@@ -158,19 +159,19 @@ func buildNames(models []*Model, providers map[string]ProviderNames, slugs []str
 			m = map[string]string{}
 			n.reported[connector] = m
 		}
-		if _, taken := m[nameKey(name)]; !taken {
-			m[nameKey(name)] = slug
+		if _, taken := m[NameKey(name)]; !taken {
+			m[NameKey(name)] = slug
 		}
 	}
 	// A catalog's own names first, so they win over the built-in ones.
-	for _, slug := range sortedProviderSlugs(providers) {
+	for _, slug := range slices.Sorted(maps.Keys(providers)) {
 		for connector, list := range providers[slug].Reported {
 			for _, name := range list {
 				addReported(connector, name, slug)
 			}
 		}
 	}
-	for _, slug := range sortedProviderSlugs(builtinProviders) {
+	for _, slug := range slices.Sorted(maps.Keys(builtinProviders)) {
 		for connector, list := range builtinProviders[slug].Reported {
 			if _, own := providers[slug].Reported[connector]; own {
 				continue
@@ -220,15 +221,6 @@ func buildNames(models []*Model, providers map[string]ProviderNames, slugs []str
 	return n
 }
 
-func sortedProviderSlugs(m map[string]ProviderNames) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // SendName returns how the connector's upstream spells a provider entry of
 // a plan ("provider" or "provider/tag") in its provider lists: the
 // catalog's send name, else the built-in one, else the entry as it is. A tag
@@ -260,7 +252,7 @@ func (c *Catalog) ReportedProvider(connector, reported string) (string, bool) {
 		return "", false
 	}
 	base, tag, tagged := strings.Cut(reported, "/")
-	k := nameKey(base)
+	k := NameKey(base)
 	slug, ok := c.names.reported[connector][k]
 	if !ok {
 		slug, ok = c.names.reported[""][k]
@@ -384,14 +376,14 @@ func validMonthDay(mmdd string) bool {
 // slug the built-in spellings give that name; built once.
 var builtinReported = func() map[string]map[string]string {
 	out := map[string]map[string]string{}
-	for _, slug := range sortedProviderSlugs(builtinProviders) {
+	for _, slug := range slices.Sorted(maps.Keys(builtinProviders)) {
 		for connector, list := range builtinProviders[slug].Reported {
 			if out[connector] == nil {
 				out[connector] = map[string]string{}
 			}
 			for _, name := range list {
-				if _, taken := out[connector][nameKey(name)]; !taken {
-					out[connector][nameKey(name)] = slug
+				if _, taken := out[connector][NameKey(name)]; !taken {
+					out[connector][NameKey(name)] = slug
 				}
 			}
 		}
@@ -404,7 +396,7 @@ var builtinReported = func() map[string]map[string]string {
 // from OpenRouter, "bedrock" from the Vercel AI Gateway), compared case-
 // and punctuation-insensitively, or false when no built-in provider has it.
 func BuiltinProviderSlug(connector, name string) (string, bool) {
-	slug, ok := builtinReported[connector][nameKey(name)]
+	slug, ok := builtinReported[connector][NameKey(name)]
 	return slug, ok
 }
 

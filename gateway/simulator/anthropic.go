@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 )
 
 // Anthropic's Messages API, answering as the live API does
@@ -110,6 +111,12 @@ var anthropicTypes = map[int]string{
 	500: "api_error", 529: "overloaded_error",
 }
 
+// anthropicErrors numbers the error answers, for their request ids.
+var anthropicErrors atomic.Int64
+
+// anthropicShape is an error answer as the recorded ones carry it: the
+// error's type and message, and the request's id ("req_011C" and 20
+// letters and digits).
 func anthropicShape(status int, msg string) any {
 	typ, ok := anthropicTypes[status]
 	if !ok {
@@ -118,7 +125,8 @@ func anthropicShape(status int, msg string) any {
 			typ = "api_error"
 		}
 	}
-	return map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
+	id := "req_011C" + token(fmt.Sprint("anthropic error ", anthropicErrors.Add(1)), 20, alnum)
+	return map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}, "request_id": id}
 }
 
 func anthropicOverflow(m *Model, prompt int) failure {

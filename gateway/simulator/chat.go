@@ -21,9 +21,7 @@ type chatRequest struct {
 		ID            string   `json:"id"`
 		AllowedModels []string `json:"allowed_models"`
 	} `json:"plugins"`
-	ProviderOptions *struct {
-		Gateway *vercelGateway `json:"gateway"`
-	} `json:"providerOptions"`
+	ProviderOptions *vercelOptions `json:"providerOptions"`
 }
 
 func (q *chatRequest) includeUsage() bool {

@@ -26,9 +26,7 @@ type embeddingsRequest struct {
 	Dimensions      int             `json:"dimensions"`
 	EncodingFormat  string          `json:"encoding_format"`
 	Provider        *orProvider     `json:"provider"`
-	ProviderOptions *struct {
-		Gateway *vercelGateway `json:"gateway"`
-	} `json:"providerOptions"`
+	ProviderOptions *vercelOptions  `json:"providerOptions"`
 }
 
 // defaultDimensions is the simulator's vector length when a request sets
@@ -263,10 +261,7 @@ func (s *Server) handleOpenAIEmbeddings(w http.ResponseWriter, r *http.Request) 
 	}
 	m, ep, ok := s.directModel(q.Model, "openai")
 	if !ok || !m.Embedding {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{
-			"message": fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", q.Model),
-			"type":    "invalid_request_error", "param": nil, "code": "model_not_found",
-		}})
+		writeJSON(w, http.StatusNotFound, openAINoModel(q.Model))
 		return
 	}
 	s.serveEmbeddings(w, r, KindOpenAI, hdr, &q, []candidate{{m, ep}}, openAIShape, func(c *candidate, items []string, tokens int) any {
@@ -312,10 +307,7 @@ func (s *Server) handleVercelEmbeddings(w http.ResponseWriter, r *http.Request) 
 	if !ok {
 		return
 	}
-	var g *vercelGateway
-	if q.ProviderOptions != nil {
-		g = q.ProviderOptions.Gateway
-	}
+	g := q.ProviderOptions.gateway()
 	m, ok := s.embeddingsModel(q.Model)
 	if !ok {
 		writeJSON(w, http.StatusNotFound, vercelShape(404, fmt.Sprintf("Model '%s' not found", q.Model)))
@@ -332,12 +324,13 @@ func (s *Server) handleVercelEmbeddings(w http.ResponseWriter, r *http.Request) 
 	s.serveEmbeddings(w, r, KindVercel, hdr, &q, cands, vercelShape, func(c *candidate, items []string, tokens int) any {
 		// The documented answer elides the routing report ("{ ... }"); the
 		// simulator writes the member the chat answers were recorded
-		// carrying there, the provider that served.
+		// carrying there, the provider that served, spelled and costed as
+		// the chat report (vercelRouting) writes them.
 		return orderedJSON{{"object", "list"}, {"data", embeddingData(&q, c.model.Slug, items)}, {"model", c.model.Slug},
 			{"usage", orderedJSON{{"prompt_tokens", tokens}, {"total_tokens", tokens}}},
 			{"providerMetadata", map[string]any{"gateway": map[string]any{
-				"routing": map[string]any{"finalProvider": c.ep.Slug()},
-				"cost":    fmt.Sprintf("%.8f", cost(c.ep, tokens, 0)),
+				"routing": map[string]any{"finalProvider": s.cfg.providerName(KindVercel, c.ep)},
+				"cost":    usdString(cost(c.ep, tokens, 0)),
 			}}}}
 	})
 }

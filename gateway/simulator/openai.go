@@ -112,6 +112,15 @@ func openAIShape(status int, msg string) any {
 	return map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": code}}
 }
 
+// openAINoModel is the 404 of a model the API does not serve, as recorded
+// (testdata/recorded/embeddings/openai-error-404-model-not-found.json).
+func openAINoModel(model string) any {
+	return map[string]any{"error": map[string]any{
+		"message": fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", model),
+		"type":    "invalid_request_error", "param": nil, "code": "model_not_found",
+	}}
+}
+
 func openAIOverflow(m *Model, prompt int) failure {
 	b, _ := json.Marshal(map[string]any{"error": map[string]any{
 		"message": fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.", m.ContextWindow, prompt),
@@ -154,10 +163,7 @@ func (s *Server) handleOpenAI(w http.ResponseWriter, r *http.Request) {
 	}
 	m, ep, ok := s.directModel(q.Model, "openai")
 	if !ok {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{
-			"message": fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", q.Model),
-			"type":    "invalid_request_error", "param": nil, "code": "model_not_found",
-		}})
+		writeJSON(w, http.StatusNotFound, openAINoModel(q.Model))
 		return
 	}
 	prompt := promptTokens(nil, q.Messages)

@@ -133,6 +133,20 @@ func openRouterEndpoints(m *Model, p *orProvider, sortKey string) []Endpoint {
 	return eps
 }
 
+// vercelOptions is a request's providerOptions, of which the Vercel AI
+// Gateway reads the gateway object.
+type vercelOptions struct {
+	Gateway *vercelGateway `json:"gateway"`
+}
+
+// gateway is the gateway object, nil when the request has none.
+func (o *vercelOptions) gateway() *vercelGateway {
+	if o == nil {
+		return nil
+	}
+	return o.Gateway
+}
+
 // vercelGateway is Vercel AI Gateway's providerOptions.gateway object.
 type vercelGateway struct {
 	Order  []string `json:"order"`

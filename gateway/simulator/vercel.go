@@ -198,10 +198,7 @@ func (s *Server) handleVercel(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var g *vercelGateway
-	if q.ProviderOptions != nil {
-		g = q.ProviderOptions.Gateway
-	}
+	g := q.ProviderOptions.gateway()
 	if g != nil && g.Sort != "" {
 		if _, ok := vercelSort[g.Sort]; !ok {
 			writeJSON(w, http.StatusBadRequest, vercelShape(400, fmt.Sprintf("providerOptions.gateway.sort: invalid value %q (expected cost, ttft or tps)", g.Sort)))

@@ -189,22 +189,10 @@ func firstNonEmpty(a, b string) string {
 
 func quote(s string) string { return `"` + s + `"` }
 
-// nameKey is the form provider names compare in, as the catalog compares
-// reports: lower-case letters and digits only.
-func nameKey(s string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(s) {
-		if ('a' <= r && r <= 'z') || ('0' <= r && r <= '9') || r >= 0x80 {
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
 func containsName(list []string, name string) bool {
-	k := nameKey(name)
+	k := guardrails.NameKey(name)
 	for _, n := range list {
-		if nameKey(n) == k {
+		if guardrails.NameKey(n) == k {
 			return true
 		}
 	}

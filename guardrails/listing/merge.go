@@ -253,16 +253,7 @@ func (m *merger) endpoints(bm *guardrails.Model, listed []guardrails.Endpoint, s
 		}
 		m.update(bm.Slug, be, le)
 	}
-	out := bm.Endpoints[:0]
-	for _, e := range bm.Endpoints {
-		if e.Source == src && !keep[e.Slug()] {
-			m.sum.EndpointsRemoved = append(m.sum.EndpointsRemoved, bm.Slug+" "+e.Slug())
-			m.touched[bm.Slug] = true
-			continue
-		}
-		out = append(out, e)
-	}
-	bm.Endpoints = out
+	m.removeUnlisted(bm, keep, src)
 }
 
 // update takes a listed endpoint's imported fields into a catalog one.
@@ -352,7 +343,7 @@ func (m *merger) providerNames() {
 		}
 		list := append([]string(nil), known...)
 		for _, name := range m.imp.Reported[slug] {
-			if !containsName(list, name) && nameKey(name) != nameKey(slug) {
+			if !containsName(list, name) && guardrails.NameKey(name) != guardrails.NameKey(slug) {
 				list = append(list, name)
 			}
 		}

@@ -27,7 +27,7 @@ func modelKey(id string) string {
 	if a, ok := vercelAuthors[author]; ok {
 		author = a
 	}
-	return author + "/" + strings.TrimSuffix(nameKey(name), "instruct")
+	return author + "/" + strings.TrimSuffix(guardrails.NameKey(name), "instruct")
 }
 
 // vercel merges the Vercel AI Gateway's listing.
