@@ -151,7 +151,7 @@ func (*vercel) embeddingsCapabilities() compiler.Capabilities {
 
 func (*vercel) translateEmbeddings(body Body, _ *compiler.Plan, out *compiler.Outcome) (*Native, error) {
 	// No fallback models: the embeddings endpoint takes none.
-	return &Native{Path: embeddingsPath, Header: noHeaders, Body: encodeBody(body, vercelRouting(out, nil)...)}, nil
+	return &Native{Path: embeddingsPath, Header: noHeaders, Body: encodeBody(body, vercelRouting(make([]member, 0, 2), out, nil)...)}, nil
 }
 
 // vercelEmbeddingsReport is the routing report of an embeddings answer: a

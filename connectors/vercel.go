@@ -35,14 +35,16 @@ var vercelSort = map[string]string{"cost": "cost", "latency": "ttft", "throughpu
 // vercelRouting is the model and the gateway's provider options of a
 // request: the provider order, the allow-list, the ranking and, for chat,
 // the fallback models (chain).
-func vercelRouting(out *compiler.Outcome, chain []string) []member {
+// It appends them to set, so that a caller's small array can hold them
+// without an allocation.
+func vercelRouting(set []member, out *compiler.Outcome, chain []string) []member {
 	ps := out.Providers
 	var g object
 	g.list("order", ps.Preferred)
 	g.list("only", ps.Allowed)
 	g.list("models", chain)
 	g.str("sort", vercelSort[ps.RankBy])
-	set := []member{{"model", jsonscan.AppendString(nil, out.NativeModel)}}
+	set = append(set, member{"model", jsonscan.AppendString(nil, out.NativeModel)})
 	if gb := g.bytes(); gb != nil {
 		var po object
 		po.raw("gateway", gb)
@@ -55,7 +57,8 @@ func vercelRouting(out *compiler.Outcome, chain []string) []member {
 // order, only, models (the chain) and sort, in the upstream's own names; a
 // stream asks for usage (see [withStreamUsage]).
 func (*vercel) Translate(body Body, _ *compiler.Plan, out *compiler.Outcome) (*Native, error) {
-	set, added := withStreamUsage(body, vercelRouting(out, out.Chain))
+	var buf [3]member // the model, the provider options, stream_options
+	set, added := withStreamUsage(body, vercelRouting(buf[:0], out, out.Chain))
 	return &Native{Path: "/chat/completions", Header: noHeaders, Body: encodeBody(body, set...), UsageAdded: added}, nil
 }
 
