@@ -499,7 +499,7 @@ data_dir = "data"'
   else
     CH="$WORK/ch"; mkdir -p "$CH"
     CH_TCP=$(free_port); CH_HTTP=$(free_port)
-    # Same shape as gateway/requestlog/chtest: <yandex> root, loopback only.
+    # Same shape as store/requestlog/chtest: <yandex> root, loopback only.
     cat > "$CH/config.xml" <<EOF
 <?xml version="1.0"?>
 <yandex>

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicegw/sluice/gateway/requestlog"
 	"github.com/sluicegw/sluice/guardrails"
 	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/snapshot"
+	"github.com/sluicegw/sluice/store/requestlog"
 )
 
 // writeFile writes a file under dir, creating its folder.

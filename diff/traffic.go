@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicegw/sluice/gateway/requestlog"
 	"github.com/sluicegw/sluice/guardrails"
 	"github.com/sluicegw/sluice/snapshot"
+	"github.com/sluicegw/sluice/store/requestlog"
 )
 
 // Effects a change has on the recorded requests of a combination, the

@@ -6,7 +6,7 @@ import (
 
 	"github.com/sluicegw/sluice/gateway/access"
 	"github.com/sluicegw/sluice/gateway/apierr"
-	"github.com/sluicegw/sluice/gateway/requestlog"
+	"github.com/sluicegw/sluice/store/requestlog"
 )
 
 // Invocations is the body of GET /api/v1/analytics/invocations.

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicegw/sluice/gateway"
-	"github.com/sluicegw/sluice/gateway/requestlog"
-	"github.com/sluicegw/sluice/gateway/requestlog/chtest"
+	"github.com/sluicegw/sluice/store/requestlog"
+	"github.com/sluicegw/sluice/store/requestlog/chtest"
 )
 
 // TestClickHouseRequestLogSurvivesAnOutage runs the gateway on the

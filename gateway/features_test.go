@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicegw/sluice/gateway"
-	"github.com/sluicegw/sluice/gateway/requestlog"
+	"github.com/sluicegw/sluice/store/requestlog"
 )
 
 // TestResponseCache: an identical request is answered from the cache without

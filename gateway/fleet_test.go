@@ -19,9 +19,9 @@ import (
 
 	"github.com/sluicegw/sluice/gateway"
 	"github.com/sluicegw/sluice/gateway/budget"
-	"github.com/sluicegw/sluice/gateway/requestlog/chtest"
 	"github.com/sluicegw/sluice/gateway/shared/redistest"
 	"github.com/sluicegw/sluice/gateway/state/pgtest"
+	"github.com/sluicegw/sluice/store/requestlog/chtest"
 )
 
 // Keys the fleet test adds: one under a budget, one under a rate limit.

@@ -19,9 +19,9 @@ import (
 
 	sluice "github.com/sluicegw/sluice"
 	"github.com/sluicegw/sluice/gateway"
-	"github.com/sluicegw/sluice/gateway/requestlog"
 	"github.com/sluicegw/sluice/gateway/simulator"
 	"github.com/sluicegw/sluice/guardrails"
+	"github.com/sluicegw/sluice/store/requestlog"
 )
 
 // Demo secrets (testdata/demo/sluice.toml).

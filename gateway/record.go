@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluicegw/sluice/gateway/requestlog"
+	"github.com/sluicegw/sluice/store/requestlog"
 )
 
 // Switch reasons recorded in routing_switch_reason: why the served model

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicegw/sluice/gateway"
-	"github.com/sluicegw/sluice/gateway/requestlog"
+	"github.com/sluicegw/sluice/store/requestlog"
 )
 
 // recordedDir holds the answers the live upstreams sent (see its README.md),

@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicegw/sluice/gateway"
-	"github.com/sluicegw/sluice/gateway/requestlog"
-	"github.com/sluicegw/sluice/gateway/requestlog/chtest"
+	"github.com/sluicegw/sluice/store/requestlog"
+	"github.com/sluicegw/sluice/store/requestlog/chtest"
 )
 
 // balancer is a load balancer on loopback in front of gateway replicas: a

@@ -36,7 +36,6 @@ import (
 	"github.com/sluicegw/sluice/gateway/budget"
 	"github.com/sluicegw/sluice/gateway/lru"
 	"github.com/sluicegw/sluice/gateway/metrics"
-	"github.com/sluicegw/sluice/gateway/requestlog"
 	"github.com/sluicegw/sluice/gateway/shared"
 	"github.com/sluicegw/sluice/gateway/state"
 	"github.com/sluicegw/sluice/gateway/telemetry"
@@ -44,6 +43,7 @@ import (
 	"github.com/sluicegw/sluice/guardrails/listing"
 	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/snapshot"
+	"github.com/sluicegw/sluice/store/requestlog"
 )
 
 // Options configure a [Server].

@@ -9,8 +9,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluicegw/sluice/connectors"
-	"github.com/sluicegw/sluice/gateway/requestlog"
 	"github.com/sluicegw/sluice/snapshot"
+	"github.com/sluicegw/sluice/store/requestlog"
 )
 
 // The spans of the request path (when tracing is on, see gateway/telemetry):

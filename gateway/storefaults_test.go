@@ -13,7 +13,7 @@ import (
 
 	sluice "github.com/sluicegw/sluice"
 	"github.com/sluicegw/sluice/gateway"
-	"github.com/sluicegw/sluice/gateway/requestlog/chtest"
+	"github.com/sluicegw/sluice/store/requestlog/chtest"
 )
 
 // TestStartupStoreErrors: an unusable data directory or a locked SQLite

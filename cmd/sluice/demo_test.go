@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicegw/sluice/gateway/requestlog"
-	"github.com/sluicegw/sluice/gateway/requestlog/chtest"
+	"github.com/sluicegw/sluice/store/requestlog"
+	"github.com/sluicegw/sluice/store/requestlog/chtest"
 )
 
 // TestDemoAndRows runs the README's run command in-process, then reads the

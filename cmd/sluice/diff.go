@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/sluicegw/sluice/diff"
-	"github.com/sluicegw/sluice/gateway/requestlog"
 	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/snapshot"
+	"github.com/sluicegw/sluice/store/requestlog"
 )
 
 // defaultTrafficWindow is how far back --traffic counts when --from is not

@@ -13,8 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicegw/sluice/gateway/requestlog"
-	"github.com/sluicegw/sluice/gateway/requestlog/chtest"
+	"github.com/sluicegw/sluice/store/requestlog"
+	"github.com/sluicegw/sluice/store/requestlog/chtest"
 )
 
 var updateDiff = flag.Bool("update-diff", false, "rewrite the expected outputs of testdata/diff")

@@ -6,8 +6,8 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/sluicegw/sluice/gateway/requestlog"
 	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/store/requestlog"
 )
 
 func runRows(env *cliEnv, args []string) int {

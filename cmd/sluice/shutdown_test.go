@@ -19,10 +19,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicegw/sluice/gateway/requestlog"
-	"github.com/sluicegw/sluice/gateway/requestlog/chtest"
 	"github.com/sluicegw/sluice/gateway/simulator"
 	"github.com/sluicegw/sluice/guardrails"
+	"github.com/sluicegw/sluice/store/requestlog"
+	"github.com/sluicegw/sluice/store/requestlog/chtest"
 )
 
 // TestMain lets a test run this package's binary as the real sluice command

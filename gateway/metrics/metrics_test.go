@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicegw/sluice/gateway/metrics"
-	"github.com/sluicegw/sluice/gateway/requestlog"
 	"github.com/sluicegw/sluice/gateway/shared"
+	"github.com/sluicegw/sluice/store/requestlog"
 )
 
 // recorder is a Registerer that keeps what it is given.

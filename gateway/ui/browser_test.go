@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicegw/sluice/gateway/requestlog"
+	"github.com/sluicegw/sluice/store/requestlog"
 )
 
 var updateUI = flag.Bool("update-ui", false, "rewrite the screenshots under testdata/ui/")

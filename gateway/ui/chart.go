@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sluicegw/sluice/gateway/requestlog"
+	"github.com/sluicegw/sluice/store/requestlog"
 )
 
 // metric is one of the four shares the overview charts.

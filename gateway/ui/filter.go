@@ -3,7 +3,7 @@ package ui
 import (
 	"net/url"
 
-	"github.com/sluicegw/sluice/gateway/requestlog"
+	"github.com/sluicegw/sluice/store/requestlog"
 )
 
 // filterForm is the filter as the form shows it: the raw values, so that a

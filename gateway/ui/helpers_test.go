@@ -20,7 +20,7 @@ import (
 	sluice "github.com/sluicegw/sluice"
 	"github.com/sluicegw/sluice/diff"
 	"github.com/sluicegw/sluice/gateway"
-	"github.com/sluicegw/sluice/gateway/requestlog"
+	"github.com/sluicegw/sluice/store/requestlog"
 )
 
 // Demo secrets (testdata/demo/sluice.toml): k-analyst has the analyst role

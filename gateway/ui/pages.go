@@ -12,9 +12,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sluicegw/sluice/gateway/requestlog"
 	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/snapshot"
+	"github.com/sluicegw/sluice/store/requestlog"
 )
 
 // defaultPageSize is the rows page's size when the filter sets no limit.

@@ -23,8 +23,8 @@ import (
 	"time"
 
 	"github.com/sluicegw/sluice/gateway/access"
-	"github.com/sluicegw/sluice/gateway/requestlog"
 	"github.com/sluicegw/sluice/snapshot"
+	"github.com/sluicegw/sluice/store/requestlog"
 )
 
 //go:embed templates/*.html static/*

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	sluice "github.com/sluicegw/sluice"
-	"github.com/sluicegw/sluice/gateway/requestlog"
+	"github.com/sluicegw/sluice/store/requestlog"
 )
 
 func TestNoSessionRedirectsToLogin(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicegw/sluice/gateway/requestlog"
 	"github.com/sluicegw/sluice/snapshot"
+	"github.com/sluicegw/sluice/store/requestlog"
 )
 
 // WhatIfInput is what a what-if run weighs: the change from Base (the

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicegw/sluice/gateway/requestlog/chtest"
+	"github.com/sluicegw/sluice/store/requestlog/chtest"
 )
 
 // BenchmarkClickHouseInsert10k inserts batches of 10,000 new rows (the

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/sluicegw/sluice/gateway/requestlog/chtest"
+	"github.com/sluicegw/sluice/store/requestlog/chtest"
 )
 
 // TestMain shares one ClickHouse server across the package's tests (each

@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicegw/sluice/gateway/requestlog/chtest"
 	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/store/requestlog/chtest"
 )
 
 // chTLSPassword is the password of the user of the production-like server

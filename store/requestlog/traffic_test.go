@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicegw/sluice/gateway/requestlog/chtest"
 	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/store/requestlog/chtest"
 )
 
 func TestTrafficOfOffAndLazyStores(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicegw/sluice/gateway/requestlog/chtest"
+	"github.com/sluicegw/sluice/store/requestlog/chtest"
 )
 
 // rawConn opens a plain clickhouse-go connection to opts' database.
