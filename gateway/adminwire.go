@@ -10,10 +10,10 @@ import (
 
 	"github.com/sluicegw/sluice/gateway/admin"
 	"github.com/sluicegw/sluice/gateway/apierr"
-	"github.com/sluicegw/sluice/gateway/state"
 	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/schemas"
 	"github.com/sluicegw/sluice/snapshot"
+	"github.com/sluicegw/sluice/store/state"
 )
 
 // withStoredRoutes overlays the state store's routes on a snapshot loaded

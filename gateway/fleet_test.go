@@ -20,8 +20,8 @@ import (
 	"github.com/sluicegw/sluice/gateway"
 	"github.com/sluicegw/sluice/gateway/budget"
 	"github.com/sluicegw/sluice/gateway/shared/redistest"
-	"github.com/sluicegw/sluice/gateway/state/pgtest"
 	"github.com/sluicegw/sluice/store/requestlog/chtest"
+	"github.com/sluicegw/sluice/store/state/pgtest"
 )
 
 // Keys the fleet test adds: one under a budget, one under a rate limit.

@@ -37,13 +37,13 @@ import (
 	"github.com/sluicegw/sluice/gateway/lru"
 	"github.com/sluicegw/sluice/gateway/metrics"
 	"github.com/sluicegw/sluice/gateway/shared"
-	"github.com/sluicegw/sluice/gateway/state"
 	"github.com/sluicegw/sluice/gateway/telemetry"
 	"github.com/sluicegw/sluice/gateway/ui"
 	"github.com/sluicegw/sluice/guardrails/listing"
 	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/snapshot"
 	"github.com/sluicegw/sluice/store/requestlog"
+	"github.com/sluicegw/sluice/store/state"
 )
 
 // Options configure a [Server].

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	sluice "github.com/sluicegw/sluice"
-	"github.com/sluicegw/sluice/gateway/state"
+	"github.com/sluicegw/sluice/store/state"
 )
 
 func TestImport(t *testing.T) {

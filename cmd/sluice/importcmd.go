@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/sluicegw/sluice/gateway/state"
 	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/snapshot"
+	"github.com/sluicegw/sluice/store/state"
 )
 
 // runImport seeds the state store ([state]: SQLite in data_dir, or the

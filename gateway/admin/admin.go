@@ -22,9 +22,9 @@ import (
 
 	"github.com/sluicegw/sluice/gateway/access"
 	"github.com/sluicegw/sluice/gateway/apierr"
-	"github.com/sluicegw/sluice/gateway/state"
 	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/schemas"
+	"github.com/sluicegw/sluice/store/state"
 )
 
 // Backend is what the admin API needs from the gateway.

@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicegw/sluice/gateway/state"
-	"github.com/sluicegw/sluice/gateway/state/pgtest"
 	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/store/state"
+	"github.com/sluicegw/sluice/store/state/pgtest"
 )
 
 // TestPostgresStore: migrations apply once (two stores opening together),
