@@ -4,8 +4,8 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/sluicegw/sluice/gateway/access"
 	"github.com/sluicegw/sluice/gateway/apierr"
+	"github.com/sluicegw/sluice/profiles/access"
 	"github.com/sluicegw/sluice/store/requestlog"
 )
 

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/sluicegw/sluice/connectors"
-	"github.com/sluicegw/sluice/gateway/access"
 	"github.com/sluicegw/sluice/gateway/apierr"
 	"github.com/sluicegw/sluice/gateway/request"
 	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/profiles/access"
 	"github.com/sluicegw/sluice/snapshot"
 )
 

@@ -20,9 +20,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/sluicegw/sluice/gateway/access"
 	"github.com/sluicegw/sluice/gateway/apierr"
 	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/profiles/access"
 	"github.com/sluicegw/sluice/schemas"
 	"github.com/sluicegw/sluice/store/state"
 )

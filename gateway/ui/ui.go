@@ -22,7 +22,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicegw/sluice/gateway/access"
+	"github.com/sluicegw/sluice/profiles/access"
 	"github.com/sluicegw/sluice/snapshot"
 	"github.com/sluicegw/sluice/store/requestlog"
 )

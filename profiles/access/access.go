@@ -1,7 +1,9 @@
-// Package access holds the gateway's security checks, one definition each:
-// reading a bearer token, finding the key a secret belongs to, comparing the
-// admin token, and the roles a key may hold. The API, the admin API and the
-// compliance pages all authenticate through it.
+// Package access answers who a request is, against the keys the
+// configuration defines, one definition each: reading a bearer token,
+// finding the key a secret belongs to, comparing the admin token, and the
+// roles a key may hold. It sits beside profiles (whose keys it reads) so
+// that the gateway's API, its admin API and the compliance pages, a review
+// tool that never imports the gateway, all authenticate through it.
 package access
 
 import (

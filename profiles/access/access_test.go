@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicegw/sluice/gateway/access"
 	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/profiles/access"
 )
 
 func TestBearerToken(t *testing.T) {
