@@ -16,7 +16,7 @@ const module = "github.com/sluicegw/sluice"
 // (a stage's subpackages). schemas and the module root (the embedded data
 // files) come before every stage; deploy (the image, compose file and
 // chart, with tests that load their configurations) after every one.
-var stages = []string{"", "schemas", "profiles", "store", "guardrails", "compiler", "connectors", "snapshot", "gateway", "diff", "cmd", "bench", "deploy"}
+var stages = []string{"", "schemas", "profiles", "store", "guardrails", "compiler", "connectors", "snapshot", "gateway", "review", "cmd", "bench", "deploy"}
 
 // stageOf returns the stage index of an import path inside the module, or
 // -1 for a path outside it.
@@ -73,14 +73,14 @@ func TestStagesImportForwardOnly(t *testing.T) {
 func TestBackwardImportsFound(t *testing.T) {
 	got := backwardImports(map[string][]string{
 		module + "/compiler":          {module + "/profiles", module + "/gateway/apierr", "fmt"},
-		module + "/gateway/ui":        {module + "/store/requestlog", module + "/snapshot"},
+		module + "/review/ui":         {module + "/store/requestlog", module + "/snapshot"},
 		module + "/snapshot":          {module + "/compiler/failover"},
-		module + "/connectors":        {module + "/diff"},
+		module + "/connectors":        {module + "/review/diff"},
 		module + "/gateway/simulator": {module},
 	})
 	require.ElementsMatch(t, []string{
 		module + "/compiler imports " + module + "/gateway/apierr",
-		module + "/connectors imports " + module + "/diff",
+		module + "/connectors imports " + module + "/review/diff",
 	}, got)
 }
 

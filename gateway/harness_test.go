@@ -21,6 +21,7 @@ import (
 	"github.com/sluicegw/sluice/gateway"
 	"github.com/sluicegw/sluice/gateway/simulator"
 	"github.com/sluicegw/sluice/guardrails"
+	"github.com/sluicegw/sluice/review/ui"
 	"github.com/sluicegw/sluice/store/requestlog"
 )
 
@@ -192,6 +193,9 @@ func newHarnessOpts(t *testing.T, prep func(dir string), simCfg func(*simulator.
 		Logger:     slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: level})),
 		LogLevel:   level,
 		AdminToken: adminToken,
+		Pages: func(g gateway.PagesEnv) http.Handler {
+			return ui.New(ui.Options{Store: g.Store, AdminToken: g.AdminToken, Snapshot: g.Snapshot, Logger: g.Logger, OverTLS: g.OverTLS})
+		},
 		UpstreamURLs: map[string]string{"market": sim.URL("openrouter"), "edge": sim.URL("vercel"),
 			"openai": sim.URL("openai"), "anthropic": sim.URL("anthropic")},
 	}

@@ -38,7 +38,6 @@ import (
 	"github.com/sluicegw/sluice/gateway/metrics"
 	"github.com/sluicegw/sluice/gateway/shared"
 	"github.com/sluicegw/sluice/gateway/telemetry"
-	"github.com/sluicegw/sluice/gateway/ui"
 	"github.com/sluicegw/sluice/guardrails/listing"
 	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/snapshot"
@@ -73,9 +72,10 @@ type Options struct {
 	// Store is the request-log store. Default: opened from [store] in
 	// sluice.toml.
 	Store requestlog.Store
-	// WhatIf serves the compliance pages' what-if view (the binary passes
-	// diff.WhatIf). Default nil: the view says it is not available.
-	WhatIf ui.WhatIfFunc
+	// Pages builds the handler served under /ui/ from what the gateway
+	// lends it (the binary passes the compliance pages, package review/ui).
+	// Default nil: every /ui/ path answers 404.
+	Pages func(PagesEnv) http.Handler
 	// Tracing exports a server span per request and a client span per
 	// upstream attempt (the binary passes telemetry.FromEnv). Default
 	// telemetry.Off: no span is made. Close shuts it down.
@@ -286,7 +286,7 @@ func (s *Server) routes() chi.Router {
 	for _, p := range admin.Paths {
 		r.Handle(p, adminAPI)
 	}
-	r.Mount("/ui", s.uiHandler())
+	r.Mount("/ui", s.pagesHandler())
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound(r))
 	})

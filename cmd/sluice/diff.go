@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicegw/sluice/diff"
+	"github.com/sluicegw/sluice/review/diff"
 	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/snapshot"
 	"github.com/sluicegw/sluice/store/requestlog"

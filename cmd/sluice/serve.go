@@ -13,15 +13,24 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sluicegw/sluice/diff"
 	"github.com/sluicegw/sluice/gateway"
 	"github.com/sluicegw/sluice/gateway/metrics"
 	"github.com/sluicegw/sluice/gateway/telemetry"
 	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/review/diff"
+	"github.com/sluicegw/sluice/review/ui"
 )
 
 // AdminTokenEnv names the environment variable holding the admin token.
 const AdminTokenEnv = "SLUICE_ADMIN_TOKEN"
+
+// compliancePages serves the compliance pages (review/ui) under the gateway's
+// /ui/, on the request log and configuration the gateway lends them, with
+// diff's what-if view.
+func compliancePages(e gateway.PagesEnv) http.Handler {
+	return ui.New(ui.Options{Store: e.Store, AdminToken: e.AdminToken, Snapshot: e.Snapshot,
+		Logger: e.Logger, OverTLS: e.OverTLS, WhatIf: diff.WhatIf})
+}
 
 func runServe(env *cliEnv, args []string) int {
 	fs := newFlags(env, "serve", "[--config DIR]")
@@ -42,7 +51,7 @@ func runServe(env *cliEnv, args []string) int {
 		return 1
 	}
 	srv, err := gateway.New(gateway.Options{ConfigDir: *dir, Logger: logger, LogLevel: level, AdminToken: os.Getenv(AdminTokenEnv),
-		WhatIf: diff.WhatIf, Tracing: tracing, Build: metrics.Build{Version: v.Version, Commit: v.Commit, GoVersion: v.Go}})
+		Pages: compliancePages, Tracing: tracing, Build: metrics.Build{Version: v.Version, Commit: v.Commit, GoVersion: v.Go}})
 	if err != nil {
 		_ = tracing.Shutdown(context.Background())
 		printLoadError(env, err)

@@ -10,6 +10,10 @@
 // The browser then holds only an opaque session id (HttpOnly, SameSite=Strict
 // cookie) mapped in memory to the principal; analyst keys see only their own
 // team's rows on every page.
+//
+// It is a review tool: it reads the request-log store and compiles through
+// snapshot, and never imports the gateway, which mounts it under /ui/
+// through gateway.Options.Pages (cmd/sluice wires the two).
 package ui
 
 import (

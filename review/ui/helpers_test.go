@@ -18,8 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	sluice "github.com/sluicegw/sluice"
-	"github.com/sluicegw/sluice/diff"
 	"github.com/sluicegw/sluice/gateway"
+	"github.com/sluicegw/sluice/review/diff"
+	"github.com/sluicegw/sluice/review/ui"
 	"github.com/sluicegw/sluice/store/requestlog"
 )
 
@@ -65,7 +66,10 @@ func newEnvStore(t *testing.T, store requestlog.Store) *env {
 		Logger:     slog.New(slog.NewTextHandler(testLogWriter{t}, nil)),
 		AdminToken: adminToken,
 		Store:      store,
-		WhatIf:     diff.WhatIf,
+		Pages: func(g gateway.PagesEnv) http.Handler {
+			return ui.New(ui.Options{Store: g.Store, AdminToken: g.AdminToken, Snapshot: g.Snapshot,
+				Logger: g.Logger, OverTLS: g.OverTLS, WhatIf: diff.WhatIf})
+		},
 	})
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv.Handler())

@@ -5,15 +5,15 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/sluicegw/sluice/diff"
+	"github.com/sluicegw/sluice/review/diff"
 	"github.com/sluicegw/sluice/snapshot"
 )
 
 // A team changes its ranking from latency to cost: nothing degrades, but the
 // marketplace upstreams are sent a different sort.
 func ExampleCompare() {
-	base, _ := snapshot.Load("../testdata/diff/rank-by-change/base")
-	head, _ := snapshot.Load("../testdata/diff/rank-by-change/head")
+	base, _ := snapshot.Load("../../testdata/diff/rank-by-change/base")
+	head, _ := snapshot.Load("../../testdata/diff/rank-by-change/head")
 	r, err := diff.Compare(context.Background(), base, head, diff.Options{Keys: []string{"k-rank"}, Models: []string{"openai/gpt-4o"}})
 	if err != nil {
 		fmt.Println(err)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/sluicegw/sluice/gateway/ui"
+	"github.com/sluicegw/sluice/review/ui"
 )
 
 var _ ui.WhatIfFunc = WhatIf

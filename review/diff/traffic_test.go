@@ -40,7 +40,7 @@ func (failingStore) Traffic(context.Context, requestlog.TrafficFilter) ([]reques
 }
 
 func TestCompareTrafficErrors(t *testing.T) {
-	base, d := snapshot.Load("../testdata/diff/rank-by-change/base")
+	base, d := snapshot.Load("../../testdata/diff/rank-by-change/base")
 	require.Empty(t, d)
 	day := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
@@ -63,9 +63,9 @@ func TestCompareTrafficErrors(t *testing.T) {
 // TestWeighCountsOnlyChangedCombinations: traffic of unknown keys and of
 // combinations without a change weighs nothing but counts in the total.
 func TestWeighCountsOnlyChangedCombinations(t *testing.T) {
-	base, d := snapshot.Load("../testdata/diff/rank-by-change/base")
+	base, d := snapshot.Load("../../testdata/diff/rank-by-change/base")
 	require.Empty(t, d)
-	head, d := snapshot.Load("../testdata/diff/rank-by-change/head")
+	head, d := snapshot.Load("../../testdata/diff/rank-by-change/head")
 	require.Empty(t, d)
 	r, err := Compare(context.Background(), base, head, Options{})
 	require.NoError(t, err)

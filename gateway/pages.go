@@ -1,25 +1,44 @@
 package gateway
 
 import (
+	"log/slog"
 	"net/http"
 	"net/netip"
 	"strings"
 
 	"github.com/sluicegw/sluice/profiles"
-
-	"github.com/sluicegw/sluice/gateway/ui"
 	"github.com/sluicegw/sluice/snapshot"
+	"github.com/sluicegw/sluice/store/requestlog"
 )
 
-// uiHandler serves the compliance pages under /ui/ (package ui): the admin
-// token and analyst keys of the configuration currently serving log in.
-func (s *Server) uiHandler() http.Handler {
-	return ui.New(ui.Options{
+// PagesEnv is what the gateway lends the handler it serves under /ui/
+// ([Options.Pages]): the pages read what the gateway writes and log in
+// against the configuration it serves, without importing the gateway.
+type PagesEnv struct {
+	// Store is the request-log store the gateway writes.
+	Store requestlog.Store
+	// AdminToken is [Options.AdminToken].
+	AdminToken string
+	// Snapshot returns the configuration serving now (it changes on reload).
+	Snapshot func() *snapshot.Snapshot
+	// Logger is the gateway's logger.
+	Logger *slog.Logger
+	// OverTLS reports whether a request came over TLS, believing
+	// X-Forwarded-Proto only from [server] trusted_proxies.
+	OverTLS func(*http.Request) bool
+}
+
+// pagesHandler is the handler mounted at /ui: Options.Pages's, or a 404 for
+// every path when there is none.
+func (s *Server) pagesHandler() http.Handler {
+	if s.opts.Pages == nil {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeError(w, notFound(r)) })
+	}
+	return s.opts.Pages(PagesEnv{
 		Store:      s.store,
 		AdminToken: s.opts.AdminToken,
-		Snapshot:   func() *snapshot.Snapshot { return s.snap.Load() },
+		Snapshot:   s.snap.Load,
 		Logger:     s.log,
-		WhatIf:     s.opts.WhatIf,
 		OverTLS:    s.overTLS,
 	})
 }
