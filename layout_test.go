@@ -3,6 +3,7 @@ package sluice_test
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,39 +12,66 @@ import (
 
 const module = "github.com/sluicegw/sluice"
 
-// stages lists the top-level packages in pipeline order: a package may
-// import only packages of earlier stages, and its own stage's packages
-// (a stage's subpackages). schemas and the module root (the embedded data
-// files) come before every stage; deploy (the image, compose file and
-// chart, with tests that load their configurations) after every one.
-var stages = []string{"", "schemas", "profiles", "store", "guardrails", "compiler", "connectors", "snapshot", "gateway", "review", "cmd", "bench", "deploy"}
+// stages lists the top-level rooms in order: a package may import only
+// packages of earlier rooms and of its own room (its subpackages). schemas
+// and the module root (the embedded data files) come before every stage;
+// the stores right after profiles, the only stage they may read; the
+// review tools and the simulator after the gateway, which imports neither;
+// the binary that wires them all, the benchmarks and deploy (the image,
+// compose file and chart, with tests that load their configurations) last.
+var stages = []string{"", "schemas", "profiles", "store", "guardrails", "compiler", "connectors", "snapshot", "gateway", "review", "simulator", "cmd", "bench", "deploy"}
+
+// barred lists, for a room, earlier rooms it still may not import. The
+// review tools read the stores and compile through snapshot, never the
+// gateway. The simulator is the upstreams' test double: it reads the model
+// catalog it serves (guardrails) and the recorded error answers (the
+// module root), and no other stage, least of all the code whose wire
+// formats it checks.
+var barred = map[string][]string{
+	"review":    {"gateway"},
+	"simulator": {"schemas", "profiles", "store", "compiler", "connectors", "snapshot", "gateway", "review"},
+}
+
+// roomOf returns the top-level room of an import path inside the module
+// ("" for the module root), and false for a path outside it.
+func roomOf(path string) (string, bool) {
+	if path == module {
+		return "", true
+	}
+	rest, ok := strings.CutPrefix(path, module+"/")
+	if !ok {
+		return "", false
+	}
+	top, _, _ := strings.Cut(rest, "/")
+	return top, true
+}
 
 // stageOf returns the stage index of an import path inside the module, or
 // -1 for a path outside it.
 func stageOf(path string) int {
-	if path == module {
-		return 0
-	}
-	rest, ok := strings.CutPrefix(path, module+"/")
+	top, ok := roomOf(path)
 	if !ok {
 		return -1
 	}
-	top, _, _ := strings.Cut(rest, "/")
-	for i, s := range stages {
-		if s == top {
-			return i
-		}
+	if i := slices.Index(stages, top); i >= 0 {
+		return i
 	}
 	return len(stages) // an unknown top-level directory ranks after everything
 }
 
-// backwardImports returns "pkg imports dep" for every import of a later stage.
+// backwardImports returns "pkg imports dep" for every import of a later
+// stage, and of an earlier one the package's room is barred from.
 func backwardImports(imports map[string][]string) []string {
 	var bad []string
 	for pkg, deps := range imports {
 		own := stageOf(pkg)
+		room, _ := roomOf(pkg)
 		for _, dep := range deps {
-			if s := stageOf(dep); s >= 0 && s > own {
+			depRoom, inModule := roomOf(dep)
+			if !inModule || depRoom == room {
+				continue
+			}
+			if stageOf(dep) > own || slices.Contains(barred[room], depRoom) {
 				bad = append(bad, pkg+" imports "+dep)
 			}
 		}
@@ -53,8 +81,9 @@ func backwardImports(imports map[string][]string) []string {
 
 // TestStagesImportForwardOnly: no package imports a later stage of the
 // pipeline (profiles → guardrails → compiler → connectors → snapshot →
-// gateway, then the review tools and the binary). Test files may use later
-// stages as harnesses; the packages themselves may not.
+// gateway, then the review tools, the simulator and the binary), nor a room
+// it is barred from. Test files may use later stages as harnesses; the
+// packages themselves may not.
 func TestStagesImportForwardOnly(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"/...").CombinedOutput()
 	require.NoError(t, err, string(out))
@@ -64,23 +93,34 @@ func TestStagesImportForwardOnly(t *testing.T) {
 		imports[f[0]] = f[1:]
 		require.Less(t, stageOf(f[0]), len(stages), "%s is in a top-level directory that is no stage: add it to stages", f[0])
 	}
-	require.Contains(t, imports, module+"/gateway")
+	for _, p := range []string{"gateway", "store/requestlog", "store/state", "review/diff", "review/ui", "simulator"} {
+		require.Contains(t, imports, module+"/"+p)
+	}
 	require.Empty(t, backwardImports(imports))
 }
 
-// TestBackwardImportsFound: the rule itself sees a backward import and
-// allows forward and same-stage ones.
+// TestBackwardImportsFound: the rule itself sees a backward import and a
+// barred one, and allows forward and same-room ones.
 func TestBackwardImportsFound(t *testing.T) {
 	got := backwardImports(map[string][]string{
-		module + "/compiler":          {module + "/profiles", module + "/gateway/apierr", "fmt"},
-		module + "/review/ui":         {module + "/store/requestlog", module + "/snapshot"},
-		module + "/snapshot":          {module + "/compiler/failover"},
-		module + "/connectors":        {module + "/review/diff"},
-		module + "/gateway/simulator": {module},
+		module + "/compiler":              {module + "/profiles", module + "/gateway/apierr", "fmt"},
+		module + "/review/ui":             {module + "/store/requestlog", module + "/snapshot", module + "/profiles/access"},
+		module + "/review/diff":           {module + "/review/ui", module + "/gateway"},
+		module + "/snapshot":              {module + "/compiler/failover"},
+		module + "/connectors":            {module + "/review/diff"},
+		module + "/store/requestlog":      {module + "/profiles", module + "/guardrails"},
+		module + "/store/state":           {module + "/store/requestlog"},
+		module + "/simulator":             {module, module + "/simulator/errorbodies", module + "/guardrails", module + "/connectors"},
+		module + "/simulator/errorbodies": {module},
+		module + "/gateway":               {module + "/store/state", module + "/simulator"},
 	})
 	require.ElementsMatch(t, []string{
 		module + "/compiler imports " + module + "/gateway/apierr",
 		module + "/connectors imports " + module + "/review/diff",
+		module + "/review/diff imports " + module + "/gateway",
+		module + "/store/requestlog imports " + module + "/guardrails",
+		module + "/simulator imports " + module + "/connectors",
+		module + "/gateway imports " + module + "/simulator",
 	}, got)
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicegw/sluice/gateway"
-	"github.com/sluicegw/sluice/gateway/simulator"
+	"github.com/sluicegw/sluice/simulator"
 )
 
 type errBody struct {

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicegw/sluice/gateway"
-	"github.com/sluicegw/sluice/gateway/simulator"
+	"github.com/sluicegw/sluice/simulator"
 )
 
 // testRoutes are appended to the demo config for the failover tests.

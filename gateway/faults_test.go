@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicegw/sluice/gateway"
-	"github.com/sluicegw/sluice/gateway/simulator"
+	"github.com/sluicegw/sluice/simulator"
 )
 
 // faultRoutes: the same ordinary target, once with a restricted target that

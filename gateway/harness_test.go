@@ -19,9 +19,9 @@ import (
 
 	sluice "github.com/sluicegw/sluice"
 	"github.com/sluicegw/sluice/gateway"
-	"github.com/sluicegw/sluice/gateway/simulator"
 	"github.com/sluicegw/sluice/guardrails"
 	"github.com/sluicegw/sluice/review/ui"
+	"github.com/sluicegw/sluice/simulator"
 	"github.com/sluicegw/sluice/store/requestlog"
 )
 

@@ -16,8 +16,8 @@ import (
 
 	sluice "github.com/sluicegw/sluice"
 	"github.com/sluicegw/sluice/gateway"
-	"github.com/sluicegw/sluice/gateway/simulator"
 	"github.com/sluicegw/sluice/guardrails"
+	"github.com/sluicegw/sluice/simulator"
 )
 
 // BenchmarkRequestsDuringRefresh serves chat completions through the

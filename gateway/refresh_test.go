@@ -22,8 +22,8 @@ import (
 
 	sluice "github.com/sluicegw/sluice"
 	"github.com/sluicegw/sluice/gateway"
-	"github.com/sluicegw/sluice/gateway/simulator"
 	"github.com/sluicegw/sluice/guardrails"
+	"github.com/sluicegw/sluice/simulator"
 )
 
 // newModel is a model the marketplace lists and the demo catalog does not;

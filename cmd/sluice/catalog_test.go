@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicegw/sluice/gateway/simulator"
 	"github.com/sluicegw/sluice/guardrails"
+	"github.com/sluicegw/sluice/simulator"
 )
 
 const listings = "../../testdata/listings"

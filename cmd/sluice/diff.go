@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicegw/sluice/review/diff"
 	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/review/diff"
 	"github.com/sluicegw/sluice/snapshot"
 	"github.com/sluicegw/sluice/store/requestlog"
 )

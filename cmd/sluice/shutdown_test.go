@@ -19,8 +19,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicegw/sluice/gateway/simulator"
 	"github.com/sluicegw/sluice/guardrails"
+	"github.com/sluicegw/sluice/simulator"
 	"github.com/sluicegw/sluice/store/requestlog"
 	"github.com/sluicegw/sluice/store/requestlog/chtest"
 )

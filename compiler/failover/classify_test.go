@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicegw/sluice/gateway/simulator/errorbodies"
+	"github.com/sluicegw/sluice/simulator/errorbodies"
 )
 
 // classifyCase is one expected classification: a recorded upstream answer

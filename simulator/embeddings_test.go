@@ -66,7 +66,7 @@ func TestEmbeddingsShapes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.kind, func(t *testing.T) {
-			raw, err := os.ReadFile(filepath.Join("..", "..", "testdata", "recorded", "embeddings", tc.recorded))
+			raw, err := os.ReadFile(filepath.Join("..", "testdata", "recorded", "embeddings", tc.recorded))
 			require.NoError(t, err)
 			var want map[string]any
 			require.NoError(t, json.Unmarshal(raw, &want))

@@ -8,6 +8,12 @@
 // recorded from the live APIs (testdata/recorded), which
 // TestShapesMatchRecordings holds it to, field by field and stream by
 // stream.
+//
+// It is the upstreams' test double, not part of the gateway: it imports
+// no stage of the pipeline but the model catalog's (guardrails) names and
+// models, so that it serves exactly the catalog a gateway routes against
+// ([FromCatalog]), and never the compiler, connectors, snapshot or gateway
+// whose wire formats it checks.
 package simulator
 
 import (
@@ -26,7 +32,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sluicegw/sluice/gateway/simulator/errorbodies"
+	"github.com/sluicegw/sluice/simulator/errorbodies"
 )
 
 // The upstream kinds, as used by [Server.URL] and [Call.Kind].

@@ -49,7 +49,7 @@ import (
 // every kind of object and every type of array element it has (a thinking
 // block, a usage chunk), but those in notSimulated.
 
-const recordedDir = "../../testdata/recorded"
+const recordedDir = "../testdata/recorded"
 
 // notSimulated are the variants the simulator never produces, and why.
 var notSimulated = map[string]string{
@@ -478,7 +478,7 @@ func simRequest(r recording, model string) string {
 }
 
 func TestShapesMatchRecordings(t *testing.T) {
-	cat, diags := guardrails.LoadCatalog("../../testdata/demo")
+	cat, diags := guardrails.LoadCatalog("../testdata/demo")
 	require.Empty(t, diags)
 	s := startSim(t, FromCatalog(cat))
 	paths := map[string]string{KindOpenRouter: "/chat/completions", KindVercel: "/chat/completions",

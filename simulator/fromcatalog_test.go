@@ -13,7 +13,7 @@ import (
 // each marketplace's spelling of every provider, and each model's aliases,
 // upstream ids and native ids.
 func TestFromCatalogKeepsTheNames(t *testing.T) {
-	cat, diags := guardrails.LoadCatalog("../../testdata/names/marketplaces")
+	cat, diags := guardrails.LoadCatalog("../testdata/names/marketplaces")
 	require.Empty(t, diags)
 	cfg := FromCatalog(cat)
 	assert.Equal(t, "Amazon Bedrock", cfg.ProviderNames[KindOpenRouter]["amazon-bedrock"])
