@@ -1,8 +1,10 @@
 // Package sluice embeds the data files the binary ships with: the demo
 // configuration that `sluice demo` serves, and the upstream error answers the
 // simulator replays. The Go code lives in the pipeline's stages (profiles →
-// guardrails → compiler → connectors → snapshot → gateway), the review tools
-// on top of them (diff) and cmd/sluice.
+// guardrails → compiler → connectors → snapshot → gateway), the stores
+// beside profiles (store/), the review tools on top (review/), the
+// upstreams' test double (simulator/) and the binary that wires them
+// (cmd/sluice); layout_test.go holds each room to its imports.
 package sluice
 
 import (

@@ -1,15 +1,17 @@
 // Package gateway serves the OpenAI-compatible API and the Anthropic
 // Messages API over compiled plans and records every request. The request
 // path is one function, serve in path.go, that chat completions, the
-// Messages API and embeddings all go through, top to bottom: begin (auth) → parse → admit (rate limits; the shared state) →
-// replay (the response cache) → plan → dispatch (the attempt loop) → relay
-// (the rest of a stream) → settle → answer → record, each step in the file
-// of its name. This file wires the
-// server; every other responsibility is a subpackage: access
-// (authentication), apierr (error codes and bodies), request (parsing),
-// requestlog (the request log), budget (spend), state (routes and audit),
-// admin (the admin API), ui (the compliance pages), lru, metrics, and
-// simulator (the upstreams of the demo and the tests).
+// Messages API and embeddings all go through, top to bottom: begin (auth) →
+// parse → admit (rate limits; the shared state) → replay (the response
+// cache) → plan → dispatch (the attempt loop) → relay (the rest of a
+// stream) → settle → answer → record, each step in the file of its name.
+// This file wires the server. Its own subpackages hold what only the
+// gateway does: apierr (error codes and bodies), request (parsing), budget
+// (spend), shared (the fleet's hot state on Redis), admin (the admin API),
+// lru, metrics and telemetry. What it uses but does not own lives in rooms
+// of its own: the stores (store/requestlog, store/state), key lookup
+// (profiles/access); the compliance pages (review/ui) it serves only
+// through [Options.Pages], and it never imports the simulator.
 package gateway
 
 import (

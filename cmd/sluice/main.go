@@ -1,6 +1,8 @@
 // Command sluice is the LLM gateway and policy compiler: it checks and
 // explains a configuration directory, runs guardrail tests, serves the
-// OpenAI-compatible API, and reads the request log.
+// OpenAI-compatible and Messages APIs, and reads the request log. It is the
+// one place that wires the rooms together: the gateway with the compliance
+// pages and diff's what-if view, and the demo with the simulator.
 package main
 
 import (
