@@ -21,7 +21,7 @@ func runExplain(env *cliEnv, args []string) int {
 	keyID := fs.String("key", "", "key id whose principal to explain (required)")
 	reqFile := fs.String("request", "", "a chat-completions request body (JSON) to compile")
 	upstream := fs.String("upstream", "", "compile for this upstream only (default: every upstream)")
-	asJSON := fs.Bool("json", false, "print the stable JSON form (documented in the README)")
+	asJSON := fs.Bool("json", false, "print the stable JSON form (documented in docs/upstreams.md)")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}

@@ -27,7 +27,8 @@ func (r *recorder) Unregister(prometheus.Collector) bool    { return true }
 var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
 
 // TestEveryMetricDocumented: each series the gateway registers has a row in
-// the README's metrics table, and the table names no series that is gone.
+// the metrics table of docs/operations.md, and the table names no series
+// that is gone.
 func TestEveryMetricDocumented(t *testing.T) {
 	rec := &recorder{}
 	metrics.New(rec, metrics.Build{Version: "v", Commit: "c", GoVersion: "go"})
@@ -54,7 +55,7 @@ func TestEveryMetricDocumented(t *testing.T) {
 	require.NotEmpty(t, registered)
 
 	var readme []byte
-	readme, err = os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err = os.ReadFile(filepath.Join("..", "..", "docs", "operations.md"))
 	require.NoError(t, err)
 	documented := map[string]bool{}
 	for _, line := range strings.Split(string(readme), "\n") {
@@ -63,9 +64,9 @@ func TestEveryMetricDocumented(t *testing.T) {
 		}
 	}
 	for name := range registered {
-		require.True(t, documented[name], "metric %s has no row in the README's metrics table", name)
+		require.True(t, documented[name], "metric %s has no row in the metrics table of docs/operations.md", name)
 	}
 	for name := range documented {
-		require.True(t, registered[name], "the README's metrics table names %s, which the gateway does not register", name)
+		require.True(t, registered[name], "the metrics table of docs/operations.md names %s, which the gateway does not register", name)
 	}
 }
