@@ -210,3 +210,87 @@ func TestWatchFollowsDataSymlinkSwap(t *testing.T) {
 	waitReload(t, h, before)
 	require.False(t, h.srv.Snapshot().Config.Cache.Enabled)
 }
+
+// TestWatchReloadsOnlyForConfiguration: the watcher reloads for the files
+// the configuration directory documents — sluice.toml, catalog.json,
+// profiles/**, guardrails/** — and for nothing else kept in the directory:
+// a log file written line by line, a file in a folder of its own, an
+// editor's swap file.
+func TestWatchReloadsOnlyForConfiguration(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		file   string // relative to the directory; created when missing
+		reload bool
+	}{
+		{"sluice.toml", "sluice.toml", true},
+		{"catalog.json", "catalog.json", true},
+		{"a profile", "profiles/projects/chat.toml", true},
+		{"a guardrail", "guardrails/org.rego", true},
+		{"a guardrail test", "guardrails/org_test.rego", true},
+		{"a log file beside the configuration", "sluice.log", false},
+		{"a file in a folder of its own", "notes/todo.txt", false},
+		{"an editor's swap file in profiles", "profiles/.org.toml.swp", false},
+		{"a hidden file at the top", ".env", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			require.NoError(t, os.MkdirAll(filepath.Join(h.dir, filepath.Dir(tc.file)), 0o755))
+			ctx, cancel := contextWithTimeout(10 * time.Second)
+			defer cancel()
+			go func() { _ = h.srv.Watch(ctx) }()
+			time.Sleep(100 * time.Millisecond)
+			loaded := h.srv.Snapshot().LoadedAt
+			write := func() {
+				f, err := os.OpenFile(filepath.Join(h.dir, tc.file), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+				require.NoError(t, err)
+				_, err = f.WriteString("\n") // blank: every kind of file stays valid
+				require.NoError(t, err)
+				require.NoError(t, f.Close())
+			}
+			if tc.reload {
+				write()
+				deadline := time.Now().Add(5 * time.Second)
+				for h.srv.Snapshot().LoadedAt.Equal(loaded) {
+					require.True(t, time.Now().Before(deadline), "a change to %s did not reload within 5s", tc.file)
+					time.Sleep(20 * time.Millisecond)
+				}
+				return
+			}
+			for range 5 { // as a log is written: a line at a time
+				write()
+				time.Sleep(gateway.WatchDebounce / 2)
+			}
+			// Past the debounce: a reload for those writes would have happened.
+			time.Sleep(3 * gateway.WatchDebounce)
+			require.Equal(t, loaded, h.srv.Snapshot().LoadedAt, "a write to %s reloaded the configuration", tc.file)
+		})
+	}
+}
+
+// TestWatchIgnoresALogFileInTheDirectory: a gateway whose own log is a file
+// in its configuration directory reloads once for a change, not once per
+// log line (each reload logs a line, which used to trigger the next).
+func TestWatchIgnoresALogFileInTheDirectory(t *testing.T) {
+	var logFile *os.File
+	h := newHarnessOpts(t, func(dir string) {
+		var err error
+		logFile, err = os.Create(filepath.Join(dir, "sluice.log"))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = logFile.Close() })
+	}, nil, func(o *gateway.Options) {
+		o.Logger = slog.New(slog.NewJSONHandler(logFile, nil))
+	})
+	ctx, cancel := contextWithTimeout(10 * time.Second)
+	defer cancel()
+	go func() { _ = h.srv.Watch(ctx) }()
+	time.Sleep(100 * time.Millisecond)
+	before := h.srv.Snapshot().Revision
+	appendFile(t, h.dir, "profiles/projects/chat.toml", "\n# touched\n")
+	waitReload(t, h, before)
+	loaded := h.srv.Snapshot().LoadedAt
+	time.Sleep(4 * gateway.WatchDebounce)
+	require.Equal(t, loaded, h.srv.Snapshot().LoadedAt, "the reload's own log line reloaded the configuration again")
+	logged, err := os.ReadFile(filepath.Join(h.dir, "sluice.log"))
+	require.NoError(t, err)
+	require.Equal(t, 1, strings.Count(string(logged), `"msg":"config reloaded"`), "%s", logged)
+}

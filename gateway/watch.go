@@ -4,24 +4,31 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/sluicegw/sluice/guardrails"
+	"github.com/sluicegw/sluice/profiles"
 )
 
 // WatchDebounce is how long the watcher waits after the last change before
 // reloading, so that an editor's burst of writes becomes one reload.
 const WatchDebounce = 250 * time.Millisecond
 
-// Watch reloads the configuration whenever a file in the configuration
-// directory changes (sluice.toml, catalog.json, profiles/**, guardrails/**),
-// until ctx ends. Editors that save by renaming are handled: directories are
-// watched, not files. So is a directory updated by swapping a "..data"
-// symlink (how a Kubernetes ConfigMap volume changes). Writes under
-// [store] data_dir (the request log, the spool, the state database) are not
-// configuration and are ignored. A broken save keeps the last good
-// configuration.
+// Watch reloads the configuration whenever one of the files the
+// configuration directory documents changes, until ctx ends: sluice.toml,
+// catalog.json, anything under profiles/ or guardrails/ (their loaders
+// read, or refuse, every file there), and a swap of the "..data" symlink
+// (how a Kubernetes ConfigMap volume changes). Nothing else in the
+// directory reloads it: not the request log, the spool or the state
+// database under [store] data_dir, not a log file or any other file kept
+// beside the configuration, nor an editor's hidden swap files. Editors
+// that save by renaming are handled: directories are watched, not files,
+// and only the directory itself, profiles/** and guardrails/**. A broken
+// save keeps the last good configuration.
 func (s *Server) Watch(ctx context.Context) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -39,16 +46,19 @@ func (s *Server) Watch(ctx context.Context) error {
 		return p == data || strings.HasPrefix(p, data+string(filepath.Separator))
 	}
 	addTree := func() {
-		_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-			if err != nil || !d.IsDir() {
+		_ = w.Add(dir)
+		for _, sub := range configTrees {
+			_ = filepath.WalkDir(filepath.Join(dir, sub), func(p string, d os.DirEntry, err error) error {
+				if err != nil || !d.IsDir() {
+					return nil
+				}
+				if inData(p) || strings.HasPrefix(filepath.Base(p), ".") {
+					return filepath.SkipDir
+				}
+				_ = w.Add(p)
 				return nil
-			}
-			if inData(p) || strings.HasPrefix(filepath.Base(p), ".") && p != dir {
-				return filepath.SkipDir
-			}
-			_ = w.Add(p)
-			return nil
-		})
+			})
+		}
 	}
 	addTree()
 	var timer *time.Timer
@@ -64,7 +74,7 @@ func (s *Server) Watch(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
-			if inData(ev.Name) || ignoredName(filepath.Base(ev.Name)) {
+			if inData(ev.Name) || !isConfig(dir, ev.Name) {
 				continue
 			}
 			if ev.Op&fsnotify.Create != 0 {
@@ -90,10 +100,28 @@ func (s *Server) Watch(ctx context.Context) error {
 	}
 }
 
-// ignoredName reports a file the watcher does not reload for: an editor's
-// hidden swap or backup file. Names that start with ".." are the atomic
-// writer's ("..data" swapped to a new "..2026_11_30_…" directory) and do
-// count.
-func ignoredName(base string) bool {
-	return strings.HasPrefix(base, ".") && !strings.HasPrefix(base, "..")
+// configTrees are the folders of the configuration directory whose every
+// file is configuration: the profile ladder and the guardrails.
+var configTrees = []string{"profiles", "guardrails"}
+
+// isConfig reports whether a change to path, inside the configuration
+// directory dir, is a change to the configuration: sluice.toml or
+// catalog.json at the top, a file or folder under profiles/ or guardrails/,
+// or an atomic writer's "..data" swap (names that start with ".."). A
+// hidden file (an editor's swap or backup file) is none, nor is anything
+// else in the directory.
+func isConfig(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return false
+	}
+	top, _, nested := strings.Cut(filepath.ToSlash(rel), "/")
+	base := filepath.Base(path)
+	if strings.HasPrefix(base, ".") {
+		return !nested && strings.HasPrefix(base, "..")
+	}
+	if slices.Contains(configTrees, top) {
+		return true
+	}
+	return !nested && (top == profiles.ConfigFile || top == guardrails.CatalogFile)
 }
