@@ -83,8 +83,9 @@ func (s *Server) loadStoredListing(snap *snapshot.Snapshot) *snapshot.Snapshot {
 // RefreshCatalog fetches the [catalog] source's listing once, through the
 // upstream [catalog] names (its base_url and platform key), merges it over
 // catalog.json and swaps the result in, atomically, through the same path
-// as a reload: guardrail decisions are issued anew for the new catalog
-// revision. The listing is kept in memory and in data_dir. A failed fetch,
+// as a reload ([Server.swapIn]): the routes, the log level and the cache
+// and pin settings are taken from the directory as a reload takes them,
+// and guardrail decisions are issued anew for the new catalog revision. The listing is kept in memory and in data_dir. A failed fetch,
 // a listing that fails validation or a merge the catalog refuses keeps the
 // last good catalog serving; the failure is returned, logged, counted and
 // shown in /readyz.
@@ -116,10 +117,9 @@ func (s *Server) RefreshCatalog(ctx context.Context) error {
 		return s.refreshFailed(lines, err)
 	}
 	s.reloadMu.Lock()
-	snap, diags := snapshot.LoadWith(s.opts.ConfigDir, snapshot.Options{Listing: imp})
-	if len(diags) == 0 {
-		snap, diags = s.withStoredRoutes(ctx, snap)
-	}
+	snap, old, diags := s.swapIn(func() (*snapshot.Snapshot, profiles.Diagnostics) {
+		return snapshot.LoadWith(s.opts.ConfigDir, snapshot.Options{Listing: imp})
+	})
 	if len(diags) > 0 {
 		s.reloadMu.Unlock()
 		lines := make([]string, len(diags))
@@ -129,7 +129,6 @@ func (s *Server) RefreshCatalog(ctx context.Context) error {
 		return s.refreshFailed(lines, diags)
 	}
 	s.listing.Store(imp)
-	old := s.snap.Swap(snap)
 	s.refresh.Store(&refreshStatus{at: time.Now(), ok: true})
 	s.reloadMu.Unlock()
 	// After the swap: what changed (for the log), and the listing kept

@@ -39,6 +39,7 @@ type refreshRig struct {
 	ts     *httptest.Server
 	broken atomic.Bool // the proxy answers the model list in a shape that fails validation
 	logs   *syncBuffer
+	level  *slog.LevelVar // set from [server] log_level on every swap
 }
 
 func newRefreshRig(t testing.TB, dir string) *refreshRig {
@@ -59,7 +60,7 @@ func newRefreshRig(t testing.TB, dir string) *refreshRig {
 	sim := simulator.New(cfg)
 	_, err := sim.Start()
 	require.NoError(t, err)
-	r := &refreshRig{dir: dir, sim: sim, logs: &syncBuffer{}}
+	r := &refreshRig{dir: dir, sim: sim, logs: &syncBuffer{}, level: new(slog.LevelVar)}
 	target, err := url.Parse(sim.BaseURL())
 	require.NoError(t, err)
 	proxy := httputil.NewSingleHostReverseProxy(target)
@@ -71,7 +72,7 @@ func newRefreshRig(t testing.TB, dir string) *refreshRig {
 		proxy.ServeHTTP(w, q)
 	}))
 	r.srv, err = gateway.New(gateway.Options{
-		ConfigDir: dir, Logger: slog.New(slog.NewJSONHandler(r.logs, nil)), AdminToken: adminToken,
+		ConfigDir: dir, Logger: slog.New(slog.NewJSONHandler(r.logs, nil)), LogLevel: r.level, AdminToken: adminToken,
 		UpstreamURLs: map[string]string{"market": front.URL + "/openrouter/api/v1", "edge": sim.URL("vercel"),
 			"openai": sim.URL("openai"), "anthropic": sim.URL("anthropic")},
 	})
@@ -215,6 +216,33 @@ func TestCatalogRefresh(t *testing.T) {
 	_, ok = r2.srv.Snapshot().Catalog.Model(newModel)
 	require.True(t, ok)
 	require.False(t, r2.ready(t).Catalog.ListingFetchedAt.IsZero())
+}
+
+// TestCatalogRefreshSwapsAsAReloadDoes: a refresh changes the live
+// configuration through the same steps as a reload — it takes the
+// directory's [server] log_level, and a directory that loads clean ends
+// the failure an earlier reload left in /readyz.
+func TestCatalogRefreshSwapsAsAReloadDoes(t *testing.T) {
+	dir := refreshDir(t)
+	r := newRefreshRig(t, dir)
+	require.Equal(t, slog.LevelInfo, r.level.Level())
+	p := filepath.Join(dir, "sluice.toml")
+	good, err := os.ReadFile(p)
+	require.NoError(t, err)
+
+	require.NoError(t, os.WriteFile(p, []byte("[server\n"), 0o644))
+	require.NotEmpty(t, r.srv.Reload())
+	require.True(t, r.ready(t).Config.LastReloadFailed)
+
+	require.Contains(t, string(good), "[server]\n")
+	require.NoError(t, os.WriteFile(p, []byte(strings.Replace(string(good), "[server]\n", "[server]\nlog_level = \"debug\"\n", 1)), 0o644))
+	require.NoError(t, r.srv.RefreshCatalog(context.Background()))
+	_, ok := r.srv.Snapshot().Catalog.Model(newModel)
+	require.True(t, ok, "the listing is merged")
+	require.Equal(t, slog.LevelDebug, r.level.Level(), "the refresh applied the directory's log level")
+	rd := r.ready(t)
+	require.False(t, rd.Config.LastReloadFailed, "the directory loaded clean: %v", rd.Config.Errors)
+	require.Equal(t, r.srv.Snapshot().Revision, rd.Config.Revision)
 }
 
 // TestCatalogRefreshUnderLoad: refreshes swapping the catalog while

@@ -304,7 +304,29 @@ func (s *Server) routes() chi.Router {
 func (s *Server) Reload() profiles.Diagnostics {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
-	snap, diags := s.loadSnapshot()
+	snap, old, diags := s.swapIn(s.loadSnapshot)
+	if len(diags) > 0 {
+		s.lastErr.Store(&reloadError{at: time.Now(), diags: diags})
+		s.metrics.Reloads.WithLabelValues("failed").Inc()
+		s.metrics.ConfigHealthy.Set(0)
+		s.log.Error("config reload failed; the last good configuration keeps serving",
+			"revision", s.snap.Load().Revision, "errors", len(diags), "first", diags[0].String())
+		return diags
+	}
+	s.metrics.Reloads.WithLabelValues("ok").Inc()
+	s.log.Info("config reloaded", "revision", snap.Revision, "previous", old.Revision)
+	return nil
+}
+
+// swapIn is the one way the live configuration changes after start, for a
+// reload and a catalog refresh alike: load the directory (with load), take
+// the routes from the state store (or, when it does not answer, keep those
+// loaded last), swap the result in and apply its live settings — the log
+// level, the cache's and the session pins' bounds and time to live — and
+// mark the configuration healthy. Nothing changes when it returns
+// diagnostics. Callers hold reloadMu and do their own accounting.
+func (s *Server) swapIn(load func() (*snapshot.Snapshot, profiles.Diagnostics)) (now, old *snapshot.Snapshot, diags profiles.Diagnostics) {
+	snap, diags := load()
 	if len(diags) == 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if err := s.state.Ping(ctx); err != nil {
@@ -321,24 +343,18 @@ func (s *Server) Reload() profiles.Diagnostics {
 		cancel()
 	}
 	if len(diags) > 0 {
-		s.lastErr.Store(&reloadError{at: time.Now(), diags: diags})
-		s.metrics.Reloads.WithLabelValues("failed").Inc()
-		s.metrics.ConfigHealthy.Set(0)
-		s.log.Error("config reload failed; the last good configuration keeps serving",
-			"revision", s.snap.Load().Revision, "errors", len(diags), "first", diags[0].String())
-		return diags
+		return nil, nil, diags
 	}
-	old := s.snap.Swap(snap)
+	old = s.snap.Swap(snap)
 	s.setLogLevel(snap.Config.Server.LogLevel)
 	// The cache and the pins keep their entries under the new bounds and
 	// time to live.
 	s.cache.Configure(snap.Config.Cache.MaxEntries, snap.Config.Cache.TTL.Duration)
 	s.sessions.Configure(snap.Config.Sessions.MaxEntries, snap.Config.Sessions.TTL.Duration)
+	// The directory loaded clean: an earlier failed reload is over.
 	s.lastErr.Store(nil)
-	s.metrics.Reloads.WithLabelValues("ok").Inc()
 	s.metrics.ConfigHealthy.Set(1)
-	s.log.Info("config reloaded", "revision", snap.Revision, "previous", old.Revision)
-	return nil
+	return snap, old, nil
 }
 
 // setLogLevel sets Options.LogLevel, when there is one, to a [server]
