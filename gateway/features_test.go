@@ -278,10 +278,7 @@ func TestReloadKeepsLastGoodConfig(t *testing.T) {
 // for the watcher to pick it up.
 func TestWatchReloadsOnFileChange(t *testing.T) {
 	h := newHarness(t)
-	ctx, cancel := contextWithTimeout(10 * time.Second)
-	defer cancel()
-	go func() { _ = h.srv.Watch(ctx) }()
-	time.Sleep(100 * time.Millisecond)
+	watch(t, h.srv)
 	before := h.srv.Snapshot().Revision
 	appendFile(t, h.dir, "profiles/projects/chat.toml", "\n# touched\n")
 	deadline := time.Now().Add(5 * time.Second)

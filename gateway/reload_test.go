@@ -139,6 +139,27 @@ func metric(t *testing.T, h *harness, name string) float64 {
 	return 0
 }
 
+// watch runs srv's watcher until the test ends (10 s at most) and gives it
+// a moment to set its watches up.
+func watch(t *testing.T, srv *gateway.Server) {
+	t.Helper()
+	ctx, cancel := contextWithTimeout(10 * time.Second)
+	t.Cleanup(cancel)
+	go func() { _ = srv.Watch(ctx) }()
+	time.Sleep(100 * time.Millisecond)
+}
+
+// waitLoaded waits (5 s at most) for srv to load its configuration again
+// after loaded, the LoadedAt it had: a reload of the same revision counts.
+func waitLoaded(t *testing.T, srv *gateway.Server, loaded time.Time) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for srv.Snapshot().LoadedAt.Equal(loaded) {
+		require.True(t, time.Now().Before(deadline), "watcher did not reload within 5s")
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // waitReload waits (bounded) for the revision to move from before.
 func waitReload(t *testing.T, h *harness, before string) {
 	t.Helper()
@@ -162,10 +183,7 @@ func TestWatchWithRelativeConfigDir(t *testing.T) {
 	srv, err := gateway.New(gateway.Options{ConfigDir: ".", Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close(context.Background()) })
-	ctx, cancel := contextWithTimeout(10 * time.Second)
-	defer cancel()
-	go func() { _ = srv.Watch(ctx) }()
-	time.Sleep(100 * time.Millisecond)
+	watch(t, srv)
 	loaded := srv.Snapshot().LoadedAt
 	require.NoError(t, os.WriteFile(filepath.Join("data", "scratch"), []byte("x"), 0o644))
 	// Past the debounce: a reload for that write would have happened.
@@ -173,11 +191,7 @@ func TestWatchWithRelativeConfigDir(t *testing.T) {
 	require.Equal(t, loaded, srv.Snapshot().LoadedAt, "a write under data_dir reloaded the configuration")
 	// A configuration change still reloads.
 	appendFile(t, dir, "profiles/projects/chat.toml", "\n# touched\n")
-	deadline := time.Now().Add(5 * time.Second)
-	for srv.Snapshot().LoadedAt.Equal(loaded) {
-		require.True(t, time.Now().Before(deadline), "watcher did not reload within 5s")
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitLoaded(t, srv, loaded)
 }
 
 // TestWatchFollowsDataSymlinkSwap: a directory whose files are symlinks into
@@ -199,10 +213,7 @@ func TestWatchFollowsDataSymlinkSwap(t *testing.T) {
 	require.Empty(t, h.srv.Reload())
 	require.True(t, h.srv.Snapshot().Config.Cache.Enabled)
 
-	ctx, cancel := contextWithTimeout(10 * time.Second)
-	defer cancel()
-	go func() { _ = h.srv.Watch(ctx) }()
-	time.Sleep(100 * time.Millisecond)
+	watch(t, h.srv)
 	before := h.srv.Snapshot().Revision
 	version("..v2", []byte(strings.Replace(string(orig), "[cache]\nenabled = true", "[cache]\nenabled = false", 1)))
 	require.NoError(t, os.Symlink("..v2", filepath.Join(h.dir, "..data_tmp")))
@@ -235,10 +246,7 @@ func TestWatchReloadsOnlyForConfiguration(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			require.NoError(t, os.MkdirAll(filepath.Join(h.dir, filepath.Dir(tc.file)), 0o755))
-			ctx, cancel := contextWithTimeout(10 * time.Second)
-			defer cancel()
-			go func() { _ = h.srv.Watch(ctx) }()
-			time.Sleep(100 * time.Millisecond)
+			watch(t, h.srv)
 			loaded := h.srv.Snapshot().LoadedAt
 			write := func() {
 				f, err := os.OpenFile(filepath.Join(h.dir, tc.file), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
@@ -249,11 +257,7 @@ func TestWatchReloadsOnlyForConfiguration(t *testing.T) {
 			}
 			if tc.reload {
 				write()
-				deadline := time.Now().Add(5 * time.Second)
-				for h.srv.Snapshot().LoadedAt.Equal(loaded) {
-					require.True(t, time.Now().Before(deadline), "a change to %s did not reload within 5s", tc.file)
-					time.Sleep(20 * time.Millisecond)
-				}
+				waitLoaded(t, h.srv, loaded)
 				return
 			}
 			for range 5 { // as a log is written: a line at a time
@@ -280,10 +284,7 @@ func TestWatchIgnoresALogFileInTheDirectory(t *testing.T) {
 	}, nil, func(o *gateway.Options) {
 		o.Logger = slog.New(slog.NewJSONHandler(logFile, nil))
 	})
-	ctx, cancel := contextWithTimeout(10 * time.Second)
-	defer cancel()
-	go func() { _ = h.srv.Watch(ctx) }()
-	time.Sleep(100 * time.Millisecond)
+	watch(t, h.srv)
 	before := h.srv.Snapshot().Revision
 	appendFile(t, h.dir, "profiles/projects/chat.toml", "\n# touched\n")
 	waitReload(t, h, before)
