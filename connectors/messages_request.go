@@ -348,6 +348,7 @@ func (t *msgTranslation) messages(v json.RawMessage) error {
 	if json.Unmarshal(v, &raw) != nil || len(raw) == 0 {
 		return invalidRequest("/messages", "messages must be a non-empty array of message objects")
 	}
+	said := false // some turn carries content
 	for i, r := range raw {
 		p := "/messages/" + strconv.Itoa(i)
 		var m struct {
@@ -359,6 +360,9 @@ func (t *msgTranslation) messages(v json.RawMessage) error {
 		}
 		if len(m.Content) == 0 || anthIsNull(m.Content) {
 			return invalidRequest(p+"/content", "a message needs its content")
+		}
+		if !said && !emptyContent(m.Content) {
+			said = true
 		}
 		var err error
 		switch m.Role {
@@ -375,7 +379,34 @@ func (t *msgTranslation) messages(v json.RawMessage) error {
 			return err
 		}
 	}
+	if !said {
+		// Translated, nothing would be left to send.
+		return invalidRequest("/messages", "every turn of messages has empty content: at least one needs non-blank text or another content block")
+	}
 	return nil
+}
+
+// emptyContent reports whether a turn's content carries nothing: a blank
+// string, no blocks, or only blank text blocks. Content of another shape is
+// not empty; the turn's own translation says what is wrong with it.
+func emptyContent(v json.RawMessage) bool {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return strings.TrimSpace(s) == ""
+	}
+	var bs []struct {
+		Type string  `json:"type"`
+		Text *string `json:"text"`
+	}
+	if json.Unmarshal(v, &bs) != nil {
+		return false
+	}
+	for _, b := range bs {
+		if b.Type != "text" || b.Text == nil || strings.TrimSpace(*b.Text) != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // user translates a user turn.
