@@ -486,3 +486,43 @@ func TestLogRequests(t *testing.T) {
 		})
 	}
 }
+
+// TestAgentSessionHeaders: each coding agent's own session header
+// (testdata/sessions/agents.json, names read from the agents' published
+// packages) keys a session with the default [sessions] headers: turn 1 fails
+// over to azure and pins it, turn 2 stays on azure although the team prefers
+// openai, and both rows name the session and the header that carried it.
+func TestAgentSessionHeaders(t *testing.T) {
+	raw, err := os.ReadFile("../testdata/sessions/agents.json")
+	require.NoError(t, err)
+	var agents []struct{ Agent, Header, Value string }
+	require.NoError(t, json.Unmarshal(raw, &agents))
+	require.Len(t, agents, 3)
+	h := newHarness(t, [2]string{"[cache]\nenabled = true", "[cache]\nenabled = false"})
+	for _, a := range agents {
+		t.Run(a.Agent, func(t *testing.T) {
+			turn := func(content string, hdr ...string) requestlog.Row {
+				resp, b := h.post(secretChat, `{"model":"openai/gpt-4o","messages":[{"role":"user","content":"`+content+`"}]}`,
+					append([]string{a.Header, a.Value}, hdr...)...)
+				require.Equal(t, 200, resp.StatusCode, string(b))
+				return h.row(resp.Header.Get(gateway.HeaderRequestID))
+			}
+			r1 := turn("one", "X-Sim-Fault", "status=503;provider=openai")
+			require.Equal(t, "azure", r1.ServedProvider)
+			r2 := turn("two")
+			require.Equal(t, "azure", r2.ServedProvider, "the pin held")
+			for _, r := range []requestlog.Row{r1, r2} {
+				require.Equal(t, a.Value, r.SessionID)
+				require.True(t, strings.EqualFold(a.Header, r.SessionKey), "session_key %q", r.SessionKey)
+				require.Equal(t, "pin", r.SessionAffinity, "k-chat's profile orders providers: no sticky routing claimed")
+			}
+		})
+	}
+	// Without a session header nothing is pinned, and the row says so.
+	resp, b := h.post(secretChat, `{"model":"openai/gpt-4o","messages":[{"role":"user","content":"none"}]}`)
+	require.Equal(t, 200, resp.StatusCode, string(b))
+	r := h.row(resp.Header.Get(gateway.HeaderRequestID))
+	require.Empty(t, r.SessionID)
+	require.Empty(t, r.SessionKey)
+	require.Empty(t, r.SessionAffinity)
+}

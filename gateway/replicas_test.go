@@ -231,4 +231,5 @@ func TestReplicasBehindABalancer(t *testing.T) {
 	require.Equal(t, "azure", first.ServedProvider)
 	require.Equal(t, "azure", second.ServedProvider)
 	require.True(t, second.CacheDiscountApplied)
+	require.Equal(t, "pin", second.SessionAffinity)
 }
