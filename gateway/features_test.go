@@ -159,7 +159,8 @@ func TestAnalyticsAccess(t *testing.T) {
 	ok, _ := h.post(secretChat, chatBody("openai/gpt-4o", ""))
 	deg, _ := h.post(secretBatch, chatBody("openai/gpt-4o-mini", ""))
 	ref, _ := h.post(secretFinance, chatBody("anthropic/claude-sonnet-4.5", ""))
-	sw, _ := h.post(secretChat, chatBody("openai/gpt-4o", `,"user":"switch"`), "X-Sim-Fault", "status=503;model=openai/gpt-4o")
+	sw, _ := h.post(secretChat, chatBody("openai/gpt-4o", `,"user":"switch"`), "X-Sim-Fault", "status=503;model=openai/gpt-4o",
+		"X-Claude-Code-Session-Id", "sess-analytics")
 	h.rows(4)
 	query := func(token string, q url.Values) (int, gateway.Invocations) {
 		resp, b := h.get("/api/v1/analytics/invocations?"+q.Encode(), token)
@@ -191,6 +192,8 @@ func TestAnalyticsAccess(t *testing.T) {
 		{"switched", adminToken, url.Values{"switched": {"true"}}, 200, []string{rid(sw)}},
 		{"switch reason", adminToken, url.Values{"switch_reason": {"chain"}}, 200, []string{rid(sw)}},
 		{"team", adminToken, url.Values{"team": {"finance"}}, 200, []string{rid(ref)}},
+		{"session", adminToken, url.Values{"session": {"sess-analytics"}}, 200, []string{rid(sw)}},
+		{"unknown session", adminToken, url.Values{"session": {"sess-none"}}, 200, nil},
 		{"time window excludes", adminToken, url.Values{"to": {"2000-01-01T00:00:00Z"}}, 200, nil},
 		{"analyst sees own team", secretAnalyst, url.Values{}, 200, []string{rid(sw), rid(deg), rid(ok)}},
 		{"analyst cannot widen", secretAnalyst, url.Values{"team": {"finance"}}, 403, nil},
