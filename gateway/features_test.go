@@ -534,3 +534,32 @@ func TestAgentSessionHeaders(t *testing.T) {
 	require.Empty(t, r.SessionKey)
 	require.Empty(t, r.SessionAffinity)
 }
+
+// TestSessionAffinityKnobs: the row records the upstream's own stickiness
+// knob the request was sent with. On the marketplace a session's first turn
+// carries session_id (no provider order: k-research's profile sets none);
+// once pinned, the pin is a provider order, under which the marketplace
+// uses no sticky routing, so the row claims the pin alone. OpenAI takes
+// prompt_cache_key on every turn.
+func TestSessionAffinityKnobs(t *testing.T) {
+	h := newHarness(t, [2]string{"[cache]\nenabled = true", "[cache]\nenabled = false"})
+	for _, c := range []struct {
+		name, secret, model, session string
+		want                         []string // session_affinity of turns 1 and 2
+		upstream                     string
+	}{
+		{"marketplace without order", secretResearch, "openai/gpt-4o", "sess-knob-market", []string{"pin+session_id", "pin"}, "market"},
+		{"marketplace with the team's order", secretChat, "openai/gpt-4o", "sess-knob-ordered", []string{"pin", "pin"}, "market"},
+		{"direct openai", secretBatch, "openai/gpt-4o-mini", "sess-knob-openai", []string{"pin+prompt_cache_key", "pin+prompt_cache_key"}, "openai"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for i, want := range c.want {
+				resp, b := h.post(c.secret, chatBody(c.model, fmt.Sprintf(`,"user":"turn-%d"`, i)), "X-Session-Id", c.session)
+				require.Equal(t, 200, resp.StatusCode, string(b))
+				r := h.row(resp.Header.Get(gateway.HeaderRequestID))
+				require.Equal(t, c.upstream, r.Upstream)
+				require.Equal(t, want, r.SessionAffinity, "turn %d", i+1)
+			}
+		})
+	}
+}
