@@ -96,7 +96,8 @@ type Row struct {
 	// provider: "pin" (sluice's own pin alone), "pin+session_id"
 	// (OpenRouter's sticky routing asked with session_id as well),
 	// "pin+prompt_cache_key" (OpenAI's prompt_cache_key sent as well), or ""
-	// without a session. An OpenRouter request with a provider order reads
+	// without a session or when no upstream was asked (a response-cache
+	// hit, a refusal before dispatch). An OpenRouter request with a provider order reads
 	// "pin": OpenRouter uses no sticky routing then, so none is claimed.
 	SessionAffinity string `json:"session_affinity"`
 }
