@@ -59,7 +59,12 @@ type Row struct {
 	// RepresentationBreak is true when the served upstream could not keep the
 	// request's representation intact.
 	RepresentationBreak bool `json:"representation_break"`
-	// CacheDiscountApplied is true when a provider prompt-cache discount was priced in.
+	// CacheDiscountApplied is true exactly when cached prompt tokens were
+	// priced at the cache price: at the catalog's price_cache_read, or by
+	// the upstream's own bill when it reported the cost and cached tokens.
+	// False when nothing was reported cached, the catalog has no cache-read
+	// price, or a representation break priced from the catalog was denied
+	// it. A session or its pin plays no part (docs/sessions.md).
 	CacheDiscountApplied bool `json:"cache_discount_applied"`
 	// PromptTokens and CompletionTokens are the usage billed.
 	PromptTokens     int64 `json:"prompt_tokens"`
