@@ -32,6 +32,10 @@ type Request struct {
 	// PinnedProvider is the provider a session is pinned to, or "". It becomes
 	// the first preferred entry unless a restriction forbids it.
 	PinnedProvider string
+	// Session is the request's session id ("" without one); a plan carries
+	// it so that a connector can express it in its upstream's own
+	// stickiness knob.
+	Session string
 }
 
 // Providers are the effective provider preferences of a plan. Entries are
@@ -83,6 +87,10 @@ type Plan struct {
 	// Refused is set when the plan is refused before any upstream is
 	// considered (a guardrail forbids the decided model).
 	Refused *Refusal `json:"refused,omitempty"`
+	// Session is the request's session id ([Request.Session]), "" without
+	// one. Connectors whose upstream has a stickiness knob send it there
+	// (OpenRouter's session_id, OpenAI's prompt_cache_key).
+	Session string `json:"session,omitempty"`
 }
 
 // Decide builds the plan for a request from the principal's ladder (layers top
@@ -102,7 +110,7 @@ func Decide(req Request, layers []profiles.Layer, d *guardrails.Decision) *Plan 
 // afterwards.
 func DecideMerged(req Request, m *profiles.Merged, d *guardrails.Decision) *Plan {
 	model := strings.ToLower(req.Model)
-	p := &Plan{Principal: req.Principal, DecidedModel: model, Auto: model == AutoModel, Merged: m}
+	p := &Plan{Principal: req.Principal, DecidedModel: model, Auto: model == AutoModel, Merged: m, Session: req.Session}
 	if d != nil {
 		p.ContentFilter = d.ContentFilter()
 	}

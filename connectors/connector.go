@@ -63,6 +63,12 @@ type Native struct {
 	// cache_control or thinking on an upstream that has neither); nil
 	// when nothing was lost.
 	Degraded []string
+	// Affinity names the upstream's own stickiness knob the translation
+	// set from the plan's session: "session_id" (OpenRouter) or
+	// "prompt_cache_key" (OpenAI), "" when none was set (no session, an
+	// upstream without one, a knob the upstream ignores for this request,
+	// or a value the client set itself).
+	Affinity string
 }
 
 // noHeaders is the shared empty Header of a connector that sets none of its

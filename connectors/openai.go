@@ -30,7 +30,7 @@ func (*openAI) Authorize(h http.Header, key string) { bearer(h, key) }
 // stream asks for usage (see [withStreamUsage]); max_tokens is sent as
 // max_completion_tokens, which OpenAI's API reference documents as
 // replacing it and its reasoning models require.
-func (*openAI) Translate(body Body, _ *compiler.Plan, out *compiler.Outcome) (*Native, error) {
+func (*openAI) Translate(body Body, plan *compiler.Plan, out *compiler.Outcome) (*Native, error) {
 	set := make([]member, 1, 4)
 	set[0] = member{"model", jsonscan.AppendString(nil, out.NativeModel)}
 	if mt, ok := body["max_tokens"]; ok {
@@ -39,7 +39,17 @@ func (*openAI) Translate(body Body, _ *compiler.Plan, out *compiler.Outcome) (*N
 		}
 	}
 	set, added := withStreamUsage(body, set)
-	return &Native{Path: "/chat/completions", Header: noHeaders, Body: encodeBody(body, set...), UsageAdded: added}, nil
+	var affinity string
+	if _, own := body["prompt_cache_key"]; !own && plan != nil && plan.Session != "" {
+		// prompt_cache_key is chat completions' documented cache-routing
+		// key (developers.openai.com/api/docs/guides/prompt-caching): it is
+		// hashed with the prompt's first tokens to pick the machine, so a
+		// session's turns land where its prefix is cached. A key the client
+		// set itself is left as it is.
+		set = append(set, member{"prompt_cache_key", jsonscan.AppendString(nil, plan.Session)})
+		affinity = "prompt_cache_key"
+	}
+	return &Native{Path: "/chat/completions", Header: noHeaders, Body: encodeBody(body, set...), UsageAdded: added, Affinity: affinity}, nil
 }
 
 // Response implements [Connector.Response].

@@ -66,7 +66,28 @@ func (*openRouter) Translate(body Body, plan *compiler.Plan, out *compiler.Outco
 	if b := openRouterProvider(out.Providers); b != nil {
 		set = append(set, member{"provider", b})
 	}
-	return &Native{Path: "/chat/completions", Header: openRouterHeaders, Body: encodeBody(body, set...)}, nil
+	sticky, affinity := openRouterSession(body, plan.Session, out.Providers)
+	set = append(set, sticky...)
+	return &Native{Path: "/chat/completions", Header: openRouterHeaders, Body: encodeBody(body, set...), Affinity: affinity}, nil
+}
+
+// openRouterSession adds the session's id as session_id, the upstream's
+// sticky-routing key (its API reference: "When provided, OpenRouter uses
+// it as the sticky routing key, routing all requests in the session to the
+// same provider to maximize prompt cache hits"; at most 256 characters,
+// sluice's session ids at most 128). Its prompt-caching guide says sticky
+// routing is not used when provider.order is set, so with an order (a
+// profile's preferred providers, or the session's own pin) nothing is sent
+// and nothing claimed: the pin alone keeps the session. A session_id the
+// client sent itself is left as it is.
+func openRouterSession(body Body, session string, ps compiler.Providers) ([]member, string) {
+	if session == "" || len(ps.Preferred) > 0 {
+		return nil, ""
+	}
+	if _, own := body["session_id"]; own {
+		return nil, ""
+	}
+	return []member{{"session_id", jsonscan.AppendString(nil, session)}}, "session_id"
 }
 
 // openRouterMeta is the attempt report the upstream adds when asked.

@@ -180,7 +180,44 @@ func TestSessionIDValidated(t *testing.T) {
 		{"user 42", http.StatusOK}, // printable ASCII includes the space
 		{"~!@#$%^&*()_+", http.StatusOK},
 	} {
-		resp, _ := h.post(secretChat, chatBody("openai/gpt-4o", `,"user":"`+tc.id[:3]+`"`), "X-Session-Id", tc.id)
-		require.Equal(t, tc.status, resp.StatusCode, "%q", tc.id)
+		for _, name := range []string{"X-Session-Id", "x-claude-code-session-id", "session-id"} {
+			resp, b := h.post(secretChat, chatBody("openai/gpt-4o", `,"user":"`+tc.id[:3]+`"`), name, tc.id)
+			require.Equal(t, tc.status, resp.StatusCode, "%s: %q", name, tc.id)
+			if tc.status == http.StatusBadRequest {
+				require.Contains(t, string(b), name+" must be 1 to 128 printable ASCII characters", "the error names the header")
+			}
+		}
+	}
+}
+
+// TestSessionHeadersOrder: the first of [sessions] headers a request
+// carries names its session, as configured; a header not in the list names
+// none.
+func TestSessionHeadersOrder(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		config  string // the [sessions] headers line; "" keeps the default
+		headers []string
+		key, id string
+	}{
+		{"default: X-Session-Id first", "", []string{"session-id", "codex-1", "X-Session-Id", "own-1"}, "X-Session-Id", "own-1"},
+		{"default: claude code before codex", "", []string{"session-id", "codex-2", "X-Claude-Code-Session-Id", "cc-2"}, "x-claude-code-session-id", "cc-2"},
+		{"default: an empty header is absent", "", []string{"X-Session-Id", "", "session-id", "codex-3"}, "session-id", "codex-3"},
+		{"configured order", `headers = ["session-id", "X-Session-Id"]`, []string{"X-Session-Id", "own-4", "session-id", "codex-4"}, "session-id", "codex-4"},
+		{"not in the list", `headers = ["X-Session-Id"]`, []string{"x-claude-code-session-id", "cc-5"}, "", ""},
+		{"none read", `headers = []`, []string{"X-Session-Id", "own-6"}, "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var edits [][2]string
+			if c.config != "" {
+				edits = append(edits, [2]string{"[store]\n", "[sessions]\n" + c.config + "\n\n[store]\n"})
+			}
+			h := newHarness(t, edits...)
+			resp, b := h.post(secretChat, chatBody("openai/gpt-4o", ""), c.headers...)
+			require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+			r := h.row(resp.Header.Get(gateway.HeaderRequestID))
+			require.Equal(t, c.id, r.SessionID)
+			require.Equal(t, c.key, r.SessionKey)
+		})
 	}
 }

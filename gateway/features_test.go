@@ -76,7 +76,10 @@ func TestResponseCache(t *testing.T) {
 
 // TestSessionsAndRepresentationBreaks: a session is pinned to the provider
 // that served its last turn; a fallback to another model is a
-// representation break that moves the pin and forfeits the cache discount.
+// representation break that moves the pin. The simulator reports no cached
+// tokens, so no turn has anything priced at the cache price
+// (cache_discount_applied false throughout; TestPricingMatrix prices
+// recorded cached counts).
 func TestSessionsAndRepresentationBreaks(t *testing.T) {
 	h := newHarness(t, [2]string{"[cache]\nenabled = true", "[cache]\nenabled = false"})
 	turn := func(content, fault string) requestlog.Row {
@@ -92,11 +95,12 @@ func TestSessionsAndRepresentationBreaks(t *testing.T) {
 	r1 := turn("one", "status=503;provider=openai")
 	require.Equal(t, "azure", r1.ServedProvider)
 	require.False(t, r1.RepresentationBreak)
-	require.False(t, r1.CacheDiscountApplied, "no pin yet")
+	require.False(t, r1.CacheDiscountApplied, "nothing cached")
+	require.Equal(t, "X-Session-Id", r1.SessionKey)
 	// Turn 2: the pin puts azure first although the team prefers openai.
 	r2 := turn("two", "")
 	require.Equal(t, "azure", r2.ServedProvider)
-	require.True(t, r2.CacheDiscountApplied)
+	require.False(t, r2.CacheDiscountApplied, "a pin prices nothing the upstream did not report cached")
 	require.Equal(t, "sess-42", r2.SessionID)
 	// Turn 3: the model fails everywhere, the chain serves another model.
 	r3 := turn("three", "status=503;model=openai/gpt-4o")
@@ -111,7 +115,8 @@ func TestSessionsAndRepresentationBreaks(t *testing.T) {
 	require.False(t, r4.RepresentationBreak)
 	require.False(t, r4.CacheDiscountApplied)
 	r5 := turn("five", "")
-	require.True(t, r5.CacheDiscountApplied)
+	require.Equal(t, "openai/gpt-4o", r5.ServedModel)
+	require.False(t, r5.CacheDiscountApplied)
 	require.Greater(t, r5.CostUSD, 0.0)
 }
 
@@ -154,7 +159,8 @@ func TestAnalyticsAccess(t *testing.T) {
 	ok, _ := h.post(secretChat, chatBody("openai/gpt-4o", ""))
 	deg, _ := h.post(secretBatch, chatBody("openai/gpt-4o-mini", ""))
 	ref, _ := h.post(secretFinance, chatBody("anthropic/claude-sonnet-4.5", ""))
-	sw, _ := h.post(secretChat, chatBody("openai/gpt-4o", `,"user":"switch"`), "X-Sim-Fault", "status=503;model=openai/gpt-4o")
+	sw, _ := h.post(secretChat, chatBody("openai/gpt-4o", `,"user":"switch"`), "X-Sim-Fault", "status=503;model=openai/gpt-4o",
+		"X-Claude-Code-Session-Id", "sess-analytics")
 	h.rows(4)
 	query := func(token string, q url.Values) (int, gateway.Invocations) {
 		resp, b := h.get("/api/v1/analytics/invocations?"+q.Encode(), token)
@@ -186,6 +192,8 @@ func TestAnalyticsAccess(t *testing.T) {
 		{"switched", adminToken, url.Values{"switched": {"true"}}, 200, []string{rid(sw)}},
 		{"switch reason", adminToken, url.Values{"switch_reason": {"chain"}}, 200, []string{rid(sw)}},
 		{"team", adminToken, url.Values{"team": {"finance"}}, 200, []string{rid(ref)}},
+		{"session", adminToken, url.Values{"session": {"sess-analytics"}}, 200, []string{rid(sw)}},
+		{"unknown session", adminToken, url.Values{"session": {"sess-none"}}, 200, nil},
 		{"time window excludes", adminToken, url.Values{"to": {"2000-01-01T00:00:00Z"}}, 200, nil},
 		{"analyst sees own team", secretAnalyst, url.Values{}, 200, []string{rid(sw), rid(deg), rid(ok)}},
 		{"analyst cannot widen", secretAnalyst, url.Values{"team": {"finance"}}, 403, nil},
@@ -480,6 +488,75 @@ func TestLogRequests(t *testing.T) {
 			}
 			sort.Strings(logged)
 			require.Equal(t, tc.want, logged)
+		})
+	}
+}
+
+// TestAgentSessionHeaders: each coding agent's own session header
+// (testdata/sessions/agents.json, names read from the agents' published
+// packages) keys a session with the default [sessions] headers: turn 1 fails
+// over to azure and pins it, turn 2 stays on azure although the team prefers
+// openai, and both rows name the session and the header that carried it.
+func TestAgentSessionHeaders(t *testing.T) {
+	raw, err := os.ReadFile("../testdata/sessions/agents.json")
+	require.NoError(t, err)
+	var agents []struct{ Agent, Header, Value string }
+	require.NoError(t, json.Unmarshal(raw, &agents))
+	require.Len(t, agents, 3)
+	h := newHarness(t, [2]string{"[cache]\nenabled = true", "[cache]\nenabled = false"})
+	for _, a := range agents {
+		t.Run(a.Agent, func(t *testing.T) {
+			turn := func(content string, hdr ...string) requestlog.Row {
+				resp, b := h.post(secretChat, `{"model":"openai/gpt-4o","messages":[{"role":"user","content":"`+content+`"}]}`,
+					append([]string{a.Header, a.Value}, hdr...)...)
+				require.Equal(t, 200, resp.StatusCode, string(b))
+				return h.row(resp.Header.Get(gateway.HeaderRequestID))
+			}
+			r1 := turn("one", "X-Sim-Fault", "status=503;provider=openai")
+			require.Equal(t, "azure", r1.ServedProvider)
+			r2 := turn("two")
+			require.Equal(t, "azure", r2.ServedProvider, "the pin held")
+			for _, r := range []requestlog.Row{r1, r2} {
+				require.Equal(t, a.Value, r.SessionID)
+				require.True(t, strings.EqualFold(a.Header, r.SessionKey), "session_key %q", r.SessionKey)
+				require.Equal(t, "pin", r.SessionAffinity, "k-chat's profile orders providers: no sticky routing claimed")
+			}
+		})
+	}
+	// Without a session header nothing is pinned, and the row says so.
+	resp, b := h.post(secretChat, `{"model":"openai/gpt-4o","messages":[{"role":"user","content":"none"}]}`)
+	require.Equal(t, 200, resp.StatusCode, string(b))
+	r := h.row(resp.Header.Get(gateway.HeaderRequestID))
+	require.Empty(t, r.SessionID)
+	require.Empty(t, r.SessionKey)
+	require.Empty(t, r.SessionAffinity)
+}
+
+// TestSessionAffinityKnobs: the row records the upstream's own stickiness
+// knob the request was sent with. On the marketplace a session's first turn
+// carries session_id (no provider order: k-research's profile sets none);
+// once pinned, the pin is a provider order, under which the marketplace
+// uses no sticky routing, so the row claims the pin alone. OpenAI takes
+// prompt_cache_key on every turn.
+func TestSessionAffinityKnobs(t *testing.T) {
+	h := newHarness(t, [2]string{"[cache]\nenabled = true", "[cache]\nenabled = false"})
+	for _, c := range []struct {
+		name, secret, model, session string
+		want                         []string // session_affinity of turns 1 and 2
+		upstream                     string
+	}{
+		{"marketplace without order", secretResearch, "openai/gpt-4o", "sess-knob-market", []string{"pin+session_id", "pin"}, "market"},
+		{"marketplace with the team's order", secretChat, "openai/gpt-4o", "sess-knob-ordered", []string{"pin", "pin"}, "market"},
+		{"direct openai", secretBatch, "openai/gpt-4o-mini", "sess-knob-openai", []string{"pin+prompt_cache_key", "pin+prompt_cache_key"}, "openai"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for i, want := range c.want {
+				resp, b := h.post(c.secret, chatBody(c.model, fmt.Sprintf(`,"user":"turn-%d"`, i)), "X-Session-Id", c.session)
+				require.Equal(t, 200, resp.StatusCode, string(b))
+				r := h.row(resp.Header.Get(gateway.HeaderRequestID))
+				require.Equal(t, c.upstream, r.Upstream)
+				require.Equal(t, want, r.SessionAffinity, "turn %d", i+1)
+			}
 		})
 	}
 }

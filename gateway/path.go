@@ -78,12 +78,14 @@ type turn struct {
 	spanCtx context.Context
 
 	// parse
-	session string // X-Session-Id, "" without one
-	pinKey  string // the session's key in the pin table
-	pin     snapshot.Pin
-	hasPin  bool
-	req     *request.Request
-	body    []byte // as received (the cache key's input)
+	session string // the session's id, "" without one
+	// sessionKey is the header that carried session ([sessions] headers).
+	sessionKey string
+	pinKey     string // the session's key in the pin table
+	pin        snapshot.Pin
+	hasPin     bool
+	req        *request.Request
+	body       []byte // as received (the cache key's input)
 
 	// admit
 	checks   []shared.Check // the rate limits the request passed

@@ -51,6 +51,7 @@ func (s *Server) plan(r *http.Request, t *turn) *apierr.Error {
 func (s *Server) initMemo(t *turn, pin snapshot.Pin) {
 	t.snap.InitMemo(&t.memo, t.key, t.decision, t.req.Routing, pin, t.req.Body)
 	t.memo.SetInbound(t.req.Inbound)
+	t.memo.SetSession(t.session)
 }
 
 // planModel plans a request that names a model: one target, the key's

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicegw/sluice/snapshot"
 	"github.com/sluicegw/sluice/store/requestlog"
 )
 
@@ -111,7 +112,7 @@ func (s *Server) measure(r *requestlog.Row, op string) {
 func (s *Server) row(t *turn, r *requestlog.Row) {
 	p := t.key.Principal()
 	*r = requestlog.Row{TS: t.start, RequestID: t.id, Org: p.Org, Team: p.Team, Project: p.Project, KeyID: p.Key,
-		SessionID: t.session, Chain: []string{}, RoutingDegraded: []string{}, Status: t.status, ConfigRevision: t.snap.Revision,
+		SessionID: t.session, SessionKey: t.sessionKey, Chain: []string{}, RoutingDegraded: []string{}, Status: t.status, ConfigRevision: t.snap.Revision,
 		API:       t.api.String(),
 		LatencyMS: float64(time.Since(t.start).Microseconds()) / 1000}
 	if r.Status == 0 {
@@ -145,6 +146,9 @@ func (s *Server) row(t *turn, r *requestlog.Row) {
 	}
 	r.Attempts = t.sent
 	a := t.final
+	if t.session != "" && a != nil {
+		r.SessionAffinity = sessionAffinity(a.compiled)
+	}
 	if a == nil || !a.out.answered {
 		return // refused, or ended on a failure
 	}
@@ -162,6 +166,16 @@ func (s *Server) row(t *turn, r *requestlog.Row) {
 		r.RoutingSwitchReason = switchReason(r.DecidedModel, a.compiled.Outcome.Chain, sv.model)
 	}
 
+}
+
+// sessionAffinity is the row's session_affinity for a session's request
+// sent as c: sluice's own pin always, and the upstream's stickiness knob
+// when the translation set one ("pin+session_id", "pin+prompt_cache_key").
+func sessionAffinity(c *snapshot.Compiled) string {
+	if c != nil && c.Native != nil && c.Native.Affinity != "" {
+		return "pin+" + c.Native.Affinity
+	}
+	return "pin"
 }
 
 // switchReason says why the served model differs from the decided one.

@@ -44,7 +44,11 @@ type recordedCase struct {
 	CompletionTokens int64    `json:"completion_tokens"`
 	CostUSD          float64  `json:"cost_usd"`
 	CostSource       string   `json:"cost_source"`
-	Status           int      `json:"status"`
+	// CacheDiscountApplied: the row priced reported cached tokens at the
+	// cache price (the catalog's, or the upstream's own bill). No replayed
+	// request names a session: the cost must not depend on one.
+	CacheDiscountApplied bool `json:"cache_discount_applied"`
+	Status               int  `json:"status"`
 }
 
 // headerReplay names the recorded answer the replay upstream serves; the
@@ -195,6 +199,8 @@ func recordedReplay(t *testing.T, srv *gateway.Server, base, kind, api string, c
 	require.Equal(t, c.CompletionTokens, row.CompletionTokens)
 	require.Equal(t, c.CostSource, row.CostSource)
 	require.InDelta(t, c.CostUSD, row.CostUSD, 1e-12)
+	require.Equal(t, c.CacheDiscountApplied, row.CacheDiscountApplied, "cache_discount_applied")
+	require.Empty(t, row.SessionID)
 	require.Equal(t, []string{}, row.RoutingDegraded)
 }
 

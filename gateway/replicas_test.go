@@ -204,8 +204,7 @@ func TestReplicasBehindABalancer(t *testing.T) {
 	require.Len(t, want, rounds)
 
 	// Sessions. Turn 1 fails over from openai to azure and pins azure;
-	// turn 2 keeps azure (with the prompt-cache discount) only on the
-	// replica that holds the pin.
+	// turn 2 keeps azure only on the replica that holds the pin.
 	turns := func(session string) (first, second requestlog.Row, sameReplica bool) {
 		t.Helper()
 		r1, b := lb.post(t, chatBody("openai/gpt-4o", ""), "X-Session-Id", session, "X-Sim-Fault", "status=503;provider=openai")
@@ -221,7 +220,6 @@ func TestReplicasBehindABalancer(t *testing.T) {
 	require.False(t, same)
 	require.Equal(t, "azure", first.ServedProvider)
 	require.Equal(t, "openai", second.ServedProvider)
-	require.False(t, second.CacheDiscountApplied)
 	// Affinity on X-Session-Id keeps the session on one replica and its pin.
 	lb.mu.Lock()
 	lb.affinity = true
@@ -230,5 +228,5 @@ func TestReplicasBehindABalancer(t *testing.T) {
 	require.True(t, same)
 	require.Equal(t, "azure", first.ServedProvider)
 	require.Equal(t, "azure", second.ServedProvider)
-	require.True(t, second.CacheDiscountApplied)
+	require.Equal(t, "pin", second.SessionAffinity)
 }

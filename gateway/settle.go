@@ -22,7 +22,10 @@ type settled struct {
 	// representationBreak: a model other than the decided one served, so
 	// the session's prompt cache is cold however identical the bytes.
 	representationBreak bool
-	// cacheDiscount: the turn kept the cross-turn prompt-cache discount.
+	// cacheDiscount: the cached prompt tokens the upstream reported were
+	// priced at the cache-read price — by the upstream's own bill when it
+	// reported the cost, else at the served endpoint's price_cache_read
+	// (see cost). Never on a representation break priced from the catalog.
 	cacheDiscount bool
 }
 
@@ -48,18 +51,8 @@ func (s *Server) settle(t *turn) {
 	}
 	sv := &t.served
 	sv.model, sv.provider = who.Model, who.Provider
-	sv.usage = res.Usage
-	// A switch of model is a representation break: the new model's prompt
-	// cache is cold however identical the bytes, so no discount this turn.
-	sv.representationBreak = sv.model != "" && sv.model != t.decided
+	sv.price(t, who.Endpoint, res)
 	now := snapshot.Pin{Model: sv.model, Provider: sv.provider}
-	sv.cacheDiscount = t.hasPin && !sv.representationBreak && t.pin == now
-	switch {
-	case res.CostReported:
-		sv.cost, sv.costSource = res.Cost, "upstream"
-	case who.Endpoint != nil:
-		sv.cost, sv.costSource = cost(who.Endpoint, res.Usage, sv.cacheDiscount), "catalog"
-	}
 	if s.fleet != nil {
 		s.settleShared(t, a, now)
 		return
@@ -71,6 +64,33 @@ func (s *Server) settle(t *turn) {
 		s.ledger.Add(budget.Month(t.start), sv.cost, budget.KeyScope(t.key.ID), budget.TeamScope(t.key.Org, t.key.Team))
 	}
 	s.keep(t)
+}
+
+// price prices the answer the served model and provider (set in sv) gave
+// to the turn: its usage, the representation break and the cost with its
+// source. The cost is what the upstream bills: the cached tokens it reports
+// were read from its cache whether or not the request named a session and
+// whatever the turn's pin said (none, a first turn, another provider), so
+// neither is consulted. A switch of model is a representation break: the
+// new model's prompt cache is cold however identical the bytes, and a
+// catalog price denies the turn the cache-read price. The budget's
+// reservation before the call (dispatch's worstCase) is not priced here.
+func (sv *settled) price(t *turn, ep *guardrails.Endpoint, res connectors.Result) {
+	sv.usage = res.Usage
+	sv.representationBreak = sv.model != "" && sv.model != t.decided
+	sv.cost, sv.costSource, sv.cacheDiscount = 0, "", false
+	switch {
+	case res.CostReported:
+		// The upstream's bill prices its cache reads itself (a recorded
+		// OpenRouter answer's prompt cost is exactly its 156 cached tokens
+		// at the cache price plus 9 at the input price), representation
+		// break or not.
+		sv.cost, sv.costSource = res.Cost, "upstream"
+		sv.cacheDiscount = res.Usage.CachedTokens > 0
+	case ep != nil:
+		sv.cost, sv.cacheDiscount = cost(ep, res.Usage, !sv.representationBreak)
+		sv.costSource = "catalog"
+	}
 }
 
 // settleShared writes what the request leaves in the fleet's shared state,
@@ -111,23 +131,27 @@ func (s *Server) settleShared(t *turn, a *attempt, pin snapshot.Pin) {
 }
 
 // cost estimates the spend of an answer from the endpoint's prices (USD per
-// million tokens; 0 without an endpoint). Prompt tokens written to the
-// provider's cache are priced at the endpoint's cache-write price; with the
-// cross-turn discount, cached prompt tokens are priced at its cache-read
-// price (each is price_in when the catalog gives none); the rest of the
-// prompt at price_in. Counts an upstream reports inconsistently (more cached
-// or written than the whole prompt) are priced as plain prompt tokens.
-func cost(ep *guardrails.Endpoint, u connectors.Usage, discount bool) float64 {
+// million tokens; 0 without an endpoint), as the upstream bills it. Prompt
+// tokens written to the provider's cache are priced at the endpoint's
+// cache-write price; with readPrice (every turn but a representation
+// break), the cached prompt tokens the upstream reported are priced at its
+// cache-read price (each is price_in when the catalog gives none); the rest
+// of the prompt at price_in. Counts an upstream reports inconsistently (more
+// cached or written than the whole prompt) are priced as plain prompt
+// tokens. discounted reports whether any token was priced at a catalog
+// price_cache_read: what the row's cache_discount_applied says.
+func cost(ep *guardrails.Endpoint, u connectors.Usage, readPrice bool) (usd float64, discounted bool) {
 	if ep == nil {
-		return 0
+		return 0, false
 	}
 	plain, read, written := float64(u.PromptTokens), 0.0, 0.0
 	if u.CacheWriteTokens > 0 && u.CacheWriteTokens <= u.PromptTokens {
 		written = float64(u.CacheWriteTokens)
 	}
-	if discount && u.CachedTokens > 0 && float64(u.CachedTokens)+written <= plain {
+	if readPrice && u.CachedTokens > 0 && float64(u.CachedTokens)+written <= plain {
 		read = float64(u.CachedTokens)
 	}
 	plain -= read + written
-	return (plain*ep.PriceIn + read*ep.CacheReadPrice() + written*ep.CacheWritePrice() + float64(u.CompletionTokens)*ep.PriceOut) / 1e6
+	usd = (plain*ep.PriceIn + read*ep.CacheReadPrice() + written*ep.CacheWritePrice() + float64(u.CompletionTokens)*ep.PriceOut) / 1e6
+	return usd, read > 0 && ep.PriceCacheRead != nil
 }

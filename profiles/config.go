@@ -206,7 +206,20 @@ type Sessions struct {
 	TTL Duration `toml:"ttl" json:"ttl"`
 	// MaxEntries bounds the pin table. Default 100000.
 	MaxEntries int `toml:"max_entries" json:"max_entries"`
+	// Headers are the request headers a session's key is read from, in
+	// order: the first one present (and non-empty) names the session, and
+	// the row records which it was (session_key). Names are HTTP tokens,
+	// unique regardless of case. Unset: [DefaultSessionHeaders] — sluice's
+	// own X-Session-Id, then the ids coding agents already send
+	// (x-claude-code-session-id, session-id). Set to [] to read no session
+	// key at all (no pins).
+	Headers []string `toml:"headers" json:"headers"`
 }
+
+// DefaultSessionHeaders is [Sessions.Headers] when unset: sluice's own
+// header first, then Claude Code's and Codex's session headers (their
+// names as shipped, see testdata/sessions/README.md).
+var DefaultSessionHeaders = []string{"X-Session-Id", "x-claude-code-session-id", "session-id"}
 
 // Catalog configures the live refresh of the model catalog from a
 // marketplace's listing. Off by default.
@@ -597,6 +610,9 @@ func (c *Config) applyDefaults() {
 	if c.Sessions.MaxEntries == 0 {
 		c.Sessions.MaxEntries = 100000
 	}
+	if c.Sessions.Headers == nil { // unset; [] reads no session key
+		c.Sessions.Headers = append([]string(nil), DefaultSessionHeaders...)
+	}
 	if c.Catalog.Refresh.Duration == 0 {
 		c.Catalog.Refresh.Duration = time.Hour
 	}
@@ -769,6 +785,18 @@ func (c *Config) crossCheck(pos positions, diags *Diagnostics) {
 		at(CodeMissingSetting, []string{"state", "kind"}, `[state] kind = "postgres" needs postgres_url`)
 	}
 	c.checkStore(at)
+	seen := map[string]bool{}
+	for i, h := range c.Sessions.Headers {
+		tokens := []string{"sessions", "headers", itoa(i)}
+		switch lower := strings.ToLower(h); {
+		case !validHeaderName(h):
+			at(CodeInvalidSessionHeader, tokens, "sessions.headers[%d] is %q, not a header name (an HTTP token: letters, digits and !#$%%&'*+-.^_`|~)", i, h)
+		case seen[lower]:
+			at(CodeInvalidSessionHeader, tokens, "sessions.headers names %q twice (header names are compared regardless of case)", h)
+		default:
+			seen[lower] = true
+		}
+	}
 	for _, p := range CheckRoutes(c.Routes, func(name string) bool { return c.upstreams[name] != nil }) {
 		at(p.Code, p.Tokens, "%s", p.Message)
 	}
@@ -855,4 +883,22 @@ func ParseProxy(s string) (netip.Prefix, error) {
 	}
 	a = a.Unmap()
 	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// validHeaderName reports whether s is an HTTP field name: a non-empty
+// token (RFC 9110 section 5.6.2).
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }

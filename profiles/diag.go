@@ -124,4 +124,7 @@ const (
 	// CodeCatalogRefresh: [catalog] asks for a refresh sluice will not do (more
 	// often than once a minute, or through an upstream of another connector).
 	CodeCatalogRefresh = "invalid_catalog_refresh"
+	// CodeInvalidSessionHeader: [sessions] headers holds a name that is no
+	// HTTP token, or one name twice (regardless of case).
+	CodeInvalidSessionHeader = "invalid_session_header"
 )

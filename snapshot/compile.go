@@ -222,6 +222,9 @@ type CompiledView struct {
 	Path string `json:"path,omitempty"`
 	// Native is the exact JSON body that would be sent.
 	Native json.RawMessage `json:"native"`
+	// Affinity is the upstream's stickiness knob the body sets for the
+	// request's session ([connectors.Native.Affinity]), "" for none.
+	Affinity string `json:"affinity,omitempty"`
 }
 
 // Explain explains a key's routing: the merged profile with provenance and the
@@ -249,7 +252,12 @@ func (s *Snapshot) Explain(ctx context.Context, key *profiles.Key, req *compiler
 	if req == nil {
 		return e, nil
 	}
-	memo := s.Memo(key, d, routing, Pin{}, body)
+	var pin Pin
+	if req.PinnedProvider != "" {
+		pin = Pin{Model: strings.ToLower(req.Model), Provider: req.PinnedProvider}
+	}
+	memo := s.Memo(key, d, routing, pin, body)
+	memo.SetSession(req.Session)
 	if rt := s.Config.Route(req.Model); rt != nil {
 		return e, s.explainRoute(e, memo, rt)
 	}
@@ -295,7 +303,7 @@ func (e *Explanation) setPlan(p *compiler.Plan) {
 func view(c *Compiled, model string) CompiledView {
 	v := CompiledView{Upstream: c.Upstream.Config.Name, Model: model, Connector: c.Upstream.Config.Connector, Refused: c.Refused(), Degraded: c.Degraded()}
 	if c.Native != nil {
-		v.Path, v.Native = c.Native.Path, c.Native.Body
+		v.Path, v.Native, v.Affinity = c.Native.Path, c.Native.Body, c.Native.Affinity
 	}
 	return v
 }

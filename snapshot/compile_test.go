@@ -23,6 +23,10 @@ type compileCase struct {
 	Key      string          `json:"key"`
 	Upstream string          `json:"upstream"`
 	Request  json.RawMessage `json:"request"`
+	// Session and PinnedProvider are the request's session id and its
+	// pin's provider (both optional).
+	Session        string `json:"session"`
+	PinnedProvider string `json:"pinned_provider"`
 }
 
 // TestCompileCorpus compiles every case of testdata/compile/cases against
@@ -62,7 +66,7 @@ func explainCase(t *testing.T, snap *Snapshot, file string) []byte {
 	require.NotNil(t, key, c.Key)
 	req, perr := request.Parse(c.Request)
 	require.Nil(t, perr)
-	e, err := snap.Explain(context.Background(), key, &compiler.Request{Model: req.Model, Routing: req.Routing}, req.Body, c.Upstream)
+	e, err := snap.Explain(context.Background(), key, &compiler.Request{Model: req.Model, Routing: req.Routing, Session: c.Session, PinnedProvider: c.PinnedProvider}, req.Body, c.Upstream)
 	require.NoError(t, err)
 	out, err := json.MarshalIndent(e, "", "  ")
 	require.NoError(t, err)

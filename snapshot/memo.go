@@ -28,6 +28,7 @@ type Memo struct {
 	merged    profiles.Merged
 	decision  *guardrails.Decision
 	pin       Pin
+	session   string
 	body      connectors.Body
 	// in is the API the request came in on (nil for chat completions).
 	in *connectors.Inbound
@@ -84,6 +85,10 @@ func (s *Snapshot) MemoMerged(p profiles.Principal, merged profiles.Merged, d *g
 // and the kind of model its chains keep.
 func (m *Memo) SetInbound(in *connectors.Inbound) { m.in = in }
 
+// SetSession names the request's session ("" for none), before anything is
+// planned: every plan carries it, for the connectors' stickiness knobs.
+func (m *Memo) SetSession(id string) { m.session = id }
+
 // Snapshot returns the configuration the memo compiles against.
 func (m *Memo) Snapshot() *Snapshot { return m.snap }
 
@@ -103,7 +108,7 @@ func (m *Memo) Plan(model string) *compiler.Plan {
 			return e.plan
 		}
 	}
-	req := compiler.Request{Principal: m.principal, Model: model}
+	req := compiler.Request{Principal: m.principal, Model: model, Session: m.session}
 	if m.pin.Model == model {
 		req.PinnedProvider = m.pin.Provider
 	}

@@ -60,6 +60,18 @@ func TestDemoAndRows(t *testing.T) {
 	require.Len(t, lines, 2, out)
 	require.Contains(t, lines[1], ",chain,")
 
+	// --session reads one session's turns: the demo's chain request named
+	// demo-session-1 in X-Session-Id.
+	code, out, errOut = runCLI(t, "", "rows", "--config", cfg, "--session", "demo-session-1", "--format", "json")
+	require.Equal(t, 0, code, errOut)
+	rows = nil
+	require.NoError(t, json.Unmarshal([]byte(out), &rows))
+	require.Len(t, rows, 1, out)
+	require.Equal(t, "demo-session-1", rows[0].SessionID)
+	require.Equal(t, "X-Session-Id", rows[0].SessionKey)
+	require.Equal(t, "chain", rows[0].RoutingSwitchReason)
+	require.NotEmpty(t, rows[0].SessionAffinity)
+
 	code, _, errOut = runCLI(t, "", "rows", "--config", cfg, "--degraded", "perhaps")
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, "degraded")

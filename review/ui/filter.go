@@ -10,8 +10,10 @@ import (
 // page re-renders exactly what the reviewer typed.
 type filterForm struct {
 	From, To, Org, Team, Project, ServedProvider, SwitchReason, FallbackReason string
-	Degraded, Refused, Switched                                                bool
-	Limit                                                                      string
+	// Session is the session_id filter: one session's turns.
+	Session                     string
+	Degraded, Refused, Switched bool
+	Limit                       string
 }
 
 // parseFilter reads the filters of a page's query string with the request
@@ -24,7 +26,7 @@ func parseFilter(q url.Values) (requestlog.Filter, filterForm, string) {
 	ff := filterForm{
 		From: q.Get("from"), To: q.Get("to"), Org: q.Get("org"), Team: q.Get("team"), Project: q.Get("project"),
 		ServedProvider: q.Get("served_provider"), SwitchReason: q.Get("switch_reason"),
-		FallbackReason: q.Get("fallback_reason"), Limit: q.Get("limit"),
+		FallbackReason: q.Get("fallback_reason"), Session: q.Get("session"), Limit: q.Get("limit"),
 		Degraded: f.Degraded, Refused: f.Refused, Switched: f.Switched,
 	}
 	if len(problems) > 0 {
@@ -50,6 +52,7 @@ func (ff filterForm) query() url.Values {
 	set("served_provider", ff.ServedProvider)
 	set("switch_reason", ff.SwitchReason)
 	set("fallback_reason", ff.FallbackReason)
+	set("session", ff.Session)
 	set("limit", ff.Limit)
 	for _, b := range []struct {
 		k string

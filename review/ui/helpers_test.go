@@ -124,6 +124,11 @@ func seedRows(now time.Time) []requestlog.Row {
 			r.ServedModel, r.ServedProvider = "anthropic/claude-sonnet-4.5", "anthropic"
 			r.RoutingSwitchReason, r.FallbackReason, r.Attempts = "target_fallback", "throttled", 2
 		}
+		if st.team == "ml" && i < 15 { // one agent session's turns: 0, 3, 6, 9, 12
+			r.SessionID, r.SessionKey, r.SessionAffinity = "sess-ml-agent", "x-claude-code-session-id", "pin"
+			r.RepresentationBreak = r.ServedModel != "" && r.ServedModel != r.DecidedModel
+			r.CacheDiscountApplied = !r.RepresentationBreak && r.RefusedCode == ""
+		}
 		rows = append(rows, r)
 	}
 	rows = append(rows, requestlog.Row{

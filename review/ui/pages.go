@@ -105,7 +105,10 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request, v *viewer) {
 type rowView struct {
 	requestlog.Row
 	Link, When string
-	Switched   bool
+	// SessionLink lists the row's session's turns ("" without a session).
+	SessionLink string
+	Switched    bool
+	Cost        string
 }
 
 type rowsData struct {
@@ -117,6 +120,15 @@ type rowsData struct {
 	FirstLink  string
 	CSVLink    string
 	Paged      bool
+}
+
+// sessionLink is the rows page of one session's turns, read together
+// (models served, representation breaks, cost); "" without a session.
+func sessionLink(r requestlog.Row) string {
+	if r.SessionID == "" {
+		return ""
+	}
+	return "/ui/rows?" + url.Values{"session": {r.SessionID}}.Encode()
 }
 
 func detailLink(r requestlog.Row) string {
@@ -139,7 +151,8 @@ func (h *handler) rows(w http.ResponseWriter, r *http.Request, v *viewer) {
 	d := rowsData{base: base{Title: "Rows", Nav: "rows", Viewer: v}, Form: ff, TeamLocked: !v.Admin, Paged: f.Cursor != ""}
 	for _, row := range p.Rows {
 		d.Rows = append(d.Rows, rowView{Row: row, Link: detailLink(row), When: row.TS.Format("2006-01-02 15:04:05.000"),
-			Switched: row.ServedModel != "" && row.ServedModel != row.DecidedModel})
+			SessionLink: sessionLink(row), Switched: row.ServedModel != "" && row.ServedModel != row.DecidedModel,
+			Cost: strconv.FormatFloat(row.CostUSD, 'f', -1, 64)})
 	}
 	q := ff.query()
 	d.FirstLink = "/ui/rows?" + q.Encode()
@@ -259,6 +272,8 @@ type detailData struct {
 	Compiled        []compiledRow
 	Provenance      []provenanceRow
 	BackLink        string
+	// SessionLink lists the row's session's turns ("" without a session).
+	SessionLink string
 }
 
 func (h *handler) detail(w http.ResponseWriter, r *http.Request, v *viewer) {
@@ -273,7 +288,7 @@ func (h *handler) detail(w http.ResponseWriter, r *http.Request, v *viewer) {
 		return
 	}
 	d := detailData{base: base{Title: "Request " + row.RequestID, Nav: "rows", Viewer: v}, Row: *row,
-		Fields: rowFields(*row), BackLink: "/ui/rows"}
+		Fields: rowFields(*row), BackLink: "/ui/rows", SessionLink: sessionLink(*row)}
 	snap := h.opts.Snapshot()
 	d.Revision = snap.Revision
 	d.RevisionChanged = row.ConfigRevision != "" && row.ConfigRevision != snap.Revision

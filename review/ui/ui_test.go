@@ -504,3 +504,41 @@ func TestRowDetailSaysWhenTheRevisionChanged(t *testing.T) {
 		}
 	}
 }
+
+// TestRowsOfOneSession: the rows page filters by session, each row of a
+// session links to its session's turns, and the detail page links there
+// too, so a reviewer reads one session's turns together — the models
+// served, the representation breaks, the cost.
+func TestRowsOfOneSession(t *testing.T) {
+	e := newEnv(t)
+	admin := e.browser()
+	admin.mustLogin(adminToken)
+	turns := e.matching(func(r requestlog.Row) bool { return r.SessionID == "sess-ml-agent" })
+	require.Len(t, turns, 5)
+	sessionURL := "/ui/rows?session=sess-ml-agent"
+
+	p := admin.get(sessionURL)
+	require.Equal(t, http.StatusOK, p.status)
+	require.Equal(t, idsOf(turns), rowIDs(p.body))
+	require.Contains(t, p.body, `name="session" value="sess-ml-agent" id="f-session"`, "the form keeps the filter")
+	require.Contains(t, p.body, `<span class="label break">representation break</span>`, "turn 3 switched model")
+	require.Contains(t, p.body, `<strong>anthropic/claude-sonnet-4.5</strong>`)
+	require.Contains(t, p.body, `<td class="num cost">0.0012 <span class="label cache"`)
+	require.Equal(t, len(turns), strings.Count(p.body, `<a href="`+sessionURL+`" class="session">sess-ml-agent</a>`), "each turn links to its session")
+	require.Equal(t, http.StatusOK, admin.get(sessionURL+"&team=research").status)
+	require.Empty(t, rowIDs(admin.get(sessionURL+"&team=research").body), "the session is the ml team's")
+
+	link := func(r requestlog.Row) string { return fmt.Sprintf("/ui/rows/%s?ts=%d", r.RequestID, r.TS.UnixMilli()) }
+	d := admin.get(link(turns[0]))
+	require.Equal(t, http.StatusOK, d.status)
+	require.Contains(t, d.body, `<p id="session-link">Turn of session <code>sess-ml-agent</code> (named in x-claude-code-session-id): <a href="`+sessionURL+`">`)
+	require.Contains(t, d.body, `<td data-field="session_key">x-claude-code-session-id</td>`)
+	require.Contains(t, d.body, `<td data-field="session_affinity">pin</td>`)
+	noSession := e.matching(func(r requestlog.Row) bool { return r.SessionID == "" && r.KeyID == "k-research" })[0]
+	require.NotContains(t, admin.get(link(noSession)).body, `id="session-link"`)
+
+	// The CSV export of a session is its turns.
+	c := admin.get("/ui/rows.csv?session=sess-ml-agent")
+	require.Equal(t, http.StatusOK, c.status)
+	require.Equal(t, len(turns)+1, strings.Count(c.body, "\n"))
+}

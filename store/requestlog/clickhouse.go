@@ -476,7 +476,7 @@ func appendColumns(b driver.Batch, rows []Row) error {
 		stream, cacheHit, reprBreak, discount = make([]uint8, n), make([]uint8, n), make([]uint8, n), make([]uint8, n)
 		routing                               = make([]uint8, n)
 		cost, latency, ttft                   = make([]float64, n), make([]float64, n), make([]float64, n)
-		strs                                  [17][]string
+		strs                                  [19][]string
 	)
 	for i := range strs {
 		strs[i] = make([]string, n)
@@ -491,7 +491,8 @@ func appendColumns(b driver.Batch, rows []Row) error {
 		ts[i], tsMS[i] = r.TS, r.TS.UnixMilli()
 		for j, v := range []string{r.RequestID, r.Org, r.Team, r.Project, r.KeyID, r.SessionID, r.Route,
 			r.Upstream, r.DecidedModel, r.ServedModel, r.ServedProvider, r.RoutingSwitchReason,
-			r.RefusedCode, r.FallbackReason, r.CostSource, r.ConfigRevision, r.API} {
+			r.RefusedCode, r.FallbackReason, r.CostSource, r.ConfigRevision, r.API,
+			r.SessionKey, r.SessionAffinity} {
 			strs[j][i] = v
 		}
 		chain[i], degraded[i] = r.Chain, r.RoutingDegraded
@@ -507,7 +508,8 @@ func appendColumns(b driver.Batch, rows []Row) error {
 		strs[0], strs[1], strs[2], strs[3], strs[4], strs[5], strs[6], strs[7], strs[8],
 		chain, strs[9], strs[10], strs[11], degraded, strs[12], strs[13],
 		attempts, status, stream, cacheHit, reprBreak, discount,
-		prompt, completion, cost, latency, ttft, strs[14], routing, strs[15], strs[16]}
+		prompt, completion, cost, latency, ttft, strs[14], routing, strs[15], strs[16],
+		strs[17], strs[18]}
 	for i, c := range cols {
 		if err := b.Column(i).Append(c); err != nil {
 			return fmt.Errorf("column %d: %w", i, err)
@@ -545,7 +547,8 @@ func (s *clickhouseStore) Query(ctx context.Context, f Filter) (Page, error) {
 			&r.RoutingSwitchReason, &r.RoutingDegraded, &r.RefusedCode, &r.FallbackReason,
 			&attempts, &status, &stream, &cacheHit, &reprBreak,
 			&discount, &r.PromptTokens, &r.CompletionTokens, &r.CostUSD,
-			&r.LatencyMS, &r.TTFTMS, &r.CostSource, &routing, &r.ConfigRevision, &r.API); err != nil {
+			&r.LatencyMS, &r.TTFTMS, &r.CostSource, &routing, &r.ConfigRevision, &r.API,
+			&r.SessionKey, &r.SessionAffinity); err != nil {
 			return Page{}, fmt.Errorf("requestlog: clickhouse %s: scan: %w", s.addr, err)
 		}
 		r.TS = time.UnixMilli(tsMS).UTC()

@@ -87,6 +87,8 @@ func sampleRows(n int) []Row {
 			CostSource:       []string{"catalog", "upstream", ""}[i%3],
 			ConfigRevision:   []string{"a1b2c3d4e5f60718", ""}[i%2],
 			API:              []string{"chat", "messages", "embeddings", ""}[i%4],
+			SessionKey:       []string{"X-Session-Id", "x-claude-code-session-id", "session-id"}[i%3],
+			SessionAffinity:  []string{"pin", "pin+session_id", "pin+prompt_cache_key"}[i%3],
 			LatencyMS:        float64(i) + 0.25,
 			TTFTMS:           float64(i) / 2,
 		}
@@ -128,6 +130,7 @@ func matches(r Row, f Filter) bool {
 		f.ServedProvider != "" && r.ServedProvider != f.ServedProvider,
 		f.SwitchReason != "" && r.RoutingSwitchReason != f.SwitchReason,
 		f.FallbackReason != "" && r.FallbackReason != f.FallbackReason,
+		f.SessionID != "" && r.SessionID != f.SessionID,
 		f.Degraded && len(r.RoutingDegraded) == 0,
 		f.Refused && r.RefusedCode == "",
 		f.Switched && (r.ServedModel == "" || r.ServedModel == r.DecidedModel):
@@ -271,6 +274,8 @@ func runStoreContract(t *testing.T, b backend) {
 			{"served provider", Filter{ServedProvider: "anthropic"}},
 			{"switch reason", Filter{SwitchReason: "rate_limited"}},
 			{"fallback reason", Filter{FallbackReason: "upstream_429"}},
+			{"session", Filter{SessionID: "sess-4"}},
+			{"session and team", Filter{SessionID: "sess-4", Team: "ads"}},
 			{"degraded", Filter{Degraded: true}},
 			{"refused", Filter{Refused: true}},
 			{"switched", Filter{Switched: true}},

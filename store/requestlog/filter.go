@@ -10,7 +10,7 @@ import (
 // FilterParams are the query parameters [ParseFilter] reads, in the order
 // the analytics API documents them.
 var FilterParams = []string{"from", "to", "org", "team", "project", "served_provider", "switch_reason",
-	"fallback_reason", "degraded", "refused", "switched", "limit", "cursor"}
+	"fallback_reason", "session", "degraded", "refused", "switched", "limit", "cursor"}
 
 // FilterProblem is one invalid filter parameter.
 type FilterProblem struct {
@@ -32,7 +32,7 @@ type ParseOptions struct {
 
 // ParseFilter reads the request-log filters from a query string: from and to
 // (RFC 3339, from 1970 on), org, team, project, served_provider,
-// switch_reason, fallback_reason (exact matches), degraded, refused,
+// switch_reason, fallback_reason, session (the session_id; exact matches), degraded, refused,
 // switched (true/false), limit (1 to MaxLimit) and cursor. The analytics API,
 // the compliance pages and `sluice rows` all read filters here. Every invalid
 // parameter is reported, in the order of [FilterParams].
@@ -66,6 +66,7 @@ func ParseFilter(q url.Values, opts ParseOptions) (Filter, []FilterProblem) {
 	}
 	f.Org, f.Team, f.Project = q.Get("org"), q.Get("team"), q.Get("project")
 	f.ServedProvider, f.SwitchReason, f.FallbackReason = q.Get("served_provider"), q.Get("switch_reason"), q.Get("fallback_reason")
+	f.SessionID = q.Get("session")
 	for _, bf := range []struct {
 		name string
 		dst  *bool

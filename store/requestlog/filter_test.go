@@ -28,6 +28,7 @@ func TestParseFilter(t *testing.T) {
 		{"from=1970-01-01T00:00:00Z", requestlog.Filter{From: time.Unix(0, 0)}},
 		{"org=acme&team=ml&project=chat&served_provider=azure&switch_reason=chain&fallback_reason=throttled",
 			requestlog.Filter{Org: "acme", Team: "ml", Project: "chat", ServedProvider: "azure", SwitchReason: "chain", FallbackReason: "throttled"}},
+		{"session=6f1c2b9e-0d4a-4c1e-9a57-3e8b2f1d7c40&team=ml", requestlog.Filter{SessionID: "6f1c2b9e-0d4a-4c1e-9a57-3e8b2f1d7c40", Team: "ml"}},
 		{"degraded=true&refused=1&switched=false&limit=1000&cursor=abc",
 			requestlog.Filter{Degraded: true, Refused: true, Limit: 1000, Cursor: "abc"}},
 	}

@@ -99,6 +99,7 @@ var csvHeader = []string{
 	"attempts", "status", "stream", "cache_hit", "representation_break",
 	"cache_discount_applied", "prompt_tokens", "completion_tokens", "cost_usd",
 	"cost_source", "latency_ms", "ttft_ms", "request_routing", "config_revision", "api",
+	"session_key", "session_affinity",
 }
 
 // csvText guards a text cell against formula injection: a spreadsheet
@@ -132,6 +133,7 @@ func writeCSV(w io.Writer, rows []Row) error {
 			strconv.FormatBool(r.CacheDiscountApplied), strconv.FormatInt(r.PromptTokens, 10),
 			strconv.FormatInt(r.CompletionTokens, 10), f(r.CostUSD), r.CostSource, f(r.LatencyMS), f(r.TTFTMS),
 			strconv.FormatBool(r.RequestRouting), c(r.ConfigRevision), c(r.API),
+			c(r.SessionKey), c(r.SessionAffinity),
 		})
 	}
 	cw.Flush()

@@ -59,7 +59,12 @@ type Row struct {
 	// RepresentationBreak is true when the served upstream could not keep the
 	// request's representation intact.
 	RepresentationBreak bool `json:"representation_break"`
-	// CacheDiscountApplied is true when a provider prompt-cache discount was priced in.
+	// CacheDiscountApplied is true exactly when cached prompt tokens were
+	// priced at the cache price: at the catalog's price_cache_read, or by
+	// the upstream's own bill when it reported the cost and cached tokens.
+	// False when nothing was reported cached, the catalog has no cache-read
+	// price, or a representation break priced from the catalog was denied
+	// it. A session or its pin plays no part (docs/sessions.md).
 	CacheDiscountApplied bool `json:"cache_discount_applied"`
 	// PromptTokens and CompletionTokens are the usage billed.
 	PromptTokens     int64 `json:"prompt_tokens"`
@@ -88,6 +93,18 @@ type Row struct {
 	// "embeddings" (POST /v1/embeddings). Rows recorded before the column
 	// existed read "" (they were all chat).
 	API string `json:"api"`
+	// SessionKey is the request header SessionID was read from (one of
+	// [sessions] headers, as configured: "X-Session-Id",
+	// "x-claude-code-session-id", "session-id"), "" without a session.
+	SessionKey string `json:"session_key"`
+	// SessionAffinity says how the session was kept on one model and
+	// provider: "pin" (sluice's own pin alone), "pin+session_id"
+	// (OpenRouter's sticky routing asked with session_id as well),
+	// "pin+prompt_cache_key" (OpenAI's prompt_cache_key sent as well), or ""
+	// without a session or when no upstream was asked (a response-cache
+	// hit, a refusal before dispatch). An OpenRouter request with a provider order reads
+	// "pin": OpenRouter uses no sticky routing then, so none is claimed.
+	SessionAffinity string `json:"session_affinity"`
 }
 
 // normalized returns r as stores keep it: TS in UTC truncated to the
@@ -182,6 +199,9 @@ type Filter struct {
 	// Org, Team, Project, ServedProvider, SwitchReason (routing_switch_reason)
 	// and FallbackReason match exactly; "" matches anything.
 	Org, Team, Project, ServedProvider, SwitchReason, FallbackReason string
+	// SessionID matches session_id exactly: one session's turns. Default ""
+	// (any row).
+	SessionID string
 	// Degraded keeps only rows whose routing_degraded is non-empty.
 	Degraded bool
 	// Refused keeps only rows with a refused_code.
@@ -330,7 +350,7 @@ func filterWhere(f Filter, c *cursor, degradedCond string) *where {
 	for _, eq := range []struct{ col, val string }{
 		{"org", f.Org}, {"team", f.Team}, {"project", f.Project},
 		{"served_provider", f.ServedProvider}, {"routing_switch_reason", f.SwitchReason},
-		{"fallback_reason", f.FallbackReason},
+		{"fallback_reason", f.FallbackReason}, {"session_id", f.SessionID},
 	} {
 		if eq.val != "" {
 			w.add(eq.col+" = ?", eq.val)

@@ -74,6 +74,8 @@ var sqliteColumns = []struct{ name, ddl string }{
 	{"request_routing", "ALTER TABLE requests ADD COLUMN request_routing INTEGER NOT NULL DEFAULT 0"},
 	{"config_revision", "ALTER TABLE requests ADD COLUMN config_revision TEXT NOT NULL DEFAULT ''"},
 	{"api", "ALTER TABLE requests ADD COLUMN api TEXT NOT NULL DEFAULT ''"},
+	{"session_key", "ALTER TABLE requests ADD COLUMN session_key TEXT NOT NULL DEFAULT ''"},
+	{"session_affinity", "ALTER TABLE requests ADD COLUMN session_affinity TEXT NOT NULL DEFAULT ''"},
 }
 
 // sqliteIndexes follow the columns; every statement is idempotent.
@@ -84,6 +86,8 @@ var sqliteIndexes = []string{
 	`CREATE INDEX IF NOT EXISTS requests_team_ts ON requests (team, ts_ms)`,
 	`CREATE INDEX IF NOT EXISTS requests_project_ts ON requests (project, ts_ms)`,
 	`CREATE INDEX IF NOT EXISTS requests_provider_ts ON requests (served_provider, ts_ms)`,
+	// One session's turns, read together (?session=, the compliance pages).
+	`CREATE INDEX IF NOT EXISTS requests_session_ts ON requests (session_id, ts_ms)`,
 	// Covers the Traffic query in its grouping order: the groups stream out
 	// of one index walk, ts_ms tested in the index and the table never
 	// read. Led by ts_ms instead, the walk would be a range but the
@@ -105,6 +109,7 @@ var rowColumns = []string{
 	"attempts", "status", "stream", "cache_hit", "representation_break",
 	"cache_discount_applied", "prompt_tokens", "completion_tokens", "cost_usd",
 	"latency_ms", "ttft_ms", "cost_source", "request_routing", "config_revision", "api",
+	"session_key", "session_affinity",
 }
 
 // OpenSQLite opens (creating if needed) the SQLite request log at path, in
@@ -339,6 +344,7 @@ func setRowArgs(args []driver.NamedValue, r Row) {
 		int64(r.Attempts), int64(r.Status), r.Stream, r.CacheHit, r.RepresentationBreak,
 		r.CacheDiscountApplied, r.PromptTokens, r.CompletionTokens, r.CostUSD,
 		r.LatencyMS, r.TTFTMS, r.CostSource, r.RequestRouting, r.ConfigRevision, r.API,
+		r.SessionKey, r.SessionAffinity,
 	} {
 		args[i].Value = v
 	}
@@ -371,7 +377,8 @@ func (s *sqliteStore) Query(ctx context.Context, f Filter) (Page, error) {
 			&r.RoutingSwitchReason, &degraded, &r.RefusedCode, &r.FallbackReason,
 			&r.Attempts, &r.Status, &r.Stream, &r.CacheHit, &r.RepresentationBreak,
 			&r.CacheDiscountApplied, &r.PromptTokens, &r.CompletionTokens, &r.CostUSD,
-			&r.LatencyMS, &r.TTFTMS, &r.CostSource, &r.RequestRouting, &r.ConfigRevision, &r.API); err != nil {
+			&r.LatencyMS, &r.TTFTMS, &r.CostSource, &r.RequestRouting, &r.ConfigRevision, &r.API,
+			&r.SessionKey, &r.SessionAffinity); err != nil {
 			return Page{}, fmt.Errorf("requestlog: sqlite scan: %w", err)
 		}
 		r.TS = time.UnixMilli(tsMS).UTC()

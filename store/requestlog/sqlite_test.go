@@ -84,7 +84,10 @@ func TestSQLiteAddsNewColumnsToAnOldFile(t *testing.T) {
 	require.False(t, p.Rows[0].RequestRouting)
 	require.Equal(t, "", p.Rows[0].CostSource)
 	require.Equal(t, 0.5, p.Rows[0].CostUSD)
-	require.NoError(t, s.Insert(t.Context(), []Row{{TS: baseTS, RequestID: "new-1", RequestRouting: true, CostUSD: 0.25, CostSource: "upstream"}}))
+	require.Equal(t, "", p.Rows[0].SessionKey)
+	require.Equal(t, "", p.Rows[0].SessionAffinity)
+	require.NoError(t, s.Insert(t.Context(), []Row{{TS: baseTS, RequestID: "new-1", RequestRouting: true, CostUSD: 0.25, CostSource: "upstream",
+		SessionID: "s-1", SessionKey: "session-id", SessionAffinity: "pin+prompt_cache_key"}}))
 	require.NoError(t, s.Close())
 
 	s, err = OpenSQLite(path) // the columns exist now: nothing to add
@@ -95,4 +98,9 @@ func TestSQLiteAddsNewColumnsToAnOldFile(t *testing.T) {
 	require.Equal(t, []string{"old-1", "new-1"}, ids(p.Rows))
 	require.True(t, p.Rows[1].RequestRouting)
 	require.Equal(t, "upstream", p.Rows[1].CostSource)
+	require.Equal(t, "session-id", p.Rows[1].SessionKey)
+	require.Equal(t, "pin+prompt_cache_key", p.Rows[1].SessionAffinity)
+	p, err = s.Query(t.Context(), Filter{SessionID: "s-1"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"new-1"}, ids(p.Rows))
 }
