@@ -125,7 +125,7 @@ var errClientGone = &apierr.Error{Code: "client_gone"}
 // parse reads and validates the request: the session id, the body within
 // max_body_bytes, and the body itself.
 func (s *Server) parse(w http.ResponseWriter, r *http.Request, t *turn) *apierr.Error {
-	if name, sid := sessionKey(r.Header, t.snap.Config.Sessions.Headers); sid != "" {
+	if name, sid := t.snap.Config.Sessions.Lookup(r.Header); sid != "" {
 		if !validSessionID(sid) {
 			return apierr.New(apierr.CodeInvalidRequest, name+" must be 1 to 128 printable ASCII characters")
 		}
@@ -198,23 +198,6 @@ func resolveModel(snap *snapshot.Snapshot, model, provider string) string {
 		return slug
 	}
 	return model
-}
-
-// sessionKey returns the first of the session headers (nil: the default
-// list, [profiles.DefaultSessionHeaders]) the request carries with a
-// non-empty value, as configured, and its value; "" and "" without one.
-// The pin is keyed on the value alone, so a session keeps its pin whichever
-// of the headers carried it.
-func sessionKey(h http.Header, names []string) (name, value string) {
-	if names == nil {
-		names = profiles.DefaultSessionHeaders
-	}
-	for _, n := range names {
-		if v := h.Get(n); v != "" {
-			return n, v
-		}
-	}
-	return "", ""
 }
 
 // validSessionID accepts 1-128 printable ASCII characters (space included),

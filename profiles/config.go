@@ -5,7 +5,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net/http"
 	"net/netip"
+	"net/textproto"
 	"os"
 	"path/filepath"
 	"strings"
@@ -214,6 +216,44 @@ type Sessions struct {
 	// (x-claude-code-session-id, session-id). Set to [] to read no session
 	// key at all (no pins).
 	Headers []string `toml:"headers" json:"headers"`
+	// keys is Headers as http.Header keys them (canonical form), set with
+	// the defaults, so that the request path looks them up without
+	// allocating.
+	keys []string
+}
+
+// defaultSessionKeys is DefaultSessionHeaders in canonical form.
+var defaultSessionKeys = canonicalKeys(DefaultSessionHeaders)
+
+// canonicalKeys returns header names as http.Header keys them.
+func canonicalKeys(names []string) []string {
+	keys := make([]string, len(names))
+	for i, n := range names {
+		keys[i] = textproto.CanonicalMIMEHeaderKey(n)
+	}
+	return keys
+}
+
+// Lookup returns the first of the session headers (Headers; unset:
+// [DefaultSessionHeaders]) that a request carries with a non-empty value:
+// its name as configured, and the value; "" and "" without one.
+func (s *Sessions) Lookup(h http.Header) (name, value string) {
+	names, keys := s.Headers, s.keys
+	if names == nil {
+		names, keys = DefaultSessionHeaders, defaultSessionKeys
+	}
+	for i, n := range names {
+		k := n
+		if i < len(keys) {
+			k = keys[i]
+		} else {
+			k = textproto.CanonicalMIMEHeaderKey(n) // a Config built without the loader's defaults
+		}
+		if v := h[k]; len(v) > 0 && v[0] != "" {
+			return n, v[0]
+		}
+	}
+	return "", ""
 }
 
 // DefaultSessionHeaders is [Sessions.Headers] when unset: sluice's own
@@ -613,6 +653,7 @@ func (c *Config) applyDefaults() {
 	if c.Sessions.Headers == nil { // unset; [] reads no session key
 		c.Sessions.Headers = append([]string(nil), DefaultSessionHeaders...)
 	}
+	c.Sessions.keys = canonicalKeys(c.Sessions.Headers)
 	if c.Catalog.Refresh.Duration == 0 {
 		c.Catalog.Refresh.Duration = time.Hour
 	}

@@ -1,6 +1,7 @@
 package profiles
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -63,5 +64,49 @@ func TestClickHousePassword(t *testing.T) {
 		}
 		require.NoError(t, err)
 		require.Equal(t, tc.want, got)
+	}
+}
+
+// TestSessionsLookup: the first configured session header the request
+// carries with a value names the session, whatever case either side
+// spells it in; a Config built without the loader's defaults reads the
+// default list; [] reads none.
+func TestSessionsLookup(t *testing.T) {
+	loaded := func(names []string) Sessions {
+		c := &Config{Sessions: Sessions{Headers: names}}
+		c.Sessions.keys = canonicalKeys(c.Sessions.Headers)
+		return c.Sessions
+	}
+	for _, tc := range []struct {
+		name      string
+		sessions  Sessions
+		header    map[string]string
+		wantName  string
+		wantValue string
+	}{
+		{"sluice's own header first", loaded(DefaultSessionHeaders),
+			map[string]string{"session-id": "codex", "X-Session-Id": "own"}, "X-Session-Id", "own"},
+		{"Claude Code's header, as it sends it", loaded(DefaultSessionHeaders),
+			map[string]string{"X-Claude-Code-Session-Id": "cc"}, "x-claude-code-session-id", "cc"},
+		{"an empty value is no session", loaded(DefaultSessionHeaders),
+			map[string]string{"X-Session-Id": "", "session-id": "codex"}, "session-id", "codex"},
+		{"configured order wins", loaded([]string{"session-id", "X-Session-Id"}),
+			map[string]string{"X-Session-Id": "own", "Session-Id": "codex"}, "session-id", "codex"},
+		{"no loader: the default list", Sessions{},
+			map[string]string{"x-claude-code-session-id": "cc"}, "x-claude-code-session-id", "cc"},
+		{"no loader, names set", Sessions{Headers: []string{"x-trace-session"}},
+			map[string]string{"X-Trace-Session": "t"}, "x-trace-session", "t"},
+		{"[] reads none", loaded([]string{}),
+			map[string]string{"X-Session-Id": "own"}, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := http.Header{}
+			for k, v := range tc.header {
+				h.Set(k, v)
+			}
+			name, value := tc.sessions.Lookup(h)
+			require.Equal(t, tc.wantName, name)
+			require.Equal(t, tc.wantValue, value)
+		})
 	}
 }
