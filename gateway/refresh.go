@@ -51,33 +51,47 @@ func (s *Server) loadSnapshot() (*snapshot.Snapshot, profiles.Diagnostics) {
 	return snap, diags
 }
 
-// loadStoredListing reads the last good listing from data_dir at start,
-// when [catalog] source is set, and returns the snapshot with it merged;
-// a listing that cannot be read or merged is logged and left out (the
-// next refresh replaces it).
-func (s *Server) loadStoredListing(snap *snapshot.Snapshot) *snapshot.Snapshot {
-	cfg := snap.Config
-	if cfg.Catalog.Source == "" {
-		return snap
-	}
-	path := ListingPath(cfg.Store.DataDir, cfg.Catalog.Source)
-	imp, err := listing.LoadImport(path)
-	switch {
-	case err != nil:
-		s.log.Warn("the stored catalog listing is unreadable; serving catalog.json until the first refresh", "path", path, "err", err.Error())
-		return snap
-	case imp == nil || imp.Source != cfg.Catalog.Source:
-		return snap
-	}
-	merged, diags := snapshot.LoadWith(s.opts.ConfigDir, snapshot.Options{Listing: imp})
-	if len(diags) > 0 {
+// loadAtStart loads the configuration directory once, merging the last good
+// listing kept in data_dir when [catalog] source is set. A listing that
+// cannot be read is logged and left out; one that does not merge is logged
+// and the directory is loaded again without it (the next refresh replaces
+// it) — the only case that reads the directory twice.
+func (s *Server) loadAtStart() (*snapshot.Snapshot, profiles.Diagnostics) {
+	var stored *listing.Import
+	var path string
+	snap, diags := snapshot.LoadWith(s.opts.ConfigDir, snapshot.Options{ListingFor: func(cfg *profiles.Config) *listing.Import {
+		if cfg.Catalog.Source == "" {
+			return nil
+		}
+		path = ListingPath(cfg.Store.DataDir, cfg.Catalog.Source)
+		imp, err := listing.LoadImport(path)
+		switch {
+		case err != nil:
+			s.log.Warn("the stored catalog listing is unreadable; serving catalog.json until the first refresh", "path", path, "err", err.Error())
+			return nil
+		case imp == nil || imp.Source != cfg.Catalog.Source:
+			return nil
+		}
+		stored = imp
+		return imp
+	}})
+	if len(diags) > 0 && stored != nil {
+		plain, plainDiags := snapshot.Load(s.opts.ConfigDir)
+		if len(plainDiags) > 0 {
+			return nil, plainDiags // the directory itself is broken
+		}
 		s.log.Warn("the stored catalog listing does not merge; serving catalog.json until the first refresh", "path", path, "first", diags[0].String())
-		return snap
+		return plain, nil
 	}
-	s.listing.Store(imp)
-	s.metrics.CatalogListingTime.Set(float64(imp.FetchedAt.Unix()))
-	s.log.Info("catalog: the stored listing is merged over catalog.json", "source", imp.Source, "fetched_at", imp.FetchedAt, "models", merged.Catalog.Len())
-	return merged
+	if len(diags) > 0 {
+		return nil, diags
+	}
+	if stored != nil {
+		s.listing.Store(stored)
+		s.metrics.CatalogListingTime.Set(float64(stored.FetchedAt.Unix()))
+		s.log.Info("catalog: the stored listing is merged over catalog.json", "source", stored.Source, "fetched_at", stored.FetchedAt, "models", snap.Catalog.Len())
+	}
+	return snap, nil
 }
 
 // RefreshCatalog fetches the [catalog] source's listing once, through the

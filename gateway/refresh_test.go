@@ -23,7 +23,9 @@ import (
 	sluice "github.com/sluicegw/sluice"
 	"github.com/sluicegw/sluice/gateway"
 	"github.com/sluicegw/sluice/guardrails"
+	"github.com/sluicegw/sluice/guardrails/listing"
 	"github.com/sluicegw/sluice/simulator"
+	"github.com/sluicegw/sluice/snapshot"
 )
 
 // newModel is a model the marketplace lists and the demo catalog does not;
@@ -308,4 +310,42 @@ func TestCatalogRefreshLoopFetchesAtStart(t *testing.T) {
 	cancel()
 	<-done
 	require.False(t, r.ready(t).Catalog.LastRefreshFailed)
+}
+
+// TestCatalogStartWithABadStoredListing: a listing kept in data_dir that
+// cannot be read, or no longer merges over catalog.json, is logged and left
+// out at start: the gateway serves catalog.json until its first refresh.
+func TestCatalogStartWithABadStoredListing(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		write func(t *testing.T, path string)
+		log   string
+	}{
+		{"unreadable", func(t *testing.T, path string) {
+			require.NoError(t, os.WriteFile(path, []byte("{not json"), 0o644))
+		}, "the stored catalog listing is unreadable"},
+		{"does not merge", func(t *testing.T, path string) {
+			require.NoError(t, listing.SaveImport(path, &listing.Import{Source: "openrouter", Listed: 1,
+				Models: []*guardrails.Model{{Slug: "acme/broken", Endpoints: []guardrails.Endpoint{{Provider: "", PriceIn: -1}}}}}))
+		}, "the stored catalog listing does not merge"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := refreshDir(t)
+			data := filepath.Join(dir, "data")
+			require.NoError(t, os.MkdirAll(data, 0o755))
+			tc.write(t, gateway.ListingPath(data, "openrouter"))
+			r := newRefreshRig(t, dir)
+			require.Contains(t, r.logs.String(), tc.log)
+			_, ok := r.srv.Snapshot().Catalog.Model("acme/broken")
+			require.False(t, ok)
+			plain, diags := snapshot.Load(dir)
+			require.Empty(t, diags)
+			require.Equal(t, plain.Catalog.Revision(), r.srv.Snapshot().Catalog.Revision(), "catalog.json alone serves")
+			require.True(t, r.ready(t).Catalog.ListingFetchedAt.IsZero())
+			// The first refresh replaces it.
+			require.NoError(t, r.srv.RefreshCatalog(context.Background()))
+			_, ok = r.srv.Snapshot().Catalog.Model(newModel)
+			require.True(t, ok)
+		})
+	}
 }

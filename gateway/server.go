@@ -144,10 +144,6 @@ func New(opts Options) (*Server, error) {
 		opts.Registry = prometheus.NewRegistry()
 		opts.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	snap, diags := snapshot.Load(opts.ConfigDir)
-	if len(diags) > 0 {
-		return nil, diags
-	}
 	if opts.Tracing == nil {
 		opts.Tracing = telemetry.Off
 	}
@@ -155,6 +151,10 @@ func New(opts Options) (*Server, error) {
 		opts.Build = metrics.Build{Version: "(devel)", Commit: "unknown", GoVersion: runtime.Version()}
 	}
 	s := &Server{opts: opts, log: opts.Logger, reg: opts.Registry, metrics: metrics.New(opts.Registry, opts.Build), tracing: opts.Tracing}
+	snap, diags := s.loadAtStart()
+	if len(diags) > 0 {
+		return nil, diags
+	}
 	cfg := snap.Config
 	s.setLogLevel(cfg.Server.LogLevel)
 	s.cache = lru.New[string, *cachedAnswer](cfg.Cache.MaxEntries, cfg.Cache.TTL.Duration)
@@ -202,7 +202,6 @@ func New(opts Options) (*Server, error) {
 	if s.state, err = state.Open(context.Background(), cfg); err != nil {
 		return nil, err
 	}
-	snap = s.loadStoredListing(snap)
 	served, diags := s.withStoredRoutes(context.Background(), snap)
 	if len(diags) > 0 {
 		return nil, diags

@@ -75,6 +75,12 @@ type Options struct {
 	// rules: the catalog served is the merge, and catalog.json need not
 	// exist. Default nil: catalog.json alone.
 	Listing *listing.Import
+	// ListingFor, when Listing is nil, is asked for the listing to merge
+	// once sluice.toml has loaded cleanly (the gateway's start reads the one
+	// it kept in [store] data_dir for [catalog] source), so that the
+	// directory is read once. It may return nil: catalog.json alone.
+	// Default nil.
+	ListingFor func(*profiles.Config) *listing.Import
 }
 
 // Load reads and validates a configuration directory. Every problem comes
@@ -87,6 +93,9 @@ func LoadWith(dir string, opts Options) (*Snapshot, profiles.Diagnostics) {
 	cfg, d := profiles.Load(dir)
 	diags = append(diags, d...)
 	absDir, _ := filepath.Abs(dir)
+	if opts.Listing == nil && opts.ListingFor != nil && len(d) == 0 {
+		opts.Listing = opts.ListingFor(cfg)
+	}
 
 	var cat *guardrails.Catalog
 	_, statErr := os.Stat(filepath.Join(absDir, guardrails.CatalogFile))
