@@ -97,7 +97,7 @@ func (s *Server) depart(t *turn) {
 // the tokens a tpm limit charges at admission: the prompt's estimate plus
 // the completion cap the request sets (corrected to the usage at depart).
 func rateChecks(t *turn) ([]shared.Check, int64) {
-	tokens := int64(t.req.PromptTokens) + askedCompletion(t.req.Body)
+	tokens := int64(t.req.PromptTokens) + t.req.Completion
 	var out []shared.Check
 	add := func(scope string, rl *profiles.RateLimit) {
 		if !rl.Set() {
@@ -118,19 +118,6 @@ func rateChecks(t *turn) ([]shared.Check, int64) {
 		add(string(budget.TeamScope(t.key.Org, t.key.Team)), team.RateLimit)
 	}
 	return out, tokens
-}
-
-// askedCompletion is the completion cap the body sets (max_tokens or
-// max_completion_tokens), 0 without one.
-func askedCompletion(body connectors.Body) int64 {
-	var asked int64
-	for _, f := range [...]string{"max_completion_tokens", "max_tokens"} {
-		if raw, ok := body[f]; ok {
-			_ = json.Unmarshal(raw, &asked)
-			return max(asked, 0)
-		}
-	}
-	return 0
 }
 
 // rateLimited is the 429 of a limit, with the seconds to wait.
@@ -174,7 +161,7 @@ func (s *Server) firstAsk(r *http.Request, t *turn) *preReservation {
 	if err != nil || c.Refused() != nil {
 		return nil
 	}
-	want, _, _, priced := worstCase(t, c, t.req.Model, t.req.Body)
+	want, _, _, priced := worstCase(t, c, t.req.Model)
 	if !priced {
 		return nil
 	}

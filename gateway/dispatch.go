@@ -277,7 +277,7 @@ func (s *Server) reserve(t *turn, c *snapshot.Compiled, model string) (body conn
 		}
 		return body, false, release, hold, nil
 	}
-	want, promptCost, out, priced := worstCase(t, c, model, body)
+	want, promptCost, out, priced := worstCase(t, c, model)
 	if !priced {
 		// Nothing to cap with: refuse only an exhausted budget.
 		if s.available(t, month, limits) <= 0 {
@@ -289,7 +289,7 @@ func (s *Server) reserve(t *turn, c *snapshot.Compiled, model string) (body conn
 	if _, ok := body["max_completion_tokens"]; ok {
 		field = "max_completion_tokens"
 	}
-	asked := askedCompletion(body)
+	asked := t.req.Completion
 	grant, release, hold := s.hold(t, c.Upstream.Config.Name, model, month, want, limits)
 	maxTokens := int64((grant - promptCost) / out * 1e6)
 	if grant <= 0 || maxTokens < 1 {
@@ -311,14 +311,14 @@ func (s *Server) reserve(t *turn, c *snapshot.Compiled, model string) (body conn
 // completion cap the body asks at the highest prices of what the upstream
 // may serve (+Inf without a cap); priced is false when the catalog has no
 // output price for any of it.
-func worstCase(t *turn, c *snapshot.Compiled, model string, body connectors.Body) (want, promptCost, out float64, priced bool) {
+func worstCase(t *turn, c *snapshot.Compiled, model string) (want, promptCost, out float64, priced bool) {
 	in, out, priced := highestPrices(t.snap, c, model)
 	if !priced {
 		return 0, 0, 0, false
 	}
 	promptCost = float64(t.req.PromptTokens) * in / 1e6
 	want = math.Inf(1)
-	if asked := askedCompletion(body); asked > 0 {
+	if asked := t.req.Completion; asked > 0 {
 		want = promptCost + float64(asked)*out/1e6
 	}
 	return want, promptCost, out, true

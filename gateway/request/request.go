@@ -34,6 +34,10 @@ type Request struct {
 	// PromptTokens is a rough estimate of the prompt size (4 bytes a token),
 	// used to plan around context windows before anything is sent.
 	PromptTokens int
+	// Completion is the completion cap the body asks for
+	// (max_completion_tokens, else max_tokens), read once for the rate
+	// limits' and the budgets' reservations; 0 when it sets none.
+	Completion int64
 }
 
 // Parse parses and validates a chat-completions request body.
@@ -177,6 +181,19 @@ func inputTokens(v json.RawMessage) (int, bool) {
 
 // parseCommon reads what every API's body shares: a JSON object without an
 // upstream's raw routing fields, a model, and sluice's routing object.
+// askedCompletion is the completion cap a body sets (max_completion_tokens
+// or max_tokens; 0 when it sets none or a negative one).
+func askedCompletion(body connectors.Body) int64 {
+	var asked int64
+	for _, f := range [...]string{"max_completion_tokens", "max_tokens"} {
+		if raw, ok := body[f]; ok {
+			_ = json.Unmarshal(raw, &asked)
+			return max(asked, 0)
+		}
+	}
+	return 0
+}
+
 func parseCommon(raw []byte) (*Request, connectors.Body, *apierr.Error) {
 	body, err := connectors.ParseBody(raw)
 	if err != nil {
@@ -188,7 +205,7 @@ func parseCommon(raw []byte) (*Request, connectors.Body, *apierr.Error) {
 				Message: fmt.Sprintf("%q is an upstream's own routing field and is not accepted; express routing preferences with the \"routing\" object", f)}
 		}
 	}
-	r := &Request{Body: body}
+	r := &Request{Body: body, Completion: askedCompletion(body)}
 	var model string
 	if err := json.Unmarshal(body["model"], &model); err != nil || strings.TrimSpace(model) == "" {
 		return nil, nil, &apierr.Error{Code: apierr.CodeInvalidRequest, Param: "/model", Message: "\"model\" must be a non-empty string"}
