@@ -14,6 +14,7 @@ import (
 	"time"
 
 	toml "github.com/pelletier/go-toml/v2"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/sluicegw/sluice/schemas"
 )
@@ -830,7 +831,7 @@ func (c *Config) crossCheck(pos positions, diags *Diagnostics) {
 	for i, h := range c.Sessions.Headers {
 		tokens := []string{"sessions", "headers", itoa(i)}
 		switch lower := strings.ToLower(h); {
-		case !validHeaderName(h):
+		case !httpguts.ValidHeaderFieldName(h):
 			at(CodeInvalidSessionHeader, tokens, "sessions.headers[%d] is %q, not a header name (an HTTP token: letters, digits and !#$%%&'*+-.^_`|~)", i, h)
 		case seen[lower]:
 			at(CodeInvalidSessionHeader, tokens, "sessions.headers names %q twice (header names are compared regardless of case)", h)
@@ -924,22 +925,4 @@ func ParseProxy(s string) (netip.Prefix, error) {
 	}
 	a = a.Unmap()
 	return netip.PrefixFrom(a, a.BitLen()), nil
-}
-
-// validHeaderName reports whether s is an HTTP field name: a non-empty
-// token (RFC 9110 section 5.6.2).
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= '0' && c <= '9', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
