@@ -71,11 +71,10 @@ func (*openRouter) Translate(body Body, plan *compiler.Plan, out *compiler.Outco
 	return &Native{Path: "/chat/completions", Header: openRouterHeaders, Body: encodeBody(body, set...), Affinity: affinity}, nil
 }
 
-// openRouterSession adds the session's id as session_id, the upstream's
-// sticky-routing key (its API reference: "When provided, OpenRouter uses
-// it as the sticky routing key, routing all requests in the session to the
-// same provider to maximize prompt cache hits"; at most 256 characters,
-// sluice's session ids at most 128). Its prompt-caching guide says sticky
+// openRouterSession adds the session's id as session_id, which the
+// upstream's API reference documents as its sticky-routing key: the turns
+// that carry the same one go to the same provider, whose prompt cache is
+// warm (at most 256 characters; sluice's session ids are at most 128). Its prompt-caching guide says sticky
 // routing is not used when provider.order is set, so with an order (a
 // profile's preferred providers, or the session's own pin) nothing is sent
 // and nothing claimed: the pin alone keeps the session. A session_id the
