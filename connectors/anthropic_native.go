@@ -14,13 +14,16 @@ import (
 // answer or event stream comes back as the upstream sent it. Who served and
 // the usage are read back with the same readers the translation uses.
 
-var _ messagesNative = (*anthropic)(nil)
+var _ tokenCounter = (*anthropic)(nil)
+
+// countsTokens implements [tokenCounter].
+func (*anthropic) countsTokens() {}
 
 // translateMessages implements [messagesNative]: the caller's body with the
 // model spelled as the upstream's own id (and the token cap as a budget may
 // have lowered it, which body already carries); the caller's anthropic-beta
 // values go along.
-func (*anthropic) translateMessages(in *Inbound, body Body, out *compiler.Outcome) (*Native, error) {
+func (*anthropic) translateMessages(in *Inbound, body Body, _ *compiler.Plan, out *compiler.Outcome) (*Native, error) {
 	h := noHeaders
 	if len(in.Beta) > 0 {
 		h = http.Header{"Anthropic-Beta": {strings.Join(in.Beta, ",")}}
@@ -79,3 +82,7 @@ func (s *anthRelay) Event(event, data []byte, emit func([]byte) error) (bool, er
 
 // Result implements [Stream.Result].
 func (s *anthRelay) Result() Result { return s.read.Result() }
+
+// messagesCapabilities implements [messagesNative]: the Messages endpoint is
+// the upstream's only one, and expresses what its chat translation does.
+func (c *anthropic) messagesCapabilities() compiler.Capabilities { return c.Capabilities() }

@@ -388,3 +388,7 @@ func echoModel(call *Call, reported string) string {
 	}
 	return reported
 }
+
+// jsonMayHold reports whether a JSON document may hold a member of one of
+// the names: a quick test before a decode that would find nothing.
+func jsonMayHold(b []byte, names ...string) bool { return jsonscan.MayHoldMember(b, names) }

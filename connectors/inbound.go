@@ -30,10 +30,12 @@ const (
 	// token count: an upstream that speaks the Messages API counts it,
 	// nothing is sent to any other (the gateway estimates).
 	APICountTokens
+	// APIResponses is POST /v1/responses, the OpenAI Responses API.
+	APIResponses
 )
 
 // String returns the API's name as the request log records it: "chat",
-// "messages", "embeddings" or "count_tokens".
+// "messages", "embeddings", "count_tokens" or "responses".
 func (a API) String() string {
 	switch a {
 	case APIMessages:
@@ -42,6 +44,8 @@ func (a API) String() string {
 		return "embeddings"
 	case APICountTokens:
 		return "count_tokens"
+	case APIResponses:
+		return "responses"
 	}
 	return "chat"
 }
@@ -61,22 +65,55 @@ type Inbound struct {
 	// Beta holds the caller's anthropic-beta header values, passed to an
 	// upstream that speaks the Messages API itself and ignored elsewhere.
 	Beta []string
-	// Untranslatable is set when a Messages request uses what has no
-	// equivalent in the chat shape (a server tool, a document of a kind the
-	// chat shape cannot carry, ...): every upstream but a native one refuses
-	// it, with this error.
+	// Untranslatable is set when a Messages or Responses request uses what
+	// has no equivalent in the chat shape (a server tool, a document of a
+	// kind the chat shape cannot carry, a stored conversation, ...): every
+	// upstream but a native one refuses it, with this error.
 	Untranslatable *TranslateError
+	// Request is the request's body as the caller sent it, which a
+	// translated Responses answer echoes (its instructions, tools, ...).
+	Request Body
 }
 
 // messagesNative is a connector whose upstream speaks the Messages API
 // itself: a Messages request is passed through and its answer relayed.
 type messagesNative interface {
+	// messagesCapabilities declares what the upstream's Messages endpoint
+	// can express of sluice's routing knobs.
+	messagesCapabilities() compiler.Capabilities
 	// translateMessages builds the native request from the caller's body.
-	translateMessages(in *Inbound, body Body, out *compiler.Outcome) (*Native, error)
-	// messagesResponse reads back who served and returns the answer as it is.
+	translateMessages(in *Inbound, body Body, plan *compiler.Plan, out *compiler.Outcome) (*Native, error)
+	// messagesResponse reads back who served and returns the answer, the
+	// upstream's routing report removed.
 	messagesResponse(call *Call, body []byte) ([]byte, Result, error)
-	// newMessagesStream relays the event stream as it is, reading it back.
+	// newMessagesStream relays the event stream, reading it back.
 	newMessagesStream(call *Call) Stream
+}
+
+// responsesNative is a connector whose upstream speaks the Responses API
+// itself: a Responses request is passed through and its answer relayed.
+type responsesNative interface {
+	// responsesCapabilities declares what the upstream's Responses
+	// endpoint can express of sluice's routing knobs.
+	responsesCapabilities() compiler.Capabilities
+	// responsesStateful reports whether the upstream stores responses
+	// (store, previous_response_id, GET and DELETE by id).
+	responsesStateful() bool
+	// translateResponses builds the native request from the caller's body.
+	translateResponses(in *Inbound, body Body, plan *compiler.Plan, out *compiler.Outcome) (*Native, error)
+	// responsesResponse reads back who served and returns the answer, the
+	// upstream's routing report removed.
+	responsesResponse(call *Call, body []byte) ([]byte, Result, error)
+	// newResponsesStream relays the event stream, reading it back.
+	newResponsesStream(call *Call) Stream
+}
+
+// tokenCounter is a connector whose upstream counts a Messages request's
+// tokens itself (POST /messages/count_tokens): Anthropic's. The
+// marketplaces document no such endpoint.
+type tokenCounter interface {
+	messagesNative
+	countsTokens()
 }
 
 // embedder is a connector whose upstream serves embeddings.
@@ -93,8 +130,8 @@ type embedder interface {
 
 // Serves reports whether a connector's upstream can serve an API at all:
 // every connector serves chat completions and, natively or translated, the
-// Messages API; only those whose upstream has an embeddings endpoint serve
-// embeddings.
+// Messages and Responses APIs; only those whose upstream has an embeddings
+// endpoint serve embeddings.
 func Serves(c Connector, api API) bool {
 	if api == APIEmbeddings {
 		_, ok := c.(embedder)
@@ -105,24 +142,70 @@ func Serves(c Connector, api API) bool {
 
 // SpeaksNatively reports whether a connector's upstream speaks the API
 // itself, so that the caller's request is passed through rather than
-// translated.
+// translated: OpenRouter and the Vercel AI Gateway speak chat completions,
+// Messages, Responses and embeddings; OpenAI chat completions, Responses and
+// embeddings; Anthropic the Messages API (and its token count) alone.
 func SpeaksNatively(c Connector, api API) bool {
 	switch api {
 	case APIMessages:
 		_, ok := c.(messagesNative)
 		return ok
+	case APICountTokens:
+		_, ok := c.(tokenCounter)
+		return ok
+	case APIResponses:
+		_, ok := c.(responsesNative)
+		return ok
 	case APIEmbeddings:
 		return Serves(c, api)
 	}
-	return true
+	return c.Kind() != "anthropic"
+}
+
+// Asked says how a connector's upstream is asked for a request of the API,
+// as explain and the docs tell it: "native" when the upstream speaks the
+// API, "via chat" when the request is translated into chat completions,
+// "via messages" when the translated chat request is then written as the
+// upstream's Messages request (Anthropic).
+func Asked(c Connector, api API) string {
+	switch {
+	case SpeaksNatively(c, api):
+		return "native"
+	case api == APIChat:
+		return "via messages"
+	case c.Kind() == "anthropic":
+		return "via chat, as messages"
+	}
+	return "via chat"
+}
+
+// ResponsesStateful reports whether a connector's upstream stores
+// responses, so that a continuation (previous_response_id) can be sent to
+// it: OpenAI's does; the marketplaces document their Responses endpoints
+// as stateless.
+func ResponsesStateful(c Connector) bool {
+	n, ok := c.(responsesNative)
+	return ok && n.responsesStateful()
 }
 
 // CapabilitiesFor returns what the connector can express for a request of
-// the API: its embeddings endpoint's capabilities for embeddings, its own
-// otherwise.
+// the API: the capabilities of the upstream's endpoint for that API when it
+// speaks it natively (its Messages, Responses or embeddings endpoint may
+// take fewer knobs than its chat endpoint), its chat endpoint's otherwise.
 func CapabilitiesFor(c Connector, api API) compiler.Capabilities {
-	if e, ok := c.(embedder); ok && api == APIEmbeddings {
-		return e.embeddingsCapabilities()
+	switch api {
+	case APIEmbeddings:
+		if e, ok := c.(embedder); ok {
+			return e.embeddingsCapabilities()
+		}
+	case APIMessages, APICountTokens:
+		if n, ok := c.(messagesNative); ok {
+			return n.messagesCapabilities()
+		}
+	case APIResponses:
+		if n, ok := c.(responsesNative); ok {
+			return n.responsesCapabilities()
+		}
 	}
 	return c.Capabilities()
 }
@@ -141,31 +224,21 @@ func TranslateFor(c Connector, in *Inbound, body Body, plan *compiler.Plan, out 
 	switch in.API {
 	case APIMessages:
 		if n, ok := c.(messagesNative); ok {
-			return n.translateMessages(in, body, out)
+			return n.translateMessages(in, body, plan, out)
 		}
-		if in.Untranslatable != nil {
-			return nil, in.Untranslatable
+		return translateViaChat(c, in, body, plan, out)
+	case APIResponses:
+		if n, ok := c.(responsesNative); ok {
+			return n.translateResponses(in, body, plan, out)
 		}
-		tr := apart(func() (tr translated) {
-			tr.chat, tr.lost, tr.err = chatFromMessages(body, dialectOf(c.Kind()))
-			return tr
-		})
-		if tr.err != nil {
-			return nil, tr.err
-		}
-		native, err := c.Translate(tr.chat, plan, out)
-		if err != nil {
-			return nil, err
-		}
-		native.Degraded = tr.lost
-		return native, nil
+		return translateViaChat(c, in, body, plan, out)
 	case APIEmbeddings:
 		if e, ok := c.(embedder); ok {
 			return e.translateEmbeddings(body, plan, out)
 		}
 	case APICountTokens:
-		if n, ok := c.(messagesNative); ok {
-			native, err := n.translateMessages(in, body, out)
+		if n, ok := c.(tokenCounter); ok {
+			native, err := n.translateMessages(in, body, plan, out)
 			if err == nil {
 				native.Path = CountTokensPath
 			}
@@ -212,15 +285,12 @@ func Respond(c Connector, call *Call, body []byte) ([]byte, Result, error) {
 		if n, ok := c.(messagesNative); ok {
 			return n.messagesResponse(call, body)
 		}
-		chat, res, err := c.Response(call, body)
-		if err != nil {
-			return nil, res, err
+		return respondViaChat(c, call, body)
+	case APIResponses:
+		if n, ok := c.(responsesNative); ok {
+			return n.responsesResponse(call, body)
 		}
-		tr := apart(func() (tr translated) {
-			tr.body, tr.err = messageFromChat(chat, call)
-			return tr
-		})
-		return tr.body, res, tr.err
+		return respondViaChat(c, call, body)
 	case APIEmbeddings:
 		if e, ok := c.(embedder); ok {
 			return e.embeddingsResponse(call, body)
@@ -230,15 +300,77 @@ func Respond(c Connector, call *Call, body []byte) ([]byte, Result, error) {
 }
 
 // OpenStream returns the translator of one streaming answer of a call. For
-// the Messages API each payload it emits is one whole server-sent event, its
-// "event:" line included ("event: message_start\ndata: {...}"); for chat
-// completions each is an event's data.
+// the Messages and Responses APIs each payload it emits is one whole
+// server-sent event, its "event:" line included ("event:
+// message_start\ndata: {...}"); for chat completions each is an event's
+// data.
 func OpenStream(c Connector, call *Call) Stream {
-	if callAPI(call) == APIMessages {
+	switch callAPI(call) {
+	case APIMessages:
 		if n, ok := c.(messagesNative); ok {
 			return n.newMessagesStream(call)
 		}
+	case APIResponses:
+		if n, ok := c.(responsesNative); ok {
+			return n.newResponsesStream(call)
+		}
+	}
+	return streamViaChat(c, call)
+}
+
+// translateViaChat is the translated path of a Messages or Responses
+// request: into the chat shape (in the upstream's dialect), then the
+// connector's own chat translation. What the first step could not carry is
+// the native request's Degraded. The request's Untranslatable refuses it.
+func translateViaChat(c Connector, in *Inbound, body Body, plan *compiler.Plan, out *compiler.Outcome) (*Native, error) {
+	if in.Untranslatable != nil {
+		return nil, in.Untranslatable
+	}
+	tr := apart(func() (tr translated) {
+		if in.API == APIResponses {
+			tr.chat, tr.lost, tr.err = chatFromResponses(body)
+		} else {
+			tr.chat, tr.lost, tr.err = chatFromMessages(body, dialectOf(c.Kind()))
+		}
+		return tr
+	})
+	if tr.err != nil {
+		return nil, tr.err
+	}
+	native, err := c.Translate(tr.chat, plan, out)
+	if err != nil {
+		return nil, err
+	}
+	native.Degraded = tr.lost
+	return native, nil
+}
+
+// respondViaChat reads a translated call's answer: the connector's chat
+// answer, told in the shape of the API the request came in on.
+func respondViaChat(c Connector, call *Call, body []byte) ([]byte, Result, error) {
+	chat, res, err := c.Response(call, body)
+	if err != nil || callAPI(call) == APIChat {
+		return chat, res, err
+	}
+	tr := apart(func() (tr translated) {
+		if callAPI(call) == APIResponses {
+			tr.body, tr.err = respAnswer(chat, call)
+		} else {
+			tr.body, tr.err = messageFromChat(chat, call)
+		}
+		return tr
+	})
+	return tr.body, res, tr.err
+}
+
+// streamViaChat is a translated call's stream: the connector's chat
+// stream, told as events of the API the request came in on.
+func streamViaChat(c Connector, call *Call) Stream {
+	switch callAPI(call) {
+	case APIMessages:
 		return newMessagesStream(c.NewStream(call), call)
+	case APIResponses:
+		return newResponsesStream(c.NewStream(call), call)
 	}
 	return c.NewStream(call)
 }

@@ -16,6 +16,7 @@ import (
 // chatAnswerIn is the part of a chat.completion the translation reads.
 type chatAnswerIn struct {
 	ID      string `json:"id"`
+	Created int64  `json:"created"`
 	Model   string `json:"model"`
 	Choices []struct {
 		Message struct {

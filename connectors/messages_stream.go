@@ -84,6 +84,7 @@ func (s *msgStream) Result() Result { return s.inner.Result() }
 // msgChunk is the part of a chat chunk the translation reads.
 type msgChunk struct {
 	ID      string            `json:"id"`
+	Created int64             `json:"created"`
 	Model   string            `json:"model"`
 	Choices []json.RawMessage `json:"choices"`
 	Usage   json.RawMessage   `json:"usage"`

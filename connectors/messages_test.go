@@ -178,13 +178,13 @@ func msgReadAnswer(t *testing.T, dir string) (name string, got []byte, res Resul
 	require.NoError(t, err)
 	call := msgTestCall()
 	if strings.HasSuffix(path, ".sse") {
-		frames, _, serr := runStream(t, OpenStream(conn, call), raw)
+		frames, _, serr := runStream(t, streamViaChat(conn, call), raw)
 		if serr != nil {
 			frames = append(frames, []byte("# the stream ended with: "+serr.Error()))
 		}
 		return "events.sse", bytes.Join(frames, []byte("\n\n")), Result{}
 	}
-	msg, res, err := Respond(conn, call, raw)
+	msg, res, err := respondViaChat(conn, call, raw)
 	require.NoError(t, err)
 	var b bytes.Buffer
 	require.NoError(t, json.Indent(&b, msg, "", "  "), "the answer is JSON")
@@ -224,7 +224,7 @@ func TestMessagesFromEveryRecordedChatStream(t *testing.T) {
 				conn, err := New(kind)
 				require.NoError(t, err)
 				chunks, _, chatErr := runStream(t, conn.NewStream(&Call{}), raw)
-				frames, _, msgErr := runStream(t, OpenStream(conn, msgTestCall()), raw)
+				frames, _, msgErr := runStream(t, streamViaChat(conn, msgTestCall()), raw)
 				assert.Equal(t, chatErr != nil, msgErr != nil, "both end the same way: %v / %v", chatErr, msgErr)
 				got := checkEventGrammar(t, bytes.Join(frames, []byte("\n\n")))
 				want := assembleChat(t, chunks)
@@ -404,7 +404,7 @@ func TestMessagesNativeTranslate(t *testing.T) {
 	for _, kind := range []string{"openrouter", "vercel", "openai"} {
 		conn, err := New(kind)
 		require.NoError(t, err)
-		_, err = TranslateFor(conn, in, body, &compiler.Plan{DecidedModel: "anthropic/claude-sonnet-4.5"}, &compiler.Outcome{NativeModel: "anthropic/claude-sonnet-4.5"})
+		_, err = translateViaChat(conn, in, body, &compiler.Plan{DecidedModel: "anthropic/claude-sonnet-4.5"}, &compiler.Outcome{NativeModel: "anthropic/claude-sonnet-4.5"})
 		var te *TranslateError
 		require.True(t, errors.As(err, &te), kind)
 		assert.Equal(t, "/container", te.Param)
@@ -429,8 +429,8 @@ func TestMessagesTranslatedCarriesCapAndLosses(t *testing.T) {
 	assert.NotContains(t, sent, "reasoning")
 	assert.NotContains(t, string(native.Body), "cache_control")
 
-	conn, _ = New("openrouter")
-	native, err = TranslateFor(conn, in, body, plan, out)
+	conn, _ = New("openrouter") // the marketplaces' dialect, kept for the translated path
+	native, err = translateViaChat(conn, in, body, plan, out)
 	require.NoError(t, err)
 	assert.Empty(t, native.Degraded)
 	require.NoError(t, json.Unmarshal(native.Body, &sent))
@@ -557,7 +557,7 @@ func FuzzMessagesStream(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, sse []byte) {
 		conn, _ := New("openrouter")
-		frames, _, _ := runStream(t, OpenStream(conn, msgTestCall()), sse)
+		frames, _, _ := runStream(t, streamViaChat(conn, msgTestCall()), sse)
 		for _, fr := range frames {
 			name, data, ok := bytes.Cut(fr, []byte("\ndata: "))
 			if !ok || !bytes.HasPrefix(name, []byte("event: ")) || !json.Valid(data) {

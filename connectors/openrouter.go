@@ -47,6 +47,14 @@ var openRouterHeaders = http.Header{"X-Openrouter-Metadata": {"enabled"}}
 // of the chain, all in the upstream's own names. The upstream sorts only when
 // no order is given, so the check leaves the sort out beside an order.
 func (*openRouter) Translate(body Body, plan *compiler.Plan, out *compiler.Outcome) (*Native, error) {
+	set, affinity := openRouterRouting(body, plan, out)
+	return &Native{Path: "/chat/completions", Header: openRouterHeaders, Body: encodeBody(body, set...), Affinity: affinity}, nil
+}
+
+// openRouterRouting is what every OpenRouter endpoint (chat completions,
+// Messages, Responses) takes of a plan, in the same members: the model (or
+// the auto mode), models, the provider object and session_id.
+func openRouterRouting(body Body, plan *compiler.Plan, out *compiler.Outcome) ([]member, string) {
 	set := make([]member, 0, 4)
 	if plan.Auto {
 		set = append(set, member{"model", jsonscan.AppendString(nil, openRouterAuto)})
@@ -67,8 +75,7 @@ func (*openRouter) Translate(body Body, plan *compiler.Plan, out *compiler.Outco
 		set = append(set, member{"provider", b})
 	}
 	sticky, affinity := openRouterSession(body, plan.Session, out.Providers)
-	set = append(set, sticky...)
-	return &Native{Path: "/chat/completions", Header: openRouterHeaders, Body: encodeBody(body, set...), Affinity: affinity}, nil
+	return append(set, sticky...), affinity
 }
 
 // openRouterSession adds the session's id as session_id, which the

@@ -1,0 +1,177 @@
+package connectors
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
+	"github.com/sluicegw/sluice/connectors/wire/responses"
+)
+
+// The read-back of a Responses API answer and event stream, shared by the
+// upstreams that speak the API (openai_responses.go,
+// openrouter_responses.go, vercel_responses.go): the model that served, the
+// usage (input with its cached part, output) and, where a marketplace adds
+// it, the billed cost; the answer itself is relayed as the upstream sent
+// it, with the upstream's own routing report removed.
+
+// respHead is the part of a response object the read-back decodes.
+type respHead struct {
+	Model  string          `json:"model"`
+	Status string          `json:"status"`
+	Usage  *respUsageIn    `json:"usage"`
+	Output json.RawMessage `json:"output"`
+	Error  *struct {
+		Code    json.RawMessage `json:"code"`
+		Message string          `json:"message"`
+	} `json:"error"`
+	IncompleteDetails *responses.IncompleteDetails `json:"incomplete_details"`
+}
+
+// respUsageIn is a response's usage as the upstreams report it.
+type respUsageIn struct {
+	InputTokens        int64 `json:"input_tokens"`
+	InputTokensDetails *struct {
+		CachedTokens     int64 `json:"cached_tokens"`
+		CacheWriteTokens int64 `json:"cache_write_tokens"`
+	} `json:"input_tokens_details"`
+	OutputTokens int64    `json:"output_tokens"`
+	Cost         *float64 `json:"cost"`
+}
+
+// readResponseObject fills the result from a response object.
+func readResponseObject(b []byte, res *Result) error {
+	var h respHead
+	if err := json.Unmarshal(b, &h); err != nil {
+		return fmt.Errorf("connectors: decode response: %w", err)
+	}
+	if h.Model != "" {
+		res.ServedModel = h.Model
+	}
+	if u := h.Usage; u != nil {
+		res.Usage = Usage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens}
+		if d := u.InputTokensDetails; d != nil {
+			res.Usage.CachedTokens, res.Usage.CacheWriteTokens = d.CachedTokens, d.CacheWriteTokens
+		}
+		if u.Cost != nil {
+			res.Cost, res.CostReported = *u.Cost, true
+		}
+	}
+	switch {
+	case h.Status == responses.StatusIncomplete && h.IncompleteDetails != nil && h.IncompleteDetails.Reason == "content_filter":
+		res.FinishReason = "content_filter"
+	case h.Status == responses.StatusIncomplete:
+		res.FinishReason = "length"
+	case h.Status == responses.StatusFailed:
+		res.FinishReason = "error"
+		if h.Error != nil {
+			res.StreamError = h.Error.Message
+		}
+	case bytes.Contains(h.Output, []byte(`"function_call"`)):
+		res.FinishReason = "tool_calls"
+	case h.Status != "":
+		res.FinishReason = "stop"
+	}
+	return nil
+}
+
+// respReader reads what one upstream adds to its Responses answers.
+type respReader struct {
+	// provider is the provider a direct upstream is ("" for a marketplace).
+	provider string
+	// strip names the members of an answer, or of a stream's event, that
+	// are the upstream's routing report, removed before the caller sees
+	// them.
+	strip []string
+	// meta reads the routing report (nil when the upstream has none).
+	meta func(b []byte, res *Result) error
+}
+
+// response reads a non-streaming answer and returns it for the caller.
+func (r respReader) response(body []byte) ([]byte, Result, error) {
+	res := Result{ServedProvider: r.provider}
+	if err := readResponseObject(body, &res); err != nil {
+		return nil, res, err
+	}
+	if r.meta != nil {
+		if err := r.meta(body, &res); err != nil {
+			return nil, res, err
+		}
+	}
+	if len(r.strip) > 0 && jsonscan.MayHoldMember(body, r.strip) {
+		body = jsonscan.StripMembers(body, r.strip...)
+	}
+	return body, res, nil
+}
+
+// stream returns the relay of one event stream.
+func (r respReader) stream() Stream {
+	return &respRelay{r: r, res: Result{ServedProvider: r.provider}}
+}
+
+// respRelay relays a Responses event stream event by event, as the upstream
+// sent it, reading back the model from response.created and the usage from
+// the terminal event. The stream ends at the terminal event (the
+// marketplaces' trailing [DONE] sentinel is not relayed: the API has none).
+type respRelay struct {
+	r     respReader
+	res   Result
+	frame []byte
+}
+
+// Event implements [Stream.Event].
+func (s *respRelay) Event(event, data []byte, emit func([]byte) error) (bool, error) {
+	if bytes.Equal(bytes.TrimSpace(data), doneData) {
+		return true, nil
+	}
+	name := event
+	if len(name) == 0 {
+		name = jsonscan.StringContent(jsonscan.Member(data, "type"))
+	}
+	terminal := responses.Terminal(string(name))
+	switch string(name) {
+	case responses.EventCreated, responses.EventCompleted, responses.EventIncomplete, responses.EventFailed:
+		if resp := jsonscan.Member(data, "response"); resp != nil {
+			if err := readResponseObject(resp, &s.res); err != nil {
+				return false, err
+			}
+		}
+	case responses.EventError:
+		s.res.FinishReason = "error"
+		s.res.StreamError = string(jsonscan.StringContent(jsonscan.Member(data, "message")))
+		if s.res.StreamError == "" {
+			s.res.StreamError = "the upstream's stream failed"
+		}
+	}
+	if terminal && s.r.meta != nil {
+		if err := s.r.meta(data, &s.res); err != nil {
+			return false, err
+		}
+	}
+	if len(s.r.strip) > 0 && jsonscan.MayHoldMember(data, s.r.strip) {
+		data = jsonscan.StripMembers(data, s.r.strip...)
+	}
+	s.frame = AppendEvent(s.frame[:0], string(name), data)
+	if err := emit(s.frame); err != nil {
+		return false, err
+	}
+	return terminal, nil
+}
+
+// Result implements [Stream.Result].
+func (s *respRelay) Result() Result { return s.res }
+
+// respStateless is what a stateless upstream's Responses request sets: store
+// false (the marketplaces refuse store true), recorded as degraded when the
+// caller asked for storage explicitly.
+func respStateless(body Body, set []member) ([]member, []string) {
+	v, ok := body["store"]
+	if !ok {
+		return set, nil
+	}
+	if string(bytes.TrimSpace(v)) == "true" {
+		return append(set, member{"store", []byte("false")}), []string{DegradedStore}
+	}
+	return set, nil
+}
