@@ -158,6 +158,13 @@ func chatFromMessages(body Body, d dialect) (Body, []string, error) {
 		case "service_tier":
 			// A capacity hint of the Messages API: nothing to send elsewhere,
 			// and the answer means the same without it.
+		case "context_management":
+			// The upstream editing the context for the caller (clearing old
+			// tool results) is an economy: the answer to the request as sent
+			// is still the answer.
+			if !anthIsNull(v) {
+				t.lose(DegradedContextManagement)
+			}
 		default:
 			t.unsupported(p, "%q has no equivalent in the chat-completions request the upstream is sent", k)
 		}
@@ -178,7 +185,7 @@ func chatFromMessages(body Body, d dialect) (Body, []string, error) {
 	}
 	t.out["messages"] = joinArray(t.msgs)
 	var lost []string
-	for _, l := range [...]string{DegradedCacheControl, DegradedThinking} {
+	for _, l := range [...]string{DegradedCacheControl, DegradedContextManagement, DegradedThinking} {
 		if t.lost[l] {
 			lost = append(lost, l)
 		}

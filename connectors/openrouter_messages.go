@@ -90,6 +90,9 @@ type orMessagesRelay struct {
 
 // Event implements [Stream.Event].
 func (s *orMessagesRelay) Event(event, data []byte, emit func([]byte) error) (bool, error) {
+	if string(data) == string(doneData) {
+		return true, nil // the sentinel OpenRouter's document declares after message_stop
+	}
 	name := string(event)
 	if name == "" {
 		name = string(jsonscan.StringContent(jsonscan.Member(data, "type")))

@@ -18,6 +18,8 @@ import (
 
 // respHead is the part of a response object the read-back decodes.
 type respHead struct {
+	ID     string          `json:"id"`
+	Store  bool            `json:"store"`
 	Model  string          `json:"model"`
 	Status string          `json:"status"`
 	Usage  *respUsageIn    `json:"usage"`
@@ -48,6 +50,9 @@ func readResponseObject(b []byte, res *Result) error {
 	}
 	if h.Model != "" {
 		res.ServedModel = h.Model
+	}
+	if h.ID != "" {
+		res.ResponseID, res.Stored = h.ID, h.Store
 	}
 	if u := h.Usage; u != nil {
 		res.Usage = Usage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens}

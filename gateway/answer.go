@@ -67,6 +67,9 @@ func (s *Server) answer(w http.ResponseWriter, t *turn) {
 			// upstream's status and message, retold.
 			body = connectors.MessagesError(rel.status, rel.body)
 			h.Set("Content-Type", "application/json")
+		} else if t.api == connectors.APIResponses && !connectors.SpeaksNatively(a.compiled.Upstream.Connector, t.api) {
+			body = connectors.ResponsesError(rel.status, rel.body)
+			h.Set("Content-Type", "application/json")
 		} else if ct := rel.header.Get("Content-Type"); ct != "" {
 			h.Set("Content-Type", ct)
 		}
@@ -136,6 +139,9 @@ var (
 	// messagesStreamCut is streamCut as a Messages API error event.
 	messagesStreamCut = connectors.AppendEvent(nil, "error",
 		[]byte(`{"type":"error","error":{"type":"api_error","message":"`+streamCutMessage+`","code":"upstream_stream_cut"}}`))
+	// responsesStreamCut is streamCut as a Responses API error event.
+	responsesStreamCut = connectors.AppendEvent(nil, "error",
+		[]byte(`{"type":"error","code":"upstream_stream_cut","message":"`+streamCutMessage+`","param":null}`))
 )
 
 // streamAnswer writes a relayed stream to the caller: its headers once the
@@ -153,8 +159,11 @@ type streamAnswer struct {
 	// err is the write error that ends the relay: the caller went away.
 	err error
 	// events: each chunk is a whole server-sent event, its event line
-	// included (the Messages API's); otherwise a chunk is an event's data.
+	// included (the Messages and Responses APIs'); otherwise a chunk is an
+	// event's data.
 	events bool
+	// api is the API the stream answers.
+	api connectors.API
 }
 
 // beginStream commits the stream's headers: from here on the request cannot
@@ -171,7 +180,7 @@ func (s *Server) beginStream(w http.ResponseWriter, t *turn, a *attempt) *stream
 	// frame stays within the 8 KiB stack an open stream then keeps.
 	h["Date"] = []string{time.Now().UTC().Format(http.TimeFormat)}
 	w.WriteHeader(http.StatusOK)
-	return &streamAnswer{w: w, rc: http.NewResponseController(w), start: t.start, events: t.api == connectors.APIMessages}
+	return &streamAnswer{w: w, rc: http.NewResponseController(w), start: t.start, events: t.api == connectors.APIMessages || t.api == connectors.APIResponses, api: t.api}
 }
 
 // emit writes one chunk: "data: " + chunk + blank line (an event of its
@@ -211,8 +220,11 @@ func (sa *streamAnswer) flush() error {
 // event and no message_stop).
 func (sa *streamAnswer) cut() {
 	cut := streamCut
-	if sa.events {
+	switch sa.api {
+	case connectors.APIMessages:
 		cut = messagesStreamCut
+	case connectors.APIResponses:
+		cut = responsesStreamCut
 	}
 	if sa.emit(cut) == nil {
 		_ = sa.flush()

@@ -173,31 +173,17 @@ func (s *Server) parseAPI(r *http.Request, t *turn, body []byte) (*request.Reque
 	case connectors.APIEmbeddings:
 		req, perr = request.ParseEmbeddings(body)
 		own = "openai"
+	case connectors.APIResponses:
+		req, perr = request.ParseResponses(body)
+		own = "openai"
 	default:
 		return request.Parse(body)
 	}
 	if perr != nil {
 		return nil, perr
 	}
-	req.Model = resolveModel(t.snap, req.Model, own)
+	req.Model = t.snap.ResolveModel(req.Model, own)
 	return req, nil
-}
-
-// resolveModel returns the catalog slug a client's model name stands for:
-// a route alias or a catalog slug as it is, else the model whose alias,
-// upstream id or native id at provider it is (with or without a date
-// suffix), else the name as it is (the plan refuses what it cannot serve).
-func resolveModel(snap *snapshot.Snapshot, model, provider string) string {
-	if snap.Config.Route(model) != nil || snap.Catalog == nil {
-		return model
-	}
-	if _, ok := snap.Catalog.Model(model); ok {
-		return model
-	}
-	if slug, ok := snap.Catalog.ReportedModel(provider, provider, model); ok {
-		return slug
-	}
-	return model
 }
 
 // validSessionID accepts 1-128 printable ASCII characters (space included),

@@ -289,6 +289,9 @@ func (s *Server) reserve(t *turn, c *snapshot.Compiled, model string) (body conn
 	if _, ok := body["max_completion_tokens"]; ok {
 		field = "max_completion_tokens"
 	}
+	if t.api == connectors.APIResponses {
+		field = "max_output_tokens"
+	}
 	asked := t.req.Completion
 	grant, release, hold := s.hold(t, c.Upstream.Config.Name, model, month, want, limits)
 	maxTokens := int64((grant - promptCost) / out * 1e6)

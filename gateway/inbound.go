@@ -17,6 +17,17 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	s.serve(w, r, connectors.APIMessages)
 }
 
+// responses serves POST /v1/responses, the OpenAI Responses API: the same
+// policy as chat completions, the request passed natively to every upstream
+// that speaks the API (OpenAI, OpenRouter, the Vercel AI Gateway) and
+// translated onto Anthropic's, the answer, the stream's events and the
+// errors in the Responses API's shape. A continuation
+// (previous_response_id) goes only to the upstream that stored the
+// response it continues (see holders.go).
+func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
+	s.serve(w, r, connectors.APIResponses)
+}
+
 // embeddings serves POST /v1/embeddings, the OpenAI embeddings API: the
 // same policy as chat completions, sent only to upstreams with an
 // embeddings endpoint, recorded with its input tokens and cost.

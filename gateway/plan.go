@@ -41,10 +41,16 @@ func (s *Server) plan(r *http.Request, t *turn) *apierr.Error {
 	if t.hasPin || t.memo.Snapshot() == nil { // else admission's, made without a pin, serves
 		s.initMemo(t, t.pin)
 	}
+	var e *apierr.Error
 	if t.route = t.snap.Config.Route(t.req.Model); t.route == nil {
-		return s.planModel(t)
+		e = s.planModel(t)
+	} else {
+		e = s.planRoute(t)
 	}
-	return s.planRoute(t)
+	if e != nil {
+		return e
+	}
+	return s.placeContinuation(r.Context(), t) // a stored response's continuation: where it is stored, only
 }
 
 // initMemo makes the turn's compile memo, for the session's pin.

@@ -110,6 +110,9 @@ type Server struct {
 
 	cache    *lru.Cache[string, *cachedAnswer]
 	sessions *lru.Cache[string, snapshot.Pin]
+	// holders records where each stored Responses API response is
+	// (holders.go).
+	holders *lru.Cache[string, holder]
 	planner  *failover.Planner
 	ledger   *budget.Ledger
 	state    state.Store
@@ -159,6 +162,7 @@ func New(opts Options) (*Server, error) {
 	s.setLogLevel(cfg.Server.LogLevel)
 	s.cache = lru.New[string, *cachedAnswer](cfg.Cache.MaxEntries, cfg.Cache.TTL.Duration)
 	s.sessions = lru.New[string, snapshot.Pin](cfg.Sessions.MaxEntries, cfg.Sessions.TTL.Duration)
+	s.holders = lru.New[string, holder](cfg.Responses.MaxEntries, cfg.Responses.TTL.Duration)
 	s.limiter = shared.NewLimiter()
 	if sc := cfg.Shared; sc.RedisURL != "" {
 		pw, err := sc.RedisPassword()
@@ -273,6 +277,9 @@ func (s *Server) routes() chi.Router {
 		r.Use(s.authenticate)
 		r.Post("/v1/chat/completions", s.chatCompletions)
 		r.Post("/v1/embeddings", s.embeddings)
+		r.Post("/v1/responses", s.responses)
+		r.Get("/v1/responses/{id}", s.storedResponse)
+		r.Delete("/v1/responses/{id}", s.storedResponse)
 		r.Get("/v1/models", s.listModels)
 	})
 	// The Messages API, as Anthropic clients call it (Claude Code adds
@@ -350,6 +357,7 @@ func (s *Server) swapIn(load func() (*snapshot.Snapshot, profiles.Diagnostics)) 
 	// time to live.
 	s.cache.Configure(snap.Config.Cache.MaxEntries, snap.Config.Cache.TTL.Duration)
 	s.sessions.Configure(snap.Config.Sessions.MaxEntries, snap.Config.Sessions.TTL.Duration)
+	s.holders.Configure(snap.Config.Responses.MaxEntries, snap.Config.Responses.TTL.Duration)
 	// The directory loaded clean: an earlier failed reload is over.
 	s.lastErr.Store(nil)
 	s.metrics.ConfigHealthy.Set(1)

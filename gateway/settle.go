@@ -53,6 +53,7 @@ func (s *Server) settle(t *turn) {
 	sv.model, sv.provider = who.Model, who.Provider
 	sv.price(t, who.Endpoint, res)
 	now := snapshot.Pin{Model: sv.model, Provider: sv.provider}
+	s.keepHolder(t, a)
 	if s.fleet != nil {
 		s.settleShared(t, a, now)
 		return

@@ -35,6 +35,7 @@ type Config struct {
 	Shared    Shared     `toml:"shared" json:"shared"`
 	Cache     Cache      `toml:"cache" json:"cache"`
 	Sessions  Sessions   `toml:"sessions" json:"sessions"`
+	Responses Responses  `toml:"responses" json:"responses"`
 	Retry     Retry      `toml:"retry" json:"retry"`
 	Catalog   Catalog    `toml:"catalog" json:"catalog"`
 	Upstreams []Upstream `toml:"upstreams" json:"upstreams"`
@@ -221,6 +222,19 @@ type Sessions struct {
 	// the defaults, so that the request path looks them up without
 	// allocating.
 	keys []string
+}
+
+// Responses configures the table of stored Responses API responses: which
+// upstream stored each response id, so that a continuation
+// (previous_response_id) and GET or DELETE of the id go to that upstream
+// and nowhere else.
+type Responses struct {
+	// TTL is how long sluice remembers where a response is stored.
+	// Default 720h (30 days, as long as OpenAI keeps a stored response).
+	TTL Duration `toml:"ttl" json:"ttl"`
+	// MaxEntries bounds the table in each replica (with [shared] redis_url
+	// the fleet's table is in Redis, bounded by the TTL). Default 100000.
+	MaxEntries int `toml:"max_entries" json:"max_entries"`
 }
 
 // defaultSessionKeys is DefaultSessionHeaders in canonical form.
@@ -650,6 +664,12 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Sessions.MaxEntries == 0 {
 		c.Sessions.MaxEntries = 100000
+	}
+	if c.Responses.TTL.Duration == 0 {
+		c.Responses.TTL.Duration = 720 * time.Hour
+	}
+	if c.Responses.MaxEntries == 0 {
+		c.Responses.MaxEntries = 100000
 	}
 	if c.Sessions.Headers == nil { // unset; [] reads no session key
 		c.Sessions.Headers = append([]string(nil), DefaultSessionHeaders...)

@@ -34,6 +34,8 @@ type Compiled struct {
 	// untranslatable is the translation's refusal: a request the connector
 	// cannot write for this upstream (the client's to fix).
 	untranslatable *compiler.Refusal
+	// api is the API the request came in on.
+	api connectors.API
 }
 
 // Refused returns why the upstream must not serve the request: the check's
@@ -81,17 +83,19 @@ func (s *Snapshot) CompileFor(plan *compiler.Plan, upstream string, body connect
 		api = in.API
 	}
 	check := u.Check
-	if api == connectors.APIEmbeddings {
+	if api != connectors.APIChat {
+		// The upstream's endpoint for the API may take fewer knobs than
+		// its chat endpoint (Vercel's Messages endpoint takes none).
 		check.Capabilities = connectors.CapabilitiesFor(u.Connector, api)
 	}
 	if plan.Refused == nil {
 		// Before the check: a model of the wrong kind, or an API the
 		// upstream lacks, says more than what the check would find next.
 		if r := s.apiRefusal(plan, u, api); r != nil {
-			return &Compiled{Upstream: u, Outcome: compiler.Outcome{Refused: r, Degraded: noneDegraded}}, nil
+			return &Compiled{Upstream: u, Outcome: compiler.Outcome{Refused: r, Degraded: noneDegraded}, api: api}, nil
 		}
 	}
-	c := &Compiled{Upstream: u, Outcome: compiler.Check(plan, check, s.Catalog)}
+	c := &Compiled{Upstream: u, Outcome: compiler.Check(plan, check, s.Catalog), api: api}
 	if c.Outcome.Refused != nil {
 		return c, nil
 	}
@@ -103,7 +107,7 @@ func (s *Snapshot) CompileFor(plan *compiler.Plan, upstream string, body connect
 	c.Native = native
 	c.Outcome.Degraded = connectors.MergeDegraded(c.Outcome.Degraded, native)
 	c.Call = &connectors.Call{Plan: plan, Outcome: &c.Outcome, UsageAdded: native.UsageAdded, Inbound: in}
-	if in != nil && in.API == connectors.APIMessages && s.Catalog != nil {
+	if in != nil && (in.API == connectors.APIMessages || in.API == connectors.APIResponses) && s.Catalog != nil {
 		cat, kind, direct := s.Catalog, u.Config.Connector, u.Check.Capabilities.DirectProvider
 		c.Call.Resolve = func(reported string) string {
 			slug, _ := cat.ReportedModel(kind, direct, reported)
@@ -225,12 +229,22 @@ type CompiledView struct {
 	// Affinity is the upstream's stickiness knob the body sets for the
 	// request's session ([connectors.Native.Affinity]), "" for none.
 	Affinity string `json:"affinity,omitempty"`
+	// Asked is how the upstream is asked for the request's API
+	// ([connectors.Asked]): "native", "via chat", ...
+	Asked string `json:"asked"`
 }
 
 // Explain explains a key's routing: the merged profile with provenance and the
 // guardrail decision, and, when req is not nil, the plan and its compiled
 // form on every upstream (or only the named one).
 func (s *Snapshot) Explain(ctx context.Context, key *profiles.Key, req *compiler.Request, body connectors.Body, upstream string) (*Explanation, error) {
+	return s.ExplainFor(ctx, key, req, body, nil, upstream)
+}
+
+// ExplainFor is [Snapshot.Explain] for a request that came in on in's API
+// (chat completions when in is nil): each upstream is compiled as it would
+// be asked for that API, natively or translated, and says which.
+func (s *Snapshot) ExplainFor(ctx context.Context, key *profiles.Key, req *compiler.Request, body connectors.Body, in *connectors.Inbound, upstream string) (*Explanation, error) {
 	if upstream != "" && s.Upstreams[upstream] == nil {
 		return nil, fmt.Errorf("no upstream %q (configured: %v)", upstream, s.UpstreamNames())
 	}
@@ -258,6 +272,7 @@ func (s *Snapshot) Explain(ctx context.Context, key *profiles.Key, req *compiler
 	}
 	memo := s.Memo(key, d, routing, pin, body)
 	memo.SetSession(req.Session)
+	memo.SetInbound(in)
 	if rt := s.Config.Route(req.Model); rt != nil {
 		return e, s.explainRoute(e, memo, rt)
 	}
@@ -301,7 +316,8 @@ func (e *Explanation) setPlan(p *compiler.Plan) {
 // view renders one compile result: the refusal, or what was degraded and
 // the exact native body. model is set for route targets only.
 func view(c *Compiled, model string) CompiledView {
-	v := CompiledView{Upstream: c.Upstream.Config.Name, Model: model, Connector: c.Upstream.Config.Connector, Refused: c.Refused(), Degraded: c.Degraded()}
+	v := CompiledView{Upstream: c.Upstream.Config.Name, Model: model, Connector: c.Upstream.Config.Connector, Refused: c.Refused(), Degraded: c.Degraded(),
+		Asked: connectors.Asked(c.Upstream.Connector, c.api)}
 	if c.Native != nil {
 		v.Path, v.Native, v.Affinity = c.Native.Path, c.Native.Body, c.Native.Affinity
 	}
@@ -361,4 +377,22 @@ func PromptOf(body connectors.Body) []byte {
 		return m
 	}
 	return body["input"]
+}
+
+// ResolveModel returns the catalog slug a client's model name stands for,
+// as the clients of an API whose model ids are provider's write it: a route
+// alias or a catalog slug as it is, else the model whose alias, upstream id
+// or native id at provider it is (with or without a date suffix), else the
+// name as it is (the plan refuses what it cannot serve).
+func (s *Snapshot) ResolveModel(model, provider string) string {
+	if s.Config.Route(model) != nil || s.Catalog == nil {
+		return model
+	}
+	if _, ok := s.Catalog.Model(model); ok {
+		return model
+	}
+	if slug, ok := s.Catalog.ReportedModel(provider, provider, model); ok {
+		return slug
+	}
+	return model
 }

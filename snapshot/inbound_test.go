@@ -29,6 +29,9 @@ func TestCompileForAPI(t *testing.T) {
 	msgBody := connectors.Body{"model": json.RawMessage(`"claude-sonnet-4-5"`), "max_tokens": json.RawMessage(`100`),
 		"thinking": json.RawMessage(`{"type":"enabled","budget_tokens":50}`),
 		"messages": json.RawMessage(`[{"role":"user","content":"hi"}]`)}
+	respBody := connectors.Body{"model": json.RawMessage(`"gpt-4o"`), "input": json.RawMessage(`"hi"`),
+		"reasoning": json.RawMessage(`{"effort":"low"}`)}
+	responses := &connectors.Inbound{API: connectors.APIResponses, Model: "gpt-4o", Request: respBody}
 	embeddings := &connectors.Inbound{API: connectors.APIEmbeddings}
 	messages := &connectors.Inbound{API: connectors.APIMessages, Model: "claude-sonnet-4-5"}
 
@@ -56,8 +59,14 @@ func TestCompileForAPI(t *testing.T) {
 			degraded: []string{"chain"}, path: "/messages"},
 		{name: "the Messages API translated onto OpenAI loses thinking beside the chain", upstream: "openai", model: "openai/gpt-4o", body: msgBody, in: messages,
 			degraded: []string{"chain", connectors.DegradedThinking}, path: "/chat/completions"},
-		{name: "the Messages API translated onto the marketplace keeps thinking", upstream: "market", model: "anthropic/claude-sonnet-4.5", body: msgBody, in: messages,
-			degraded: []string{"ranking"}, path: "/chat/completions"},
+		{name: "the Messages API natively on the marketplace keeps thinking", upstream: "market", model: "anthropic/claude-sonnet-4.5", body: msgBody, in: messages,
+			degraded: []string{"ranking"}, path: "/messages"},
+		{name: "the Responses API natively on the marketplace", upstream: "market", model: "openai/gpt-4o", body: respBody, in: responses,
+			degraded: []string{"ranking"}, path: "/responses"},
+		{name: "the Responses API natively on OpenAI", upstream: "openai", model: "openai/gpt-4o", body: respBody, in: responses,
+			degraded: []string{"chain"}, path: "/responses"},
+		{name: "the Responses API translated onto Anthropic loses reasoning beside the chain", upstream: "anthropic", model: "anthropic/claude-sonnet-4.5", body: respBody, in: responses,
+			degraded: []string{"chain", connectors.DegradedReasoning}, path: "/messages"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

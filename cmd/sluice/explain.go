@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicegw/sluice/compiler"
 	"github.com/sluicegw/sluice/connectors"
+	"github.com/sluicegw/sluice/gateway/apierr"
 	"github.com/sluicegw/sluice/gateway/request"
 	"github.com/sluicegw/sluice/snapshot"
 )
@@ -19,7 +20,8 @@ func runExplain(env *cliEnv, args []string) int {
 	fs := newFlags(env, "explain", "--key KEY_ID [--config DIR] [--request FILE] [--upstream NAME] [--json]")
 	dir := fs.String("config", ".", "configuration directory")
 	keyID := fs.String("key", "", "key id whose principal to explain (required)")
-	reqFile := fs.String("request", "", "a chat-completions request body (JSON) to compile")
+	reqFile := fs.String("request", "", "a request body (JSON) to compile, in the shape of --api")
+	apiName := fs.String("api", "chat", "the API the request comes in on: chat, messages or responses")
 	upstream := fs.String("upstream", "", "compile for this upstream only (default: every upstream)")
 	asJSON := fs.Bool("json", false, "print the stable JSON form (documented in docs/upstreams.md)")
 	if code := parseFlags(fs, args); code >= 0 {
@@ -42,13 +44,26 @@ func runExplain(env *cliEnv, args []string) int {
 	}
 	var creq *compiler.Request
 	var body connectors.Body
+	var in *connectors.Inbound
 	if *reqFile != "" {
 		raw, err := os.ReadFile(*reqFile)
 		if err != nil {
 			fmt.Fprintf(env.stderr, "sluice explain: %v\n", err)
 			return 1
 		}
-		req, perr := request.Parse(raw)
+		var req *request.Request
+		var perr *apierr.Error
+		switch *apiName {
+		case "chat":
+			req, perr = request.Parse(raw)
+		case "messages":
+			req, perr = request.ParseMessages(raw, nil)
+		case "responses":
+			req, perr = request.ParseResponses(raw)
+		default:
+			fmt.Fprintf(env.stderr, "sluice explain: --api %q: want chat, messages or responses\n", *apiName)
+			return 2
+		}
 		if perr != nil {
 			loc := *reqFile
 			if perr.Param != "" {
@@ -61,9 +76,14 @@ func runExplain(env *cliEnv, args []string) int {
 			return 1
 		}
 		creq = &compiler.Request{Model: req.Model, Routing: req.Routing}
-		body = req.Body
+		body, in = req.Body, req.Inbound
+		if in != nil {
+			// As the gateway does: a client's model name resolves through
+			// the catalog's names.
+			creq.Model = snap.ResolveModel(req.Model, inboundOwner(in.API))
+		}
 	}
-	e, err := snap.Explain(context.Background(), key, creq, body, *upstream)
+	e, err := snap.ExplainFor(context.Background(), key, creq, body, in, *upstream)
 	if err != nil {
 		fmt.Fprintf(env.stderr, "sluice explain: %v\n", err)
 		return 1
@@ -75,6 +95,15 @@ func runExplain(env *cliEnv, args []string) int {
 	}
 	printExplanation(env, e)
 	return 0
+}
+
+// inboundOwner is the direct provider whose model ids an API's clients
+// write: Anthropic's for the Messages API, OpenAI's otherwise.
+func inboundOwner(api connectors.API) string {
+	if api == connectors.APIMessages || api == connectors.APICountTokens {
+		return "anthropic"
+	}
+	return "openai"
 }
 
 func printExplanation(env *cliEnv, e *snapshot.Explanation) {
@@ -157,7 +186,7 @@ func printExplanation(env *cliEnv, e *snapshot.Explanation) {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "UPSTREAM\tMODEL\tCONNECTOR\tOUTCOME\tDEGRADED")
+	fmt.Fprintln(tw, "UPSTREAM\tMODEL\tCONNECTOR\tASKED\tOUTCOME\tDEGRADED")
 	for _, c := range e.Compiled {
 		outcome := "serve"
 		if c.Refused != nil {
@@ -167,7 +196,11 @@ func printExplanation(env *cliEnv, e *snapshot.Explanation) {
 		if model == "" {
 			model = e.DecidedModel
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Upstream, model, c.Connector, outcome, list(c.Degraded))
+		asked := c.Asked
+		if c.Path != "" {
+			asked += " " + c.Path
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Upstream, model, c.Connector, asked, outcome, list(c.Degraded))
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\n(--json shows each upstream's exact native body and every refusal message)")

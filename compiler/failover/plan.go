@@ -567,6 +567,19 @@ func Single(t Target) *Plan {
 	return pl
 }
 
+// Find returns the first target of the plan's order (members, then the
+// tail; never a restricted target) that keep accepts, as a plan of its
+// own would name it; false when none does.
+func (pl *Plan) Find(keep func(Target) bool) (Target, bool) {
+	for _, t := range pl.order {
+		if keep(t) {
+			t.cur = cursor{}
+			return t, true
+		}
+	}
+	return Target{}, false
+}
+
 // First returns the request's first target; false when nothing may be
 // dialled (every ordinary target forbidden, or a route without one, which
 // configuration loading rejects).

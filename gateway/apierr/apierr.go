@@ -53,6 +53,10 @@ const (
 	// CodeRateLimited: a key's or team's rpm, tpm or max_parallel is spent;
 	// the answer carries Retry-After.
 	CodeRateLimited = "rate_limited"
+	// CodeResponseElsewhere: a Responses request continues a response
+	// (previous_response_id) stored by an upstream the request may not be
+	// sent to, or by no upstream that stores responses.
+	CodeResponseElsewhere = "previous_response_elsewhere"
 )
 
 // statuses maps every code to its HTTP status; a code missing here is a bug
@@ -78,6 +82,7 @@ var statuses = map[string]int{
 	CodeServiceUnavailable:    http.StatusServiceUnavailable,
 	CodePermissionDenied:      http.StatusForbidden,
 	CodeRateLimited:           http.StatusTooManyRequests,
+	CodeResponseElsewhere:     http.StatusUnprocessableEntity,
 	// Governance refusals: somebody's policy forbids it.
 	CodeModelForbidden:       http.StatusForbidden,
 	CodeProviderNotPermitted: http.StatusForbidden,

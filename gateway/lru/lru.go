@@ -96,3 +96,13 @@ func (c *Cache[K, V]) Put(k K, v V) {
 
 // Len returns the number of entries, expired ones not yet touched included.
 func (c *Cache[K, V]) Len() int { c.mu.Lock(); defer c.mu.Unlock(); return c.ll.Len() }
+
+// Delete removes the entry of k, if any.
+func (c *Cache[K, V]) Delete(k K) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[k]; ok {
+		c.ll.Remove(el)
+		delete(c.items, k)
+	}
+}

@@ -106,6 +106,46 @@ func parseAnthropic(raw []byte, beta []string, api connectors.API,
 	return r, body, nil
 }
 
+// ParseResponses parses and validates an OpenAI Responses API request body.
+// As for the Messages API, a request the Responses API itself would refuse
+// is refused here, located; one that uses what the chat-completions shape
+// cannot carry (a built-in tool, a stored conversation, ...) is accepted,
+// and refused only by the upstreams that would need that translation.
+func ParseResponses(raw []byte) (*Request, *apierr.Error) {
+	r, body, e := parseCommon(raw)
+	if e != nil {
+		return nil, e
+	}
+	untranslatable, te := connectors.ParseResponses(body)
+	if te != nil {
+		return nil, &apierr.Error{Code: te.Code, Param: te.Param, Message: te.Message}
+	}
+	var model string
+	_ = json.Unmarshal(body["model"], &model)
+	r.Inbound = &connectors.Inbound{API: connectors.APIResponses, Model: strings.TrimSpace(model), Untranslatable: untranslatable, Request: body}
+	r.PromptTokens = failover.EstimateTokens(body["input"]) + failover.EstimateTokens(body["instructions"]) + failover.EstimateTokens(body["tools"])
+	r.Completion = 0
+	if v, ok := body["max_output_tokens"]; ok {
+		_ = json.Unmarshal(v, &r.Completion)
+		r.Completion = max(r.Completion, 0)
+	}
+	if e := r.parseStream(body); e != nil {
+		return nil, e
+	}
+	return r, nil
+}
+
+// PreviousResponse is the id of the stored response a Responses request
+// continues (previous_response_id), "" when it continues none.
+func (r *Request) PreviousResponse() string {
+	if r.Inbound == nil || r.Inbound.API != connectors.APIResponses {
+		return ""
+	}
+	var id string
+	_ = json.Unmarshal(r.Body["previous_response_id"], &id)
+	return id
+}
+
 // ParseEmbeddings parses and validates an OpenAI embeddings request body:
 // input a string, an array of strings, an array of token ids or an array of
 // such arrays, never empty; encoding_format "float" or "base64";

@@ -1,0 +1,157 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/sluicegw/sluice/compiler/failover"
+	"github.com/sluicegw/sluice/connectors"
+	"github.com/sluicegw/sluice/gateway/apierr"
+)
+
+// Stored Responses API responses are a placement restriction. An upstream
+// that stores responses (OpenAI's) keeps each one it answered with store
+// left true, and only that upstream can continue it: a request naming it in
+// previous_response_id, and GET or DELETE /v1/responses/{id}, go there and
+// nowhere else — no failover, no chain onto another upstream. sluice
+// records which upstream answered each stored response ([responses] ttl;
+// in the fleet's Redis with [shared] redis_url, else in each replica's
+// bounded table) and places the request by it. The marketplaces' Responses
+// endpoints are stateless: they never hold a response, and a continuation
+// is never sent to them.
+
+// keepHolder records the upstream that stored the turn's response.
+func (s *Server) keepHolder(t *turn, a *attempt) {
+	res := &a.out.result
+	if t.api != connectors.APIResponses || res.ResponseID == "" || !res.Stored ||
+		!connectors.ResponsesStateful(a.compiled.Upstream.Connector) {
+		return
+	}
+	h := holder{upstream: a.target.Upstream, key: t.key.ID}
+	s.holders.Put(res.ResponseID, h)
+	if s.fleet != nil {
+		ttl := t.snap.Config.Responses.TTL.Duration
+		go s.fleet.PutHolder(context.Background(), res.ResponseID, h.upstream+"\x00"+h.key, ttl)
+	}
+}
+
+// holder is where a stored response is: the upstream that stored it, and
+// the key whose request it answered (only that key continues, reads or
+// deletes it: the upstream holds every tenant's responses under one
+// platform key).
+type holder struct{ upstream, key string }
+
+// holderOf returns where a response is stored; ok is false when no replica
+// recorded it.
+func (s *Server) holderOf(ctx context.Context, id string) (holder, bool) {
+	if h, ok := s.holders.Get(id); ok {
+		return h, true
+	}
+	if s.fleet != nil {
+		if v, ok, err := s.fleet.Holder(ctx, id); err == nil && ok {
+			up, key, _ := strings.Cut(v, "\x00")
+			h := holder{upstream: up, key: key}
+			s.holders.Put(id, h)
+			return h, true
+		}
+	}
+	return holder{}, false
+}
+
+// notYours refuses a key access to another key's stored response, in words
+// that do not confirm the response exists.
+func notYours(id string) *apierr.Error {
+	return apierr.New(apierr.CodeNotFound, fmt.Sprintf("no stored response %q is known to this gateway for this key (it records where each response is for [responses] ttl)", id))
+}
+
+// placeContinuation restricts a continuation's plan to the one target that
+// can continue it: the first target on the upstream that stored the
+// response, or, when sluice has no record of it (older than [responses]
+// ttl, or stored before sluice fronted it), the first target on an upstream
+// that stores responses at all. The request is then never sent anywhere
+// else.
+func (s *Server) placeContinuation(ctx context.Context, t *turn) *apierr.Error {
+	prev := t.req.PreviousResponse()
+	if prev == "" {
+		return nil
+	}
+	h, known := s.holderOf(ctx, prev)
+	if known && h.key != t.key.ID {
+		return notYours(prev)
+	}
+	keep := func(tgt failover.Target) bool {
+		if known {
+			return tgt.Upstream == h.upstream
+		}
+		u := t.snap.Upstreams[tgt.Upstream]
+		return u != nil && connectors.ResponsesStateful(u.Connector)
+	}
+	tgt, ok := t.targets.Find(keep)
+	if !ok {
+		if known {
+			return apierr.New(apierr.CodeResponseElsewhere, fmt.Sprintf(
+				"response %q is stored by upstream %q, which this request may not be sent to; a continuation goes only where its response is stored", prev, h.upstream))
+		}
+		return apierr.New(apierr.CodeResponseElsewhere, fmt.Sprintf(
+			"response %q can only be continued by an upstream that stores responses, and none of this request's targets does (the marketplaces' Responses endpoints are stateless: send the whole input with store false instead)", prev))
+	}
+	if tgt.Upstream != t.first.Upstream || tgt.Model != t.first.Model {
+		t.first = tgt
+		p := t.memo.Plan(tgt.Model)
+		t.decided, t.chain = p.DecidedModel, p.Chain
+	}
+	t.targets = failover.Single(tgt)
+	return nil
+}
+
+// storedResponse serves GET and DELETE /v1/responses/{id}: passed to the
+// upstream that stored the response, with the platform key of that
+// upstream, and answered as it answered. A response sluice has no record of
+// is not found.
+func (s *Server) storedResponse(w http.ResponseWriter, r *http.Request) {
+	a := authFrom(r.Context())
+	id := chi.URLParam(r, "id")
+	h, ok := s.holderOf(r.Context(), id)
+	up := a.snap.Upstreams[h.upstream]
+	if !ok || up == nil || a.key == nil || h.key != a.key.ID {
+		writeError(w, notYours(id))
+		return
+	}
+	base := up.Config.BaseURL
+	if o, ok := s.opts.UpstreamURLs[up.Config.Name]; ok {
+		base = o
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), up.Config.Timeout.Duration)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, r.Method, base+"/responses/"+id, nil)
+	if err != nil {
+		writeError(w, internalError())
+		return
+	}
+	req.Header["User-Agent"] = headerUserAgent
+	req.Header["Accept"] = headerJSON
+	up.Connector.Authorize(req.Header, up.APIKey)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		writeError(w, apierr.New(apierr.CodeUpstreamUnavailable, fmt.Sprintf("upstream %q did not answer: %v", h.upstream, err)))
+		return
+	}
+	defer resp.Body.Close()
+	if r.Method == http.MethodDelete && resp.StatusCode == http.StatusOK {
+		s.holders.Delete(id)
+		if s.fleet != nil {
+			s.fleet.DropHolder(r.Context(), id)
+		}
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "" {
+		w.Header().Set("Content-Type", ct)
+	}
+	w.Header().Set(HeaderUpstream, h.upstream)
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, io.LimitReader(resp.Body, 64<<20))
+}
