@@ -113,9 +113,9 @@ type Server struct {
 	// holders records where each stored Responses API response is
 	// (holders.go).
 	holders *lru.Cache[string, holder]
-	planner  *failover.Planner
-	ledger   *budget.Ledger
-	state    state.Store
+	planner *failover.Planner
+	ledger  *budget.Ledger
+	state   state.Store
 	// limiter is the rate limiter in process; fleet, set by [shared]
 	// redis_url, is the fleet's shared state (budgets, rate limits, pins,
 	// cache, health), nil without it.
