@@ -115,7 +115,10 @@ func TestResponsesAnswerCorpus(t *testing.T) {
 			rec, err := os.ReadFile(filepath.Join(dir, "recorded.txt"))
 			require.NoError(t, err)
 			rel := strings.TrimSpace(string(rec))
-			kind, _, _ := strings.Cut(rel, "/")
+			kind, file, _ := strings.Cut(rel, "/")
+			if kind == "responses" { // testdata/recorded/responses/<upstream>-<name>
+				kind, _, _ = strings.Cut(file, "-")
+			}
 			raw, err := os.ReadFile(filepath.Join(anthRecordedDir, rel))
 			require.NoError(t, err)
 			var conn Connector
@@ -139,6 +142,10 @@ func TestResponsesAnswerCorpus(t *testing.T) {
 				}
 				respGolden(t, filepath.Join(dir, "events.sse"), append(bytes.Join(frames, []byte("\n\n")), '\n'))
 				assertSequence(t, frames)
+				if SpeaksNatively(conn, APIResponses) && kind == "openai" {
+					// OpenAI's own stream is relayed event for event, byte for byte.
+					assert.Equal(t, strings.TrimSpace(string(raw)), strings.TrimSpace(string(bytes.Join(frames, []byte("\n\n")))))
+				}
 				res = s.Result()
 			} else {
 				var body []byte
