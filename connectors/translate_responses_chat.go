@@ -236,7 +236,9 @@ func chatFromResponses(body Body) (Body, []string, error) {
 			if len(inc) > 0 {
 				t.lose(DegradedInclude)
 			}
-		case "metadata":
+		case "metadata", "client_metadata":
+			// The caller's own annotations (Codex sends client_metadata):
+			// nothing the model reads.
 			if !anthIsNull(v) {
 				var m map[string]string
 				if json.Unmarshal(v, &m) != nil {
