@@ -22,6 +22,12 @@ type chatRequest struct {
 		AllowedModels []string `json:"allowed_models"`
 	} `json:"plugins"`
 	ProviderOptions *vercelOptions `json:"providerOptions"`
+	Tools           chatTools      `json:"tools"`
+}
+
+// script is what the request's tool-call directives ask for, or nil.
+func (q *chatRequest) script(s *Server) *script {
+	return scriptFor(chatTurns(q.Messages), q.Tools.names(), fmt.Sprint("chat ", s.seq.Add(1)))
 }
 
 func (q *chatRequest) includeUsage() bool {

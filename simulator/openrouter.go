@@ -52,10 +52,19 @@ type orChoice struct {
 }
 
 type orMessage struct {
-	Role      string  `json:"role"`
-	Content   string  `json:"content"`
-	Refusal   *string `json:"refusal"`
-	Reasoning *string `json:"reasoning"`
+	Role      string       `json:"role"`
+	Content   *string      `json:"content"`
+	Refusal   *string      `json:"refusal"`
+	Reasoning *string      `json:"reasoning"`
+	ToolCalls []orToolCall `json:"tool_calls,omitempty"`
+}
+
+// orToolCall is a message's tool call, in the recorded member order.
+type orToolCall struct {
+	Type     string `json:"type"`
+	Index    int    `json:"index"`
+	ID       string `json:"id"`
+	Function oaFunc `json:"function"`
 }
 
 // orChunk is a stream chunk, in the recorded member order.
@@ -80,8 +89,9 @@ type orChunkChoice struct {
 }
 
 type orDelta struct {
-	Content string `json:"content"`
-	Role    string `json:"role"`
+	Content   *string       `json:"content"`
+	Role      string        `json:"role"`
+	ToolCalls []oaCallDelta `json:"tool_calls,omitempty"`
 }
 
 type orError struct {
@@ -171,19 +181,41 @@ func orOverflow(m *Model, prompt int) failure {
 	return failure{status: http.StatusBadRequest, body: b}
 }
 
-// orNativeFinish is the provider's own finish reason for a plain answer, as
-// the recordings show it per provider ("completed" from OpenAI's Responses
-// API, "end_turn" from Anthropic's models, "STOP" from Google AI Studio).
-func orNativeFinish(provider string) string {
+// orNativeFinish is the provider's own finish reason for a plain answer or
+// a tool call, as the recordings show it per provider ("completed" from
+// OpenAI's Responses API, "end_turn" and "tool_use" from Anthropic's
+// models, "STOP" from Google AI Studio).
+func orNativeFinish(provider string, call bool) string {
 	switch provider {
 	case "openai":
 		return "completed"
 	case "anthropic", "amazon-bedrock":
+		if call {
+			return "tool_use"
+		}
 		return "end_turn"
 	case "google-ai-studio":
 		return "STOP"
 	}
+	if call {
+		return "tool_calls"
+	}
 	return "stop"
+}
+
+// chatCallID is a tool call's id in the form the serving provider gives
+// it, as the marketplaces' recordings show: OpenAI's "call_", Anthropic's
+// "toolu_01", Bedrock's "toolu_bdrk_01", Google's "tool_<name>_".
+func chatCallID(provider string, c *toolCall) string {
+	switch provider {
+	case "anthropic":
+		return c.callID("toolu_01", 22)
+	case "amazon-bedrock":
+		return c.callID("toolu_bdrk_01", 22)
+	case "google-ai-studio", "google-vertex":
+		return c.callID("tool_"+c.name+"_", 20)
+	}
+	return c.callID("call_", 24)
 }
 
 // orModelID is the id OpenRouter reports for the model that served: its
@@ -273,6 +305,7 @@ func (s *Server) handleOpenRouter(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	prompt := promptTokens(nil, q.Messages)
+	sc := q.script(s)
 	res, ok := s.serveWalk(w, r, KindOpenRouter, hdr, q.Stream, prompt, cands, s.orProviderError, orOverflow)
 	if !ok {
 		return
@@ -281,7 +314,7 @@ func (s *Server) handleOpenRouter(w http.ResponseWriter, r *http.Request) {
 	if strings.EqualFold(r.Header.Get(orMetadataHeader), "enabled") {
 		meta = s.orReport(chain[0], strategy, cands, res)
 	}
-	s.serveAnswer(w, r, q.Stream, s.openRouterAnswer(res.served, prompt, meta), res.fault)
+	s.serveAnswer(w, r, q.Stream, s.openRouterAnswer(res.served, prompt, meta, sc), res.fault)
 }
 
 // orReport is the router's report of a served request.
@@ -311,10 +344,12 @@ func (s *Server) orReport(requested, strategy string, cands []candidate, res wal
 // openRouterAnswer renders a served attempt: the non-stream body (keep-alive
 // whitespace, then compact JSON) and the stream (comments interleaved,
 // provider and model on every chunk, the usage with its cost on a last
-// chunk that repeats the finish, then [DONE]).
-func (s *Server) openRouterAnswer(c *candidate, prompt int, meta *orMetadata) *answer {
+// chunk that repeats the finish, then [DONE]). The answer is the default
+// text, or what the request's directives script.
+func (s *Server) openRouterAnswer(c *candidate, prompt int, meta *orMetadata, sc *script) *answer {
 	slug := c.ep.Slug()
-	text := answerText(c.model.Slug, slug)
+	text := sc.textOr(answerText(c.model.Slug, slug))
+	call := sc.toolCall()
 	out := estimateTokens(len(text))
 	created := time.Now().Unix()
 	id := openRouterID(created, s.seq.Add(1))
@@ -323,7 +358,15 @@ func (s *Server) openRouterAnswer(c *candidate, prompt int, meta *orMetadata) *a
 	if c.ep.Provider == "openai" {
 		tier = "default"
 	}
-	native := orNativeFinish(c.ep.Provider)
+	native := orNativeFinish(c.ep.Provider, call != nil)
+	finish := "stop"
+	msg := orMessage{Role: "assistant", Content: &text}
+	if call != nil {
+		out, finish = estimateTokens(len(call.name)+len(call.args)), "tool_calls"
+		msg.Content = nil
+		msg.ToolCalls = []orToolCall{{Type: "function", ID: chatCallID(c.ep.Provider, call),
+			Function: oaFunc{Name: call.name, Arguments: call.args}}}
+	}
 	u := orUsage{PromptTokens: prompt, CompletionTokens: out, TotalTokens: prompt + out}
 	in, outCost := usd(float64(prompt)*c.ep.PriceIn/1e6), usd(float64(out)*c.ep.PriceOut/1e6)
 	u.Cost = usd(in + outCost)
@@ -334,30 +377,41 @@ func (s *Server) openRouterAnswer(c *candidate, prompt int, meta *orMetadata) *a
 	a := &answer{streamType: "text/event-stream", done: true}
 	body := mustJSON(orAnswer{ID: id, Object: "chat.completion", Created: created, Model: model, Provider: provider,
 		ServiceTier: tier, Usage: u, Metadata: meta,
-		Choices: []orChoice{{FinishReason: "stop", NativeFinishReason: &native,
-			Message: orMessage{Role: "assistant", Content: text}}}})
+		Choices: []orChoice{{FinishReason: finish, NativeFinishReason: &native, Message: msg}}})
 	keepAlive := []byte(strings.Repeat(orKeepAlive, orKeepAliveUnits(c.ep)))
 	a.body = slices.Concat(keepAlive, body)
 
-	chunk := func(content string, finish, nativeFinish *string) orChunk {
+	chunk := func(d orDelta, finish, nativeFinish *string) orChunk {
+		d.Role = "assistant"
 		ch := orChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, Provider: provider,
-			Choices: []orChunkChoice{{Delta: orDelta{Content: content, Role: "assistant"}, FinishReason: finish, NativeFinishReason: nativeFinish}}}
+			Choices: []orChunkChoice{{Delta: d, FinishReason: finish, NativeFinishReason: nativeFinish}}}
 		if finish != nil {
 			ch.ServiceTier = tier
 		}
 		return ch
 	}
+	str := func(s string) *string { return &s }
 	a.events = append(a.events, streamEvent{comment: orProcessing})
-	for i, p := range pieces(text) {
-		a.events = append(a.events, dataEvent(mustJSON(chunk(p, nil, nil))))
-		if i == 0 {
-			// The provider is still at work after its first token.
-			a.events = append(a.events, streamEvent{comment: orProcessing})
+	if call != nil {
+		// The call opens with its id and name, then an empty piece, then
+		// its arguments piece by piece, as recorded.
+		first := oaCallDelta{ID: msg.ToolCalls[0].ID, Type: "function", Function: oaFunc{Name: call.name}}
+		a.events = append(a.events, dataEvent(mustJSON(chunk(orDelta{ToolCalls: []oaCallDelta{first}}, nil, nil))))
+		a.events = append(a.events, streamEvent{comment: orProcessing})
+		for _, p := range append([]string{""}, argPieces(call.args)...) {
+			a.events = append(a.events, dataEvent(mustJSON(chunk(orDelta{ToolCalls: []oaCallDelta{{Function: oaFunc{Arguments: p}}}}, nil, nil))))
+		}
+	} else {
+		for i, p := range pieces(text) {
+			a.events = append(a.events, dataEvent(mustJSON(chunk(orDelta{Content: str(p)}, nil, nil))))
+			if i == 0 {
+				// The provider is still at work after its first token.
+				a.events = append(a.events, streamEvent{comment: orProcessing})
+			}
 		}
 	}
-	stop := "stop"
-	a.events = append(a.events, dataEvent(mustJSON(chunk("", &stop, &native))))
-	last := chunk("", &stop, &native)
+	a.events = append(a.events, dataEvent(mustJSON(chunk(orDelta{Content: str("")}, &finish, &native))))
+	last := chunk(orDelta{Content: str("")}, &finish, &native)
 	last.Usage, last.Metadata = &u, meta
 	a.events = append(a.events, dataEvent(mustJSON(last)))
 
@@ -371,11 +425,11 @@ func (s *Server) openRouterAnswer(c *candidate, prompt int, meta *orMetadata) *a
 		if !stream {
 			errFinish := orAnswer{ID: id, Object: "chat.completion", Created: created, Model: model, Provider: provider,
 				ServiceTier: tier, Usage: u,
-				Choices: []orChoice{{FinishReason: "error", Message: orMessage{Role: "assistant", Content: ""}, Error: failure}}}
+				Choices: []orChoice{{FinishReason: "error", Message: orMessage{Role: "assistant", Content: str("")}, Error: failure}}}
 			return http.StatusOK, slices.Concat(keepAlive, mustJSON(errFinish)), nil
 		}
 		errFinish := "error"
-		ch := chunk("", &errFinish, nil)
+		ch := chunk(orDelta{Content: str("")}, &errFinish, nil)
 		ch.ServiceTier, ch.Error = "", failure
 		return 0, nil, []streamEvent{dataEvent(mustJSON(ch)), dataEvent(doneData)}
 	}

@@ -53,9 +53,6 @@ const recordedDir = "../testdata/recorded"
 
 // notSimulated are the variants the simulator never produces, and why.
 var notSimulated = map[string]string{
-	"tool_use":            "the simulator calls no tools",
-	"input_json_delta":    "the simulator calls no tools",
-	"function":            "the simulator calls no tools",
 	"redacted_thinking":   "the simulator's thinking is never redacted",
 	"reasoning.text":      "the marketplaces' reasoning details are not simulated",
 	"reasoning.summary":   "the marketplaces' reasoning details are not simulated",
@@ -463,7 +460,7 @@ func (c *corpus) problems(sim *shape) []string {
 // model.
 func simRequest(r recording, model string) string {
 	body := map[string]json.RawMessage{"model": mustJSON(model), "stream": mustJSON(r.stream)}
-	for _, k := range []string{"messages", "system", "stream_options", "thinking", "max_tokens"} {
+	for _, k := range []string{"messages", "system", "stream_options", "thinking", "max_tokens", "tools"} {
 		if v, ok := r.request[k]; ok {
 			body[k] = v
 		}
@@ -474,7 +471,94 @@ func simRequest(r recording, model string) string {
 	if _, ok := body["max_tokens"]; !ok {
 		body["max_tokens"] = json.RawMessage(`1024`)
 	}
+	if name, args := recordedCall(r.body, r.stream); name != "" {
+		body["messages"] = withDirective(body["messages"], name, args, "text")
+	}
 	return string(mustJSON(body))
+}
+
+// recordedCall is the first tool call a recorded answer or stream makes —
+// an OpenAI-shaped tool call's function, an Anthropic tool_use block, a
+// Responses function_call item — as its tool's name and its arguments
+// ("{}" when a stream spreads them over pieces); "" when it makes none.
+func recordedCall(body []byte, stream bool) (name, args string) {
+	var docs []any
+	if !stream {
+		var v any
+		if json.Unmarshal(body, &v) == nil {
+			docs = append(docs, v)
+		}
+	} else {
+		for _, line := range strings.Split(string(body), "\n") {
+			var v any
+			if data, ok := strings.CutPrefix(line, "data: "); ok && json.Unmarshal([]byte(data), &v) == nil {
+				docs = append(docs, v)
+			}
+		}
+	}
+	var find func(v any) bool
+	find = func(v any) bool {
+		switch x := v.(type) {
+		case map[string]any:
+			call := x
+			if f, ok := x["function"].(map[string]any); ok {
+				call = f
+			} else if t := x["type"]; t != "tool_use" && t != "function_call" {
+				call = nil
+			}
+			if n, ok := call["name"].(string); ok && n != "" {
+				name, args = n, "{}"
+				if a, ok := call["arguments"].(string); ok && json.Valid([]byte(a)) && strings.HasPrefix(a, "{") {
+					args = a
+				} else if in, ok := call["input"].(map[string]any); ok && len(in) > 0 {
+					args = string(mustJSON(in))
+				}
+				return true
+			}
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				if find(x[k]) {
+					return true
+				}
+			}
+		case []any:
+			for _, e := range x {
+				if find(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, d := range docs {
+		if find(d) {
+			return name, args
+		}
+	}
+	return "", ""
+}
+
+// withDirective appends the directive to call the tool to the last user
+// message of msgs (a string content grows; a parts content gains a part of
+// partType).
+func withDirective(msgs json.RawMessage, tool, args, partType string) json.RawMessage {
+	var list []map[string]any
+	if json.Unmarshal(msgs, &list) != nil {
+		return msgs
+	}
+	d := "[[sim:call " + tool + " " + args + "]]"
+	for i := len(list) - 1; i >= 0; i-- {
+		if list[i]["role"] != "user" {
+			continue
+		}
+		switch c := list[i]["content"].(type) {
+		case string:
+			list[i]["content"] = c + " " + d
+		case []any:
+			list[i]["content"] = append(c, map[string]any{"type": partType, "text": d})
+		}
+		break
+	}
+	return mustJSON(list)
 }
 
 func TestShapesMatchRecordings(t *testing.T) {

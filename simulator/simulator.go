@@ -9,6 +9,28 @@
 // TestShapesMatchRecordings holds it to, field by field and stream by
 // stream.
 //
+// # Scripted tool calls
+//
+// Agent tests script tool calls with a directive in a user turn's text:
+//
+//	[[sim:call NAME {"json": "arguments"}]]
+//
+// When the request offers a function tool NAME (OpenAI's and the
+// marketplaces' tools[].function.name, Anthropic's tools[].name, the
+// Responses API's tools[].name) and the conversation's last user turn that
+// has text carries the directive, the answer is one call to NAME with those
+// arguments ("{}" when none are given): tool_calls and finish_reason
+// "tool_calls" on chat completions, a tool_use block and stop_reason
+// "tool_use" on the Messages API, a function_call output item on the
+// Responses API, streamed or not. Once a tool result follows that turn (a
+// "tool" message, a tool_result block, a function_call_output item), the
+// answer is text quoting the result verbatim ("tool NAME returned: …"), so
+// a test can see the agent relay it. Several directives in one turn are
+// called one after the other, each once the previous has its result; the
+// text then quotes every result, one line each. A directive naming a tool
+// the request does not offer, or malformed, is plain text. Without a
+// directive every upstream answers as it always does.
+//
 // It is the upstreams' test double, not part of the gateway: it imports
 // no stage of the pipeline but the model catalog's (guardrails) names and
 // models, so that it serves exactly the catalog a gateway routes against
