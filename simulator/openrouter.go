@@ -230,48 +230,63 @@ func orModelID(m *Model) string {
 	return m.upstreamID(KindOpenRouter)
 }
 
-func (s *Server) handleOpenRouter(w http.ResponseWriter, r *http.Request) {
-	var q chatRequest
-	hdr, ok := s.readRequest(w, r, &q, func(err error) any { return orShape(400, err.Error()) })
-	if !ok {
-		return
+// orRoute is what an OpenRouter request asks of the router, whatever its
+// API: the model, the fallback models, the provider preferences and the
+// auto router's allowed models.
+type orRoute struct {
+	model    string
+	models   []string
+	provider *orProvider
+	allowed  []string
+}
+
+// orPlan is the router's plan for a request: the (model, endpoint)
+// candidates in the order it tries them, the chain of models asked for, the
+// strategy it reports and the first model resolved.
+type orPlan struct {
+	cands    []candidate
+	chain    []string
+	strategy string
+	primary  *Model
+}
+
+// routeError is a request the router refuses before any attempt: its
+// status and message; noProviders marks the 404 of a request whose
+// preferences leave no endpoint.
+type routeError struct {
+	status      int
+	msg         string
+	noProviders bool
+}
+
+// plan resolves an OpenRouter request's models and provider preferences
+// into candidates, as every OpenRouter API does.
+func (s *Server) orPlan(rt orRoute) (orPlan, *routeError) {
+	var p orPlan
+	if len(rt.models) > 3 {
+		return p, &routeError{status: http.StatusBadRequest, msg: "'models' array must have 3 items or fewer"}
 	}
-	if len(q.Models) > 3 {
-		writeJSON(w, http.StatusBadRequest, orShape(400, "'models' array must have 3 items or fewer"))
-		return
-	}
-	sortKey, err := q.Provider.sortKey()
+	sortKey, err := rt.provider.sortKey()
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, orShape(400, err.Error()))
-		return
+		return p, &routeError{status: http.StatusBadRequest, msg: err.Error()}
 	}
-	chain := []string{}
-	if q.Model != "" {
-		chain = append(chain, q.Model)
+	if rt.model != "" {
+		p.chain = append(p.chain, rt.model)
 	}
-	for _, m := range q.Models {
-		if !containsFold(chain, m) {
-			chain = append(chain, m)
+	for _, m := range rt.models {
+		if !containsFold(p.chain, m) {
+			p.chain = append(p.chain, m)
 		}
 	}
-	if len(chain) == 0 {
-		writeJSON(w, http.StatusBadRequest, orShape(400, "No models provided"))
-		return
-	}
-	var allowed []string
-	for _, p := range q.Plugins {
-		if p.ID == "auto-router" {
-			allowed = append(allowed, p.AllowedModels...)
-		}
+	if len(p.chain) == 0 {
+		return p, &routeError{status: http.StatusBadRequest, msg: "No models provided"}
 	}
 	// The strategy values are the API reference's RoutingStrategy.
-	strategy := "direct"
-	if len(q.Models) > 0 {
-		strategy = "fallback"
+	p.strategy = "direct"
+	if len(rt.models) > 0 {
+		p.strategy = "fallback"
 	}
-	var cands []candidate
-	var primary *Model
-	for _, ref := range chain {
+	for _, ref := range p.chain {
 		key, slug := sortKey, ref
 		switch {
 		case strings.HasSuffix(slug, ":nitro"):
@@ -281,40 +296,72 @@ func (s *Server) handleOpenRouter(w http.ResponseWriter, r *http.Request) {
 		}
 		var m *Model
 		if strings.EqualFold(slug, orAuto) {
-			strategy = "auto"
-			m, _ = s.cfg.autoPick(allowed, func(m *Model) bool { return len(openRouterEndpoints(m, q.Provider, key)) > 0 })
+			p.strategy = "auto"
+			m, _ = s.cfg.autoPick(rt.allowed, func(m *Model) bool { return len(openRouterEndpoints(m, rt.provider, key)) > 0 })
 			if m == nil {
 				continue
 			}
 		} else {
 			var ok bool
 			if m, ok = s.cfg.marketModel(KindOpenRouter, slug); !ok {
-				writeJSON(w, http.StatusBadRequest, orShape(400, ref+" is not a valid model ID"))
-				return
+				return p, &routeError{status: http.StatusBadRequest, msg: ref + " is not a valid model ID"}
 			}
 		}
-		if primary == nil {
-			primary = m
+		if p.primary == nil {
+			p.primary = m
 		}
-		for _, e := range openRouterEndpoints(m, q.Provider, key) {
-			cands = append(cands, candidate{m, e})
+		for _, e := range openRouterEndpoints(m, rt.provider, key) {
+			p.cands = append(p.cands, candidate{m, e})
 		}
 	}
-	if len(cands) == 0 {
-		writeJSON(w, http.StatusNotFound, s.orNoProviders(primary, q.Provider))
+	if len(p.cands) == 0 {
+		return p, &routeError{status: http.StatusNotFound, msg: "No allowed providers are available for the selected model.", noProviders: true}
+	}
+	return p, nil
+}
+
+// allowedModels are the auto router's allowed models among plugins.
+func allowedModels(plugins []orPlugin) []string {
+	var allowed []string
+	for _, p := range plugins {
+		if p.ID == "auto-router" {
+			allowed = append(allowed, p.AllowedModels...)
+		}
+	}
+	return allowed
+}
+
+func (s *Server) handleOpenRouter(w http.ResponseWriter, r *http.Request) {
+	var q chatRequest
+	hdr, ok := s.readRequest(w, r, &q, func(err error) any { return orShape(400, err.Error()) })
+	if !ok {
+		return
+	}
+	plan, rerr := s.orPlan(orRoute{model: q.Model, models: q.Models, provider: q.Provider, allowed: allowedModels(q.Plugins)})
+	if rerr != nil {
+		if rerr.noProviders {
+			writeJSON(w, rerr.status, s.orNoProviders(plan.primary, q.Provider))
+			return
+		}
+		writeJSON(w, rerr.status, orShape(rerr.status, rerr.msg))
 		return
 	}
 	prompt := promptTokens(nil, q.Messages)
 	sc := q.script(s)
-	res, ok := s.serveWalk(w, r, KindOpenRouter, hdr, q.Stream, prompt, cands, s.orProviderError, orOverflow)
+	res, ok := s.serveWalk(w, r, KindOpenRouter, hdr, q.Stream, prompt, plan.cands, s.orProviderError, orOverflow)
 	if !ok {
 		return
 	}
-	var meta *orMetadata
-	if strings.EqualFold(r.Header.Get(orMetadataHeader), "enabled") {
-		meta = s.orReport(chain[0], strategy, cands, res)
+	s.serveAnswer(w, r, q.Stream, s.openRouterAnswer(res.served, prompt, s.orMeta(r, plan, res), sc), res.fault)
+}
+
+// orMeta is the router's report when the request asks for it with
+// X-OpenRouter-Metadata, else nil.
+func (s *Server) orMeta(r *http.Request, plan orPlan, res walkResult) *orMetadata {
+	if !strings.EqualFold(r.Header.Get(orMetadataHeader), "enabled") {
+		return nil
 	}
-	s.serveAnswer(w, r, q.Stream, s.openRouterAnswer(res.served, prompt, meta, sc), res.fault)
+	return s.orReport(plan.chain[0], plan.strategy, plan.cands, res)
 }
 
 // orReport is the router's report of a served request.

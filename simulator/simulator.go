@@ -65,6 +65,33 @@ const (
 	KindAnthropic  = "anthropic"
 )
 
+// The APIs a call can come in on, as used by [Call.API]: what the path
+// ends with, whatever the upstream's prefix.
+const (
+	APIChat        = "chat"         // …/chat/completions
+	APIMessages    = "messages"     // …/messages (Anthropic's, OpenRouter's, Vercel's)
+	APIResponses   = "responses"    // …/responses and …/responses/{id}
+	APIEmbeddings  = "embeddings"   // …/embeddings
+	APICountTokens = "count_tokens" // …/messages/count_tokens
+)
+
+// apiOf names the API a request path belongs to, or "" for none of them.
+func apiOf(path string) string {
+	switch {
+	case strings.HasSuffix(path, "/chat/completions"):
+		return APIChat
+	case strings.HasSuffix(path, "/messages/count_tokens"):
+		return APICountTokens
+	case strings.HasSuffix(path, "/messages"):
+		return APIMessages
+	case strings.HasSuffix(path, "/embeddings"):
+		return APIEmbeddings
+	case strings.HasSuffix(path, "/responses") || strings.Contains(path, "/responses/"):
+		return APIResponses
+	}
+	return ""
+}
+
 // FaultHeader is the request header carrying per-request faults.
 const FaultHeader = "X-Sim-Fault"
 
@@ -72,6 +99,14 @@ const FaultHeader = "X-Sim-Fault"
 type Call struct {
 	// Kind is the upstream that was called: KindOpenRouter, KindVercel, KindOpenAI or KindAnthropic.
 	Kind string
+	// API is the API the request came in on: APIChat, APIMessages,
+	// APIResponses, APIEmbeddings or APICountTokens.
+	API string
+	// Path is the request's path, e.g. "/openrouter/api/v1/messages".
+	Path string
+	// Method is the request's method: POST, or GET and DELETE for a
+	// stored response.
+	Method string
 	// Model is the catalog slug attempted.
 	Model string
 	// Provider is the endpoint slug attempted.
@@ -90,6 +125,7 @@ type Call struct {
 // Model and Provider match like a fault's (name part / base slug allowed).
 type CallFilter struct {
 	Kind     string
+	API      string
 	Model    string
 	Provider string
 	Status   int
@@ -236,6 +272,7 @@ func (s *Server) CallCount(f CallFilter) int {
 	n := 0
 	for _, c := range s.calls {
 		if f.Kind != "" && f.Kind != c.Kind ||
+			f.API != "" && f.API != c.API ||
 			f.Model != "" && !modelMatches(f.Model, c.Model) ||
 			f.Provider != "" && !providerMatches(f.Provider, c.Provider) ||
 			f.Status != 0 && f.Status != c.Status {
@@ -256,8 +293,10 @@ func (s *Server) Reset() {
 	s.mu.Unlock()
 }
 
-func (s *Server) record(c Call) {
+// record keeps an attempt made on request r.
+func (s *Server) record(r *http.Request, c Call) {
 	c.Time = time.Now()
+	c.Path, c.Method, c.API = r.URL.Path, r.Method, apiOf(r.URL.Path)
 	s.mu.Lock()
 	s.calls = append(s.calls, c)
 	s.mu.Unlock()

@@ -194,20 +194,16 @@ func vercelOverflow(m *Model, prompt int) failure {
 	return failure{status: http.StatusBadRequest, body: b}
 }
 
-func (s *Server) handleVercel(w http.ResponseWriter, r *http.Request) {
-	var q chatRequest
-	hdr, ok := s.readRequest(w, r, &q, func(err error) any { return vercelShape(400, err.Error()) })
-	if !ok {
-		return
-	}
-	g := q.ProviderOptions.gateway()
+// vercelPlan resolves a request's model and providerOptions.gateway into
+// candidates, as every Vercel-like API does: the model, then the gateway's
+// fallback models, each over its providers in the gateway's order.
+func (s *Server) vercelPlan(model string, g *vercelGateway) ([]candidate, *routeError) {
 	if g != nil && g.Sort != "" {
 		if _, ok := vercelSort[g.Sort]; !ok {
-			writeJSON(w, http.StatusBadRequest, vercelShape(400, fmt.Sprintf("providerOptions.gateway.sort: invalid value %q (expected cost, ttft or tps)", g.Sort)))
-			return
+			return nil, &routeError{status: http.StatusBadRequest, msg: fmt.Sprintf("providerOptions.gateway.sort: invalid value %q (expected cost, ttft or tps)", g.Sort)}
 		}
 	}
-	chain := []string{q.Model}
+	chain := []string{model}
 	if g != nil {
 		for _, m := range g.Models {
 			if !containsFold(chain, m) {
@@ -219,15 +215,27 @@ func (s *Server) handleVercel(w http.ResponseWriter, r *http.Request) {
 	for _, ref := range chain {
 		m, ok := s.cfg.marketModel(KindVercel, ref)
 		if !ok {
-			writeJSON(w, http.StatusNotFound, vercelShape(404, fmt.Sprintf("Model '%s' not found", ref)))
-			return
+			return nil, &routeError{status: http.StatusNotFound, msg: fmt.Sprintf("Model '%s' not found", ref)}
 		}
 		for _, e := range vercelEndpoints(m, g, s.vercelMatch) {
 			cands = append(cands, candidate{m, e})
 		}
 	}
 	if len(cands) == 0 {
-		writeJSON(w, http.StatusNotFound, vercelShape(404, fmt.Sprintf("No providers available for model '%s' with the requested provider options", q.Model)))
+		return nil, &routeError{status: http.StatusNotFound, msg: fmt.Sprintf("No providers available for model '%s' with the requested provider options", model), noProviders: true}
+	}
+	return cands, nil
+}
+
+func (s *Server) handleVercel(w http.ResponseWriter, r *http.Request) {
+	var q chatRequest
+	hdr, ok := s.readRequest(w, r, &q, func(err error) any { return vercelShape(400, err.Error()) })
+	if !ok {
+		return
+	}
+	cands, rerr := s.vercelPlan(q.Model, q.ProviderOptions.gateway())
+	if rerr != nil {
+		writeJSON(w, rerr.status, vercelShape(rerr.status, rerr.msg))
 		return
 	}
 	prompt := promptTokens(nil, q.Messages)
