@@ -16,8 +16,8 @@ type chatRequest struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	Provider *orProvider `json:"provider"`
-	Plugins  []orPlugin  `json:"plugins"`
+	Provider        *orProvider    `json:"provider"`
+	Plugins         []orPlugin     `json:"plugins"`
 	ProviderOptions *vercelOptions `json:"providerOptions"`
 	Tools           chatTools      `json:"tools"`
 }
