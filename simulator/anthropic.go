@@ -60,6 +60,8 @@ type anthMessage struct {
 	// Provider is the marketplace's report of who served (OpenRouter's
 	// Messages endpoint); Anthropic's own answer has none.
 	Provider string `json:"provider,omitempty"`
+	// Metadata is OpenRouter's router report, when asked for.
+	Metadata *orMetadata `json:"openrouter_metadata,omitempty"`
 }
 
 // anthBlock is a content block: text, thinking with its signature, or a
@@ -121,6 +123,7 @@ type anthEvent struct {
 	ContentBlock *anthBlock      `json:"content_block,omitempty"`
 	Delta        any             `json:"delta,omitempty"`
 	Usage        *anthDeltaUsage `json:"usage,omitempty"`
+	Metadata     *orMetadata     `json:"openrouter_metadata,omitempty"`
 }
 
 // anthStop is message_delta's delta.
@@ -214,12 +217,17 @@ func (s *Server) handleAnthropic(w http.ResponseWriter, r *http.Request) {
 // anthExtras is what a marketplace's Messages endpoint adds to Anthropic's
 // answer (nil for Anthropic's own): its default text, the serving
 // provider's name at the top of the message (and of message_start's), the
-// billed cost in the usage, and the [DONE] that ends its stream.
+// billed cost in the usage, and the [DONE] that ends its stream. Any
+// marketplace re-encodes the events, without Anthropic's padding.
 type anthExtras struct {
 	text     string
 	provider string
-	cost     *msgCost
-	done     bool
+	// price, when set, bills the answer at the endpoint's prices.
+	price *Endpoint
+	done  bool
+	// meta is OpenRouter's router report, on the message and on
+	// message_stop, when the request asks for it.
+	meta *orMetadata
 }
 
 // msgCost is the cost members of a marketplace's Messages usage, as
@@ -266,9 +274,8 @@ func (s *Server) anthropicAnswer(m *Model, model string, prompt int, thinks bool
 	}
 	usage := func(out int) anthUsage {
 		u := anthropicUsage(prompt, out)
-		if ex != nil && ex.cost != nil {
-			c := *ex.cost
-			u.msgCost = &c
+		if ex != nil && ex.price != nil {
+			u.msgCost = orMessageCost(*ex.price, prompt, out)
 		}
 		return u
 	}
@@ -286,14 +293,27 @@ func (s *Server) anthropicAnswer(m *Model, model string, prompt int, thinks bool
 		blocks = append(blocks, *use)
 	}
 	a := &answer{streamType: "text/event-stream; charset=utf-8", done: ex != nil && ex.done}
-	a.body = mustJSON(anthMessage{Model: model, ID: id, Type: "message", Role: "assistant", Content: blocks,
-		StopReason: &stop, Usage: usage(out), Provider: provider})
+	final := anthMessage{Model: model, ID: id, Type: "message", Role: "assistant", Content: blocks,
+		StopReason: &stop, Usage: usage(out), Provider: provider}
+	if ex != nil {
+		final.Metadata = ex.meta
+	}
+	a.body = mustJSON(final)
 
 	// Every data object but ping's is padded with spaces before its closing
 	// brace, by an amount that varies from event to event, as recorded.
+	// A marketplace re-encodes the events: no padding, a compact ping.
 	add := func(name string, v any) {
 		i := len(a.events)
-		a.events = append(a.events, streamEvent{name: name, data: padJSON(mustJSON(v), (i*5+3)%16)})
+		data := mustJSON(v)
+		if ex == nil {
+			data = padJSON(data, (i*5+3)%16)
+		}
+		a.events = append(a.events, streamEvent{name: name, data: data})
+	}
+	ping := []byte(`{"type": "ping"}`)
+	if ex != nil {
+		ping = []byte(`{"type":"ping"}`)
 	}
 	start := anthMessage{Model: model, ID: id, Type: "message", Role: "assistant", Content: []anthBlock{},
 		Usage: anthropicUsage(prompt, 1), Provider: provider}
@@ -304,7 +324,7 @@ func (s *Server) anthropicAnswer(m *Model, model string, prompt int, thinks bool
 		add("content_block_start", anthEvent{Type: "content_block_start", Index: &i, ContentBlock: &startBlock})
 		if i == 0 {
 			// One ping follows the first block's start in every recording.
-			a.events = append(a.events, streamEvent{name: "ping", data: []byte(`{"type": "ping"}`)})
+			a.events = append(a.events, streamEvent{name: "ping", data: ping})
 		}
 		for _, d := range deltas {
 			add("content_block_delta", anthEvent{Type: "content_block_delta", Index: &i, Delta: d})
@@ -339,7 +359,11 @@ func (s *Server) anthropicAnswer(m *Model, model string, prompt int, thinks bool
 	}
 	add("message_delta", anthEvent{Type: "message_delta", Delta: anthStop{StopReason: stop},
 		Usage: &anthDeltaUsage{InputTokens: prompt, OutputTokens: out}})
-	add("message_stop", anthEvent{Type: "message_stop"})
+	stopEv := anthEvent{Type: "message_stop"}
+	if ex != nil {
+		stopEv.Metadata = ex.meta
+	}
+	add("message_stop", stopEv)
 
 	a.midError = func(stream bool) (int, []byte, []streamEvent) {
 		if !stream {

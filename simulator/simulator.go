@@ -156,6 +156,8 @@ type Server struct {
 	calls     []Call
 	faults    []*installedFault
 	hdrFaults map[string]int // uses per header fault (canonical string)
+	// stored are the responses OpenAI-like Responses calls kept, by id.
+	stored map[string]*storedResponse
 }
 
 // New returns a server for cfg. It panics if the embedded error recordings
@@ -168,7 +170,8 @@ func New(cfg Config) *Server {
 	if cfg.SlowStreamInterval <= 0 {
 		cfg.SlowStreamInterval = 50 * time.Millisecond
 	}
-	s := &Server{cfg: cfg, errs: errs, done: make(chan struct{}), hdrFaults: map[string]int{}, started: time.Now()}
+	s := &Server{cfg: cfg, errs: errs, done: make(chan struct{}), hdrFaults: map[string]int{}, started: time.Now(),
+		stored: map[string]*storedResponse{}}
 	return s
 }
 
@@ -283,13 +286,14 @@ func (s *Server) CallCount(f CallFilter) int {
 	return n
 }
 
-// Reset forgets the recorded calls, the programmatic faults and every
-// fault's Times counter.
+// Reset forgets the recorded calls, the programmatic faults, every
+// fault's Times counter and the stored responses.
 func (s *Server) Reset() {
 	s.mu.Lock()
 	s.calls = nil
 	s.faults = nil
 	s.hdrFaults = map[string]int{}
+	s.stored = map[string]*storedResponse{}
 	s.mu.Unlock()
 }
 
@@ -407,6 +411,13 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /vercel/v1/models", s.track(s.handleVercelModels))
 	mux.HandleFunc("POST /openai/v1/chat/completions", s.track(s.handleOpenAI))
 	mux.HandleFunc("POST /anthropic/v1/messages", s.track(s.handleAnthropic))
+	mux.HandleFunc("POST /openai/v1/responses", s.track(s.handleOpenAIResponses))
+	mux.HandleFunc("GET /openai/v1/responses/{id}", s.track(s.handleOpenAIResponseGet))
+	mux.HandleFunc("DELETE /openai/v1/responses/{id}", s.track(s.handleOpenAIResponseDelete))
+	mux.HandleFunc("POST /openrouter/api/v1/responses", s.track(s.handleORResponses))
+	mux.HandleFunc("POST /openrouter/api/v1/messages", s.track(s.handleORMessages))
+	mux.HandleFunc("POST /vercel/v1/messages", s.track(s.handleVercelMessages))
+	mux.HandleFunc("POST /vercel/v1/responses", s.track(s.handleVercelResponses))
 	s.inboundRoutes(mux)
 	return mux
 }
