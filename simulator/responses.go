@@ -341,7 +341,9 @@ func (s *Server) responsesAnswer(p respPlan) (*answer, []byte) {
 	q := p.q
 	seq := s.seq.Add(1)
 	base := token(fmt.Sprint("responses ", seq), 50, hexDigits)
-	id := func(prefix string, n int) string { return prefix + base[:16] + token(fmt.Sprint(base, n), 34, hexDigits) }
+	id := func(prefix string, n int) string {
+		return prefix + base[:16] + token(fmt.Sprint(base, n), 34, hexDigits)
+	}
 	created := time.Now().Unix()
 	respID := "resp_" + base
 
