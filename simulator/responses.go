@@ -187,6 +187,8 @@ type respObject struct {
 	Usage                *respUsage      `json:"usage"`
 	User                 *string         `json:"user"`
 	Metadata             map[string]any  `json:"metadata"`
+	// RouterMetadata is OpenRouter's router report, when asked for.
+	RouterMetadata *orMetadata `json:"openrouter_metadata,omitempty"`
 }
 
 type respBilling struct {
@@ -315,6 +317,8 @@ type respFlavour struct {
 	cost *respCost
 	// done ends the stream with data: [DONE].
 	done bool
+	// meta is OpenRouter's router report on the completed response, or nil.
+	meta *orMetadata
 }
 
 // respPlan is what a Responses answer is made of.
@@ -429,6 +433,7 @@ func (s *Server) responsesAnswer(p respPlan) (*answer, []byte) {
 		if status == "completed" {
 			done := time.Now().Unix()
 			o.CompletedAt, o.ServiceTier, o.Output, o.Usage = &done, "default", items, u
+			o.RouterMetadata = p.flavor.meta
 		}
 		return o
 	}
@@ -675,7 +680,7 @@ func (s *Server) handleORResponses(w http.ResponseWriter, r *http.Request) {
 	}
 	c := res.served
 	p := respPlan{q: &q, model: orModelID(c.model), text: answerText(c.model.Slug, c.ep.Slug()), sc: sc, prompt: prompt,
-		flavor: respFlavour{done: true}, midError: respMidError(orShape)}
+		flavor: respFlavour{done: true, meta: s.orMeta(r, plan, res)}, midError: respMidError(orShape)}
 	p.flavor.cost = orRespCost(c.ep, prompt, p.outputTokens())
 	a, _ := s.responsesAnswer(p)
 	s.serveAnswer(w, r, q.Stream, a, res.fault)
