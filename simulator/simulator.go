@@ -9,6 +9,27 @@
 // TestShapesMatchRecordings holds it to, field by field and stream by
 // stream.
 //
+// # Endpoints
+//
+// Under [Server.URL] of each upstream kind:
+//
+//   - OpenRouter: POST chat/completions, messages (Anthropic's Messages
+//     API), responses (the Responses API, stateless: store true and
+//     previous_response_id are refused with 400), embeddings; GET models
+//     and models/{author}/{slug}/endpoints.
+//   - Vercel: POST chat/completions, messages, responses (stateless too),
+//     embeddings; GET models.
+//   - OpenAI: POST chat/completions, responses, embeddings; GET and DELETE
+//     responses/{id}. A response is kept unless the request sets store
+//     false, and previous_response_id continues a kept one (an unknown id
+//     is refused with 400, previous_response_not_found).
+//   - Anthropic: POST messages, messages/count_tokens.
+//
+// A marketplace's Messages and Responses endpoints take the routing
+// members its reference gives them (testdata/recorded/ENDPOINTS.md) and
+// walk providers and fallback models as its chat endpoint does, faults
+// included; every attempt is a [Call] naming its API and path.
+//
 // # Scripted tool calls
 //
 // Agent tests script tool calls with a directive in a user turn's text:
@@ -20,8 +41,9 @@
 // Responses API's tools[].name) and the conversation's last user turn that
 // has text carries the directive, the answer is one call to NAME with those
 // arguments ("{}" when none are given): tool_calls and finish_reason
-// "tool_calls" on chat completions, a tool_use block and stop_reason
-// "tool_use" on the Messages API, a function_call output item on the
+// "tool_calls" on chat completions, a tool_use block (after a sentence of
+// text, as every recorded call has one) and stop_reason "tool_use" on the
+// Messages API, a function_call output item on the
 // Responses API, streamed or not. Once a tool result follows that turn (a
 // "tool" message, a tool_result block, a function_call_output item), the
 // answer is text quoting the result verbatim ("tool NAME returned: …"), so
