@@ -757,7 +757,10 @@ func TestNewEndpointsFailInTheirShape(t *testing.T) {
 	})
 	t.Run("openrouter messages unknown model", func(t *testing.T) {
 		r := post(t, s.URL(KindOpenRouter)+"/messages", `{"model":"acme/nope","max_tokens":5,`+hello+`}`)
-		require.Equal(t, http.StatusBadRequest, r.status)
-		assert.Equal(t, "invalid_request_error", r.json(t)["error"].(map[string]any)["type"])
+		require.Equal(t, http.StatusNotFound, r.status)
+		e := r.json(t)["error"].(map[string]any)
+		assert.Equal(t, "not_found_error", e["type"])
+		assert.Equal(t, "not_found", e["error_type"])
+		assert.Equal(t, "Model not found", e["message"])
 	})
 }

@@ -116,6 +116,12 @@ func (s *Server) handleORMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	plan, rerr := s.orPlan(orRoute{model: q.Model, models: models, provider: q.Provider, allowed: allowedModels(q.Plugins)})
 	if rerr != nil {
+		if rerr.unknownModel {
+			// The Messages endpoint's own answer, as its API reference's
+			// 404 example gives it.
+			writeJSON(w, http.StatusNotFound, orMessagesError(404, "Model not found", ""))
+			return
+		}
 		writeJSON(w, rerr.status, orMessagesError(rerr.status, rerr.msg, ""))
 		return
 	}

@@ -252,11 +252,13 @@ type orPlan struct {
 
 // routeError is a request the router refuses before any attempt: its
 // status and message; noProviders marks the 404 of a request whose
-// preferences leave no endpoint.
+// preferences leave no endpoint, unknownModel a model not served.
 type routeError struct {
 	status      int
 	msg         string
 	noProviders bool
+	// unknownModel marks a model the marketplace does not serve.
+	unknownModel bool
 }
 
 // plan resolves an OpenRouter request's models and provider preferences
@@ -304,7 +306,7 @@ func (s *Server) orPlan(rt orRoute) (orPlan, *routeError) {
 		} else {
 			var ok bool
 			if m, ok = s.cfg.marketModel(KindOpenRouter, slug); !ok {
-				return p, &routeError{status: http.StatusBadRequest, msg: ref + " is not a valid model ID"}
+				return p, &routeError{status: http.StatusBadRequest, msg: ref + " is not a valid model ID", unknownModel: true}
 			}
 		}
 		if p.primary == nil {
