@@ -33,6 +33,12 @@ type anthropicRequest struct {
 	Thinking  *struct {
 		Type string `json:"type"`
 	} `json:"thinking"`
+	Tools anthropicTools `json:"tools"`
+}
+
+// script is what the request's tool-call directives ask for, or nil.
+func (q *anthropicRequest) script(s *Server) *script {
+	return scriptFor(anthropicTurns(q.Messages), q.Tools.names(), fmt.Sprint("messages ", s.seq.Add(1)))
 }
 
 // thinks reports whether the request turns extended thinking on ("enabled",
@@ -51,14 +57,31 @@ type anthMessage struct {
 	StopReason   *string     `json:"stop_reason"`
 	StopSequence *string     `json:"stop_sequence"`
 	Usage        anthUsage   `json:"usage"`
+	// Provider is the marketplace's report of who served (OpenRouter's
+	// Messages endpoint); Anthropic's own answer has none.
+	Provider string `json:"provider,omitempty"`
+	// Metadata is OpenRouter's router report, when asked for.
+	Metadata *orMetadata `json:"openrouter_metadata,omitempty"`
 }
 
-// anthBlock is a content block: text, or thinking with its signature.
+// anthBlock is a content block: text, thinking with its signature, or a
+// tool call; and a stream's delta of one.
 type anthBlock struct {
-	Type      string  `json:"type"`
-	Text      *string `json:"text,omitempty"`
-	Thinking  *string `json:"thinking,omitempty"`
-	Signature *string `json:"signature,omitempty"`
+	Type        string          `json:"type"`
+	Text        *string         `json:"text,omitempty"`
+	Thinking    *string         `json:"thinking,omitempty"`
+	Signature   *string         `json:"signature,omitempty"`
+	ID          string          `json:"id,omitempty"`
+	Name        string          `json:"name,omitempty"`
+	Input       json.RawMessage `json:"input,omitempty"`
+	Caller      *anthCaller     `json:"caller,omitempty"`
+	PartialJSON *string         `json:"partial_json,omitempty"`
+}
+
+// anthCaller says who called a tool; the recordings' calls are all
+// "direct" (the model's own).
+type anthCaller struct {
+	Type string `json:"type"`
 }
 
 // anthUsage is a message's usage, as the non-stream answer and
@@ -74,6 +97,9 @@ type anthUsage struct {
 	OutputTokens int    `json:"output_tokens"`
 	ServiceTier  string `json:"service_tier"`
 	InferenceGeo string `json:"inference_geo"`
+	// msgCost is a marketplace's billed cost, inline; Anthropic's own usage
+	// has none.
+	*msgCost
 }
 
 func anthropicUsage(in, out int) anthUsage {
@@ -97,6 +123,7 @@ type anthEvent struct {
 	ContentBlock *anthBlock      `json:"content_block,omitempty"`
 	Delta        any             `json:"delta,omitempty"`
 	Usage        *anthDeltaUsage `json:"usage,omitempty"`
+	Metadata     *orMetadata     `json:"openrouter_metadata,omitempty"`
 }
 
 // anthStop is message_delta's delta.
@@ -172,6 +199,7 @@ func (s *Server) handleAnthropic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	prompt := promptTokens(q.System, q.Messages)
+	sc := q.script(s)
 	res, ok := s.serveWalk(w, r, KindAnthropic, hdr, q.Stream, prompt, []candidate{{m, ep}}, anyAttempt(anthropicShape), anthropicOverflow)
 	if !ok {
 		return
@@ -183,13 +211,51 @@ func (s *Server) handleAnthropic(w http.ResponseWriter, r *http.Request) {
 	if strings.EqualFold(undated(asked), native) || strings.EqualFold(asked, native) {
 		native = asked // a dated id is answered as asked
 	}
-	s.serveAnswer(w, r, q.Stream, s.anthropicAnswer(m, dated(native, anthropicSnapshots, anthropicSuffix), prompt, q.thinks()), res.fault)
+	s.serveAnswer(w, r, q.Stream, s.anthropicAnswer(m, dated(native, anthropicSnapshots, anthropicSuffix), prompt, q.thinks(), sc, nil), res.fault)
 }
 
-// anthropicAnswer renders a served message of model (the dated id
-// reported): a thinking block first when the request thinks, then the text.
-func (s *Server) anthropicAnswer(m *Model, model string, prompt int, thinks bool) *answer {
-	text := answerText(m.Slug, "anthropic")
+// anthExtras is what a marketplace's Messages endpoint adds to Anthropic's
+// answer (nil for Anthropic's own): its default text, the serving
+// provider's name at the top of the message (and of message_start's), the
+// billed cost in the usage, and the [DONE] that ends its stream. Any
+// marketplace re-encodes the events, without Anthropic's padding.
+type anthExtras struct {
+	text     string
+	provider string
+	// price, when set, bills the answer at the endpoint's prices.
+	price *Endpoint
+	done  bool
+	// meta is OpenRouter's router report, on the message and on
+	// message_stop, when the request asks for it.
+	meta *orMetadata
+}
+
+// msgCost is the cost members of a marketplace's Messages usage, as
+// OpenRouter's API reference gives them (MessagesResult.usage).
+type msgCost struct {
+	Cost        float64 `json:"cost"`
+	IsBYOK      bool    `json:"is_byok"`
+	CostDetails struct {
+		UpstreamInferenceCost            float64 `json:"upstream_inference_cost"`
+		UpstreamInferencePromptCost      float64 `json:"upstream_inference_prompt_cost"`
+		UpstreamInferenceCompletionsCost float64 `json:"upstream_inference_completions_cost"`
+	} `json:"cost_details"`
+}
+
+// anthropicAnswer renders a served message of model (the id reported): a
+// thinking block first when the request thinks, then the text — the
+// default, or what the request's directives script; a scripted call is a
+// sentence and a tool_use block, as every recorded call is.
+func (s *Server) anthropicAnswer(m *Model, model string, prompt int, thinks bool, sc *script, ex *anthExtras) *answer {
+	def := answerText(m.Slug, "anthropic")
+	if ex != nil {
+		def = ex.text
+	}
+	text := sc.textOr(def)
+	call := sc.toolCall()
+	if call != nil {
+		text = "I'll call " + call.name + "."
+	}
 	out := estimateTokens(len(text))
 	id := anthropicID(s.seq.Add(1))
 	thinking, sig := "", ""
@@ -198,25 +264,59 @@ func (s *Server) anthropicAnswer(m *Model, model string, prompt int, thinks bool
 		sig = signature(id)
 		out += estimateTokens(len(thinking))
 	}
-	endTurn := "end_turn"
+	stop := "end_turn"
+	var use *anthBlock
+	if call != nil {
+		stop = "tool_use"
+		out += estimateTokens(len(call.name) + len(call.args))
+		use = &anthBlock{Type: "tool_use", ID: call.callID("toolu_01", 22), Name: call.name, Input: call.argsObject(),
+			Caller: &anthCaller{Type: "direct"}}
+	}
+	usage := func(out int) anthUsage {
+		u := anthropicUsage(prompt, out)
+		if ex != nil && ex.price != nil {
+			u.msgCost = orMessageCost(*ex.price, prompt, out)
+		}
+		return u
+	}
+	provider := ""
+	if ex != nil {
+		provider = ex.provider
+	}
 
 	var blocks []anthBlock
 	if thinks {
 		blocks = append(blocks, anthBlock{Type: "thinking", Thinking: &thinking, Signature: &sig})
 	}
 	blocks = append(blocks, anthBlock{Type: "text", Text: &text})
-	a := &answer{streamType: "text/event-stream; charset=utf-8"}
-	a.body = mustJSON(anthMessage{Model: model, ID: id, Type: "message", Role: "assistant", Content: blocks,
-		StopReason: &endTurn, Usage: anthropicUsage(prompt, out)})
+	if use != nil {
+		blocks = append(blocks, *use)
+	}
+	a := &answer{streamType: "text/event-stream; charset=utf-8", done: ex != nil && ex.done}
+	final := anthMessage{Model: model, ID: id, Type: "message", Role: "assistant", Content: blocks,
+		StopReason: &stop, Usage: usage(out), Provider: provider}
+	if ex != nil {
+		final.Metadata = ex.meta
+	}
+	a.body = mustJSON(final)
 
 	// Every data object but ping's is padded with spaces before its closing
 	// brace, by an amount that varies from event to event, as recorded.
+	// A marketplace re-encodes the events: no padding, a compact ping.
 	add := func(name string, v any) {
 		i := len(a.events)
-		a.events = append(a.events, streamEvent{name: name, data: padJSON(mustJSON(v), (i*5+3)%16)})
+		data := mustJSON(v)
+		if ex == nil {
+			data = padJSON(data, (i*5+3)%16)
+		}
+		a.events = append(a.events, streamEvent{name: name, data: data})
+	}
+	ping := []byte(`{"type": "ping"}`)
+	if ex != nil {
+		ping = []byte(`{"type":"ping"}`)
 	}
 	start := anthMessage{Model: model, ID: id, Type: "message", Role: "assistant", Content: []anthBlock{},
-		Usage: anthropicUsage(prompt, 1)}
+		Usage: anthropicUsage(prompt, 1), Provider: provider}
 	add("message_start", anthEvent{Type: "message_start", Message: &start})
 	index := 0
 	block := func(startBlock anthBlock, deltas []anthBlock) {
@@ -224,7 +324,7 @@ func (s *Server) anthropicAnswer(m *Model, model string, prompt int, thinks bool
 		add("content_block_start", anthEvent{Type: "content_block_start", Index: &i, ContentBlock: &startBlock})
 		if i == 0 {
 			// One ping follows the first block's start in every recording.
-			a.events = append(a.events, streamEvent{name: "ping", data: []byte(`{"type": "ping"}`)})
+			a.events = append(a.events, streamEvent{name: "ping", data: ping})
 		}
 		for _, d := range deltas {
 			add("content_block_delta", anthEvent{Type: "content_block_delta", Index: &i, Delta: d})
@@ -246,9 +346,24 @@ func (s *Server) anthropicAnswer(m *Model, model string, prompt int, thinks bool
 		deltas = append(deltas, anthBlock{Type: "text_delta", Text: &p})
 	}
 	block(anthBlock{Type: "text", Text: &empty}, deltas)
-	add("message_delta", anthEvent{Type: "message_delta", Delta: anthStop{StopReason: endTurn},
+	if use != nil {
+		// The call's input arrives as JSON text, an empty piece first, as
+		// recorded.
+		deltas = []anthBlock{{Type: "input_json_delta", PartialJSON: &empty}}
+		for _, p := range argPieces(call.args) {
+			deltas = append(deltas, anthBlock{Type: "input_json_delta", PartialJSON: &p})
+		}
+		begin := *use
+		begin.Input = json.RawMessage("{}")
+		block(begin, deltas)
+	}
+	add("message_delta", anthEvent{Type: "message_delta", Delta: anthStop{StopReason: stop},
 		Usage: &anthDeltaUsage{InputTokens: prompt, OutputTokens: out}})
-	add("message_stop", anthEvent{Type: "message_stop"})
+	stopEv := anthEvent{Type: "message_stop"}
+	if ex != nil {
+		stopEv.Metadata = ex.meta
+	}
+	add("message_stop", stopEv)
 
 	a.midError = func(stream bool) (int, []byte, []streamEvent) {
 		if !stream {

@@ -16,12 +16,22 @@ type chatRequest struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	Provider *orProvider `json:"provider"`
-	Plugins  []struct {
-		ID            string   `json:"id"`
-		AllowedModels []string `json:"allowed_models"`
-	} `json:"plugins"`
+	Provider        *orProvider    `json:"provider"`
+	Plugins         []orPlugin     `json:"plugins"`
 	ProviderOptions *vercelOptions `json:"providerOptions"`
+	Tools           chatTools      `json:"tools"`
+}
+
+// orPlugin is one of an OpenRouter request's plugins (the auto router's
+// allowed models are the simulator's concern).
+type orPlugin struct {
+	ID            string   `json:"id"`
+	AllowedModels []string `json:"allowed_models"`
+}
+
+// script is what the request's tool-call directives ask for, or nil.
+func (q *chatRequest) script(s *Server) *script {
+	return scriptFor(chatTurns(q.Messages), q.Tools.names(), fmt.Sprint("chat ", s.seq.Add(1)))
 }
 
 func (q *chatRequest) includeUsage() bool {
@@ -88,7 +98,7 @@ func (s *Server) walk(r *http.Request, kind string, hdr []Fault, stream bool, pr
 			fl = &x
 		}
 		if fl != nil {
-			s.record(Call{Kind: kind, Model: c.model.Slug, Provider: slug, Status: fl.status, Fault: fs, Stream: stream})
+			s.record(r, Call{Kind: kind, Model: c.model.Slug, Provider: slug, Status: fl.status, Fault: fs, Stream: stream})
 			res.attempts = append(res.attempts, attemptLog{c.model, c.ep, fl.status, fl.message(), start, time.Now()})
 			res.last = fl
 			continue
@@ -97,7 +107,7 @@ func (s *Server) walk(r *http.Request, kind string, hdr []Fault, stream bool, pr
 		if f != nil && f.Action == FaultHang {
 			st = 0
 		}
-		s.record(Call{Kind: kind, Model: c.model.Slug, Provider: slug, Status: st, Fault: fs, Stream: stream})
+		s.record(r, Call{Kind: kind, Model: c.model.Slug, Provider: slug, Status: st, Fault: fs, Stream: stream})
 		res.attempts = append(res.attempts, attemptLog{c.model, c.ep, http.StatusOK, "", start, time.Now()})
 		res.served, res.fault = &c, f
 		return res

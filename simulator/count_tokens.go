@@ -27,6 +27,6 @@ func (s *Server) handleAnthropicCount(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, anthropicShape(404, "model: "+q.Model))
 		return
 	}
-	s.record(Call{Kind: KindAnthropic, Model: q.Model, Provider: "anthropic", Status: http.StatusOK})
+	s.record(r, Call{Kind: KindAnthropic, Model: q.Model, Provider: "anthropic", Status: http.StatusOK})
 	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": promptTokens(q.System, q.Messages)})
 }

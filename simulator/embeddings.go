@@ -177,11 +177,11 @@ func (s *Server) serveEmbeddings(w http.ResponseWriter, r *http.Request, kind st
 			b, _ := json.Marshal(shape(400, fmt.Sprintf("This model's maximum context length is %d tokens, however you requested %d tokens in your input.", c.model.ContextWindow, tokens)))
 			last = &failure{status: http.StatusBadRequest, body: b}
 		default:
-			s.record(Call{Kind: kind, Model: c.model.Slug, Provider: slug, Status: http.StatusOK, Fault: fs})
+			s.record(r, Call{Kind: kind, Model: c.model.Slug, Provider: slug, Status: http.StatusOK, Fault: fs})
 			s.answerEmbeddings(w, r, f, body(c, items, tokens))
 			return
 		}
-		s.record(Call{Kind: kind, Model: c.model.Slug, Provider: slug, Status: last.status, Fault: fs})
+		s.record(r, Call{Kind: kind, Model: c.model.Slug, Provider: slug, Status: last.status, Fault: fs})
 	}
 	if last != nil {
 		last.write(w)

@@ -42,10 +42,32 @@ type oaChoice struct {
 }
 
 type oaMessage struct {
-	Role        string     `json:"role"`
-	Content     string     `json:"content"`
-	Refusal     *string    `json:"refusal"`
-	Annotations []struct{} `json:"annotations"`
+	Role        string       `json:"role"`
+	Content     *string      `json:"content"`
+	ToolCalls   []oaToolCall `json:"tool_calls,omitempty"`
+	Refusal     *string      `json:"refusal"`
+	Annotations []struct{}   `json:"annotations"`
+}
+
+// oaToolCall is a message's tool call, as recorded.
+type oaToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function oaFunc `json:"function"`
+}
+
+type oaFunc struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
+}
+
+// oaCallDelta is a stream's piece of a tool call: the first names the
+// call (id, type, name, empty arguments), the rest carry arguments.
+type oaCallDelta struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Function oaFunc `json:"function"`
 }
 
 type oaUsage struct {
@@ -86,11 +108,17 @@ type oaChunkChoice struct {
 	FinishReason *string   `json:"finish_reason"`
 }
 
-// oaFirstDelta opens a stream's message.
+// oaFirstDelta opens a stream's message: its text is "" and, when the
+// message is a tool call, null, with the call's first piece.
 type oaFirstDelta struct {
-	Role    string  `json:"role"`
-	Content string  `json:"content"`
-	Refusal *string `json:"refusal"`
+	Role      string        `json:"role"`
+	Content   *string       `json:"content"`
+	ToolCalls []oaCallDelta `json:"tool_calls,omitempty"`
+	Refusal   *string       `json:"refusal"`
+}
+
+type oaCallsDelta struct {
+	ToolCalls []oaCallDelta `json:"tool_calls"`
 }
 
 type oaTextDelta struct {
@@ -167,6 +195,7 @@ func (s *Server) handleOpenAI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	prompt := promptTokens(nil, q.Messages)
+	sc := q.script(s)
 	res, ok := s.serveWalk(w, r, KindOpenAI, hdr, q.Stream, prompt, []candidate{{m, ep}}, anyAttempt(openAIShape), openAIOverflow)
 	if !ok {
 		return
@@ -175,7 +204,7 @@ func (s *Server) handleOpenAI(w http.ResponseWriter, r *http.Request) {
 	if strings.EqualFold(undated(q.Model), asked) {
 		asked = q.Model // a dated id is answered as asked
 	}
-	s.serveAnswer(w, r, q.Stream, s.openAIAnswer(m, dated(asked, openAISnapshots, openAISuffix), prompt, q.includeUsage()), res.fault)
+	s.serveAnswer(w, r, q.Stream, s.openAIAnswer(m, dated(asked, openAISnapshots, openAISuffix), prompt, q.includeUsage(), sc), res.fault)
 }
 
 // undated is an id without its date or version suffix, or the id itself.
@@ -186,10 +215,19 @@ func undated(id string) string {
 	return id
 }
 
-// openAIAnswer renders a served answer of model (the dated id reported).
-func (s *Server) openAIAnswer(m *Model, model string, prompt int, includeUsage bool) *answer {
-	text := answerText(m.Slug, "openai")
+// openAIAnswer renders a served answer of model (the dated id reported):
+// the default text, or what the request's directives script.
+func (s *Server) openAIAnswer(m *Model, model string, prompt int, includeUsage bool, sc *script) *answer {
+	text := sc.textOr(answerText(m.Slug, "openai"))
+	call := sc.toolCall()
 	out := estimateTokens(len(text))
+	finish := "stop"
+	content := &text
+	var calls []oaToolCall
+	if call != nil {
+		out, finish, content = estimateTokens(len(call.name)+len(call.args)), "tool_calls", nil
+		calls = []oaToolCall{{ID: call.callID("call_", 24), Type: "function", Function: oaFunc{Name: call.name, Arguments: call.args}}}
+	}
 	created := time.Now().Unix()
 	id := openAIID(s.seq.Add(1))
 	fp := fingerprint("openai "+model, hexDigits)
@@ -198,7 +236,7 @@ func (s *Server) openAIAnswer(m *Model, model string, prompt int, includeUsage b
 
 	a := &answer{streamType: "text/event-stream; charset=utf-8", done: true}
 	body, _ := json.MarshalIndent(oaAnswer{ID: id, Object: "chat.completion", Created: created, Model: model,
-		Choices: []oaChoice{{Message: oaMessage{Role: "assistant", Content: text, Annotations: []struct{}{}}, FinishReason: "stop"}},
+		Choices: []oaChoice{{Message: oaMessage{Role: "assistant", Content: content, ToolCalls: calls, Annotations: []struct{}{}}, FinishReason: finish}},
 		Usage:   u, ServiceTier: "default", SystemFingerprint: fp}, "", "  ")
 	a.body = append(body, '\n')
 
@@ -213,12 +251,20 @@ func (s *Server) openAIAnswer(m *Model, model string, prompt int, includeUsage b
 		}
 		return ch
 	}
-	a.events = append(a.events, dataEvent(mustJSON(chunk(oaFirstDelta{Role: "assistant"}, nil))))
-	for _, p := range pieces(text) {
-		a.events = append(a.events, dataEvent(mustJSON(chunk(oaTextDelta{p}, nil))))
+	if call != nil {
+		first := oaCallDelta{ID: calls[0].ID, Type: "function", Function: oaFunc{Name: call.name}}
+		a.events = append(a.events, dataEvent(mustJSON(chunk(oaFirstDelta{Role: "assistant", ToolCalls: []oaCallDelta{first}}, nil))))
+		for _, p := range argPieces(call.args) {
+			a.events = append(a.events, dataEvent(mustJSON(chunk(oaCallsDelta{[]oaCallDelta{{Function: oaFunc{Arguments: p}}}}, nil))))
+		}
+	} else {
+		empty := ""
+		a.events = append(a.events, dataEvent(mustJSON(chunk(oaFirstDelta{Role: "assistant", Content: &empty}, nil))))
+		for _, p := range pieces(text) {
+			a.events = append(a.events, dataEvent(mustJSON(chunk(oaTextDelta{p}, nil))))
+		}
 	}
-	stop := "stop"
-	a.events = append(a.events, dataEvent(mustJSON(chunk(struct{}{}, &stop))))
+	a.events = append(a.events, dataEvent(mustJSON(chunk(struct{}{}, &finish))))
 	if includeUsage {
 		last := chunk(nil, nil)
 		last.Choices, last.Usage = []oaChunkChoice{}, mustJSON(u)

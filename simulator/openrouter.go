@@ -52,10 +52,19 @@ type orChoice struct {
 }
 
 type orMessage struct {
-	Role      string  `json:"role"`
-	Content   string  `json:"content"`
-	Refusal   *string `json:"refusal"`
-	Reasoning *string `json:"reasoning"`
+	Role      string       `json:"role"`
+	Content   *string      `json:"content"`
+	Refusal   *string      `json:"refusal"`
+	Reasoning *string      `json:"reasoning"`
+	ToolCalls []orToolCall `json:"tool_calls,omitempty"`
+}
+
+// orToolCall is a message's tool call, in the recorded member order.
+type orToolCall struct {
+	Type     string `json:"type"`
+	Index    int    `json:"index"`
+	ID       string `json:"id"`
+	Function oaFunc `json:"function"`
 }
 
 // orChunk is a stream chunk, in the recorded member order.
@@ -80,8 +89,9 @@ type orChunkChoice struct {
 }
 
 type orDelta struct {
-	Content string `json:"content"`
-	Role    string `json:"role"`
+	Content   *string       `json:"content"`
+	Role      string        `json:"role"`
+	ToolCalls []oaCallDelta `json:"tool_calls,omitempty"`
 }
 
 type orError struct {
@@ -171,19 +181,41 @@ func orOverflow(m *Model, prompt int) failure {
 	return failure{status: http.StatusBadRequest, body: b}
 }
 
-// orNativeFinish is the provider's own finish reason for a plain answer, as
-// the recordings show it per provider ("completed" from OpenAI's Responses
-// API, "end_turn" from Anthropic's models, "STOP" from Google AI Studio).
-func orNativeFinish(provider string) string {
+// orNativeFinish is the provider's own finish reason for a plain answer or
+// a tool call, as the recordings show it per provider ("completed" from
+// OpenAI's Responses API, "end_turn" and "tool_use" from Anthropic's
+// models, "STOP" from Google AI Studio).
+func orNativeFinish(provider string, call bool) string {
 	switch provider {
 	case "openai":
 		return "completed"
 	case "anthropic", "amazon-bedrock":
+		if call {
+			return "tool_use"
+		}
 		return "end_turn"
 	case "google-ai-studio":
 		return "STOP"
 	}
+	if call {
+		return "tool_calls"
+	}
 	return "stop"
+}
+
+// chatCallID is a tool call's id in the form the serving provider gives
+// it, as the marketplaces' recordings show: OpenAI's "call_", Anthropic's
+// "toolu_01", Bedrock's "toolu_bdrk_01", Google's "tool_<name>_".
+func chatCallID(provider string, c *toolCall) string {
+	switch provider {
+	case "anthropic":
+		return c.callID("toolu_01", 22)
+	case "amazon-bedrock":
+		return c.callID("toolu_bdrk_01", 22)
+	case "google-ai-studio", "google-vertex":
+		return c.callID("tool_"+c.name+"_", 20)
+	}
+	return c.callID("call_", 24)
 }
 
 // orModelID is the id OpenRouter reports for the model that served: its
@@ -198,48 +230,65 @@ func orModelID(m *Model) string {
 	return m.upstreamID(KindOpenRouter)
 }
 
-func (s *Server) handleOpenRouter(w http.ResponseWriter, r *http.Request) {
-	var q chatRequest
-	hdr, ok := s.readRequest(w, r, &q, func(err error) any { return orShape(400, err.Error()) })
-	if !ok {
-		return
+// orRoute is what an OpenRouter request asks of the router, whatever its
+// API: the model, the fallback models, the provider preferences and the
+// auto router's allowed models.
+type orRoute struct {
+	model    string
+	models   []string
+	provider *orProvider
+	allowed  []string
+}
+
+// orPlan is the router's plan for a request: the (model, endpoint)
+// candidates in the order it tries them, the chain of models asked for, the
+// strategy it reports and the first model resolved.
+type orPlan struct {
+	cands    []candidate
+	chain    []string
+	strategy string
+	primary  *Model
+}
+
+// routeError is a request the router refuses before any attempt: its
+// status and message; noProviders marks the 404 of a request whose
+// preferences leave no endpoint, unknownModel a model not served.
+type routeError struct {
+	status      int
+	msg         string
+	noProviders bool
+	// unknownModel marks a model the marketplace does not serve.
+	unknownModel bool
+}
+
+// plan resolves an OpenRouter request's models and provider preferences
+// into candidates, as every OpenRouter API does.
+func (s *Server) orPlan(rt orRoute) (orPlan, *routeError) {
+	var p orPlan
+	if len(rt.models) > 3 {
+		return p, &routeError{status: http.StatusBadRequest, msg: "'models' array must have 3 items or fewer"}
 	}
-	if len(q.Models) > 3 {
-		writeJSON(w, http.StatusBadRequest, orShape(400, "'models' array must have 3 items or fewer"))
-		return
-	}
-	sortKey, err := q.Provider.sortKey()
+	sortKey, err := rt.provider.sortKey()
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, orShape(400, err.Error()))
-		return
+		return p, &routeError{status: http.StatusBadRequest, msg: err.Error()}
 	}
-	chain := []string{}
-	if q.Model != "" {
-		chain = append(chain, q.Model)
+	if rt.model != "" {
+		p.chain = append(p.chain, rt.model)
 	}
-	for _, m := range q.Models {
-		if !containsFold(chain, m) {
-			chain = append(chain, m)
+	for _, m := range rt.models {
+		if !containsFold(p.chain, m) {
+			p.chain = append(p.chain, m)
 		}
 	}
-	if len(chain) == 0 {
-		writeJSON(w, http.StatusBadRequest, orShape(400, "No models provided"))
-		return
-	}
-	var allowed []string
-	for _, p := range q.Plugins {
-		if p.ID == "auto-router" {
-			allowed = append(allowed, p.AllowedModels...)
-		}
+	if len(p.chain) == 0 {
+		return p, &routeError{status: http.StatusBadRequest, msg: "No models provided"}
 	}
 	// The strategy values are the API reference's RoutingStrategy.
-	strategy := "direct"
-	if len(q.Models) > 0 {
-		strategy = "fallback"
+	p.strategy = "direct"
+	if len(rt.models) > 0 {
+		p.strategy = "fallback"
 	}
-	var cands []candidate
-	var primary *Model
-	for _, ref := range chain {
+	for _, ref := range p.chain {
 		key, slug := sortKey, ref
 		switch {
 		case strings.HasSuffix(slug, ":nitro"):
@@ -249,39 +298,72 @@ func (s *Server) handleOpenRouter(w http.ResponseWriter, r *http.Request) {
 		}
 		var m *Model
 		if strings.EqualFold(slug, orAuto) {
-			strategy = "auto"
-			m, _ = s.cfg.autoPick(allowed, func(m *Model) bool { return len(openRouterEndpoints(m, q.Provider, key)) > 0 })
+			p.strategy = "auto"
+			m, _ = s.cfg.autoPick(rt.allowed, func(m *Model) bool { return len(openRouterEndpoints(m, rt.provider, key)) > 0 })
 			if m == nil {
 				continue
 			}
 		} else {
 			var ok bool
 			if m, ok = s.cfg.marketModel(KindOpenRouter, slug); !ok {
-				writeJSON(w, http.StatusBadRequest, orShape(400, ref+" is not a valid model ID"))
-				return
+				return p, &routeError{status: http.StatusBadRequest, msg: ref + " is not a valid model ID", unknownModel: true}
 			}
 		}
-		if primary == nil {
-			primary = m
+		if p.primary == nil {
+			p.primary = m
 		}
-		for _, e := range openRouterEndpoints(m, q.Provider, key) {
-			cands = append(cands, candidate{m, e})
+		for _, e := range openRouterEndpoints(m, rt.provider, key) {
+			p.cands = append(p.cands, candidate{m, e})
 		}
 	}
-	if len(cands) == 0 {
-		writeJSON(w, http.StatusNotFound, s.orNoProviders(primary, q.Provider))
-		return
+	if len(p.cands) == 0 {
+		return p, &routeError{status: http.StatusNotFound, msg: "No allowed providers are available for the selected model.", noProviders: true}
 	}
-	prompt := promptTokens(nil, q.Messages)
-	res, ok := s.serveWalk(w, r, KindOpenRouter, hdr, q.Stream, prompt, cands, s.orProviderError, orOverflow)
+	return p, nil
+}
+
+// allowedModels are the auto router's allowed models among plugins.
+func allowedModels(plugins []orPlugin) []string {
+	var allowed []string
+	for _, p := range plugins {
+		if p.ID == "auto-router" {
+			allowed = append(allowed, p.AllowedModels...)
+		}
+	}
+	return allowed
+}
+
+func (s *Server) handleOpenRouter(w http.ResponseWriter, r *http.Request) {
+	var q chatRequest
+	hdr, ok := s.readRequest(w, r, &q, func(err error) any { return orShape(400, err.Error()) })
 	if !ok {
 		return
 	}
-	var meta *orMetadata
-	if strings.EqualFold(r.Header.Get(orMetadataHeader), "enabled") {
-		meta = s.orReport(chain[0], strategy, cands, res)
+	plan, rerr := s.orPlan(orRoute{model: q.Model, models: q.Models, provider: q.Provider, allowed: allowedModels(q.Plugins)})
+	if rerr != nil {
+		if rerr.noProviders {
+			writeJSON(w, rerr.status, s.orNoProviders(plan.primary, q.Provider))
+			return
+		}
+		writeJSON(w, rerr.status, orShape(rerr.status, rerr.msg))
+		return
 	}
-	s.serveAnswer(w, r, q.Stream, s.openRouterAnswer(res.served, prompt, meta), res.fault)
+	prompt := promptTokens(nil, q.Messages)
+	sc := q.script(s)
+	res, ok := s.serveWalk(w, r, KindOpenRouter, hdr, q.Stream, prompt, plan.cands, s.orProviderError, orOverflow)
+	if !ok {
+		return
+	}
+	s.serveAnswer(w, r, q.Stream, s.openRouterAnswer(res.served, prompt, s.orMeta(r, plan, res), sc), res.fault)
+}
+
+// orMeta is the router's report when the request asks for it with
+// X-OpenRouter-Metadata, else nil.
+func (s *Server) orMeta(r *http.Request, plan orPlan, res walkResult) *orMetadata {
+	if !strings.EqualFold(r.Header.Get(orMetadataHeader), "enabled") {
+		return nil
+	}
+	return s.orReport(plan.chain[0], plan.strategy, plan.cands, res)
 }
 
 // orReport is the router's report of a served request.
@@ -311,10 +393,12 @@ func (s *Server) orReport(requested, strategy string, cands []candidate, res wal
 // openRouterAnswer renders a served attempt: the non-stream body (keep-alive
 // whitespace, then compact JSON) and the stream (comments interleaved,
 // provider and model on every chunk, the usage with its cost on a last
-// chunk that repeats the finish, then [DONE]).
-func (s *Server) openRouterAnswer(c *candidate, prompt int, meta *orMetadata) *answer {
+// chunk that repeats the finish, then [DONE]). The answer is the default
+// text, or what the request's directives script.
+func (s *Server) openRouterAnswer(c *candidate, prompt int, meta *orMetadata, sc *script) *answer {
 	slug := c.ep.Slug()
-	text := answerText(c.model.Slug, slug)
+	text := sc.textOr(answerText(c.model.Slug, slug))
+	call := sc.toolCall()
 	out := estimateTokens(len(text))
 	created := time.Now().Unix()
 	id := openRouterID(created, s.seq.Add(1))
@@ -323,7 +407,15 @@ func (s *Server) openRouterAnswer(c *candidate, prompt int, meta *orMetadata) *a
 	if c.ep.Provider == "openai" {
 		tier = "default"
 	}
-	native := orNativeFinish(c.ep.Provider)
+	native := orNativeFinish(c.ep.Provider, call != nil)
+	finish := "stop"
+	msg := orMessage{Role: "assistant", Content: &text}
+	if call != nil {
+		out, finish = estimateTokens(len(call.name)+len(call.args)), "tool_calls"
+		msg.Content = nil
+		msg.ToolCalls = []orToolCall{{Type: "function", ID: chatCallID(c.ep.Provider, call),
+			Function: oaFunc{Name: call.name, Arguments: call.args}}}
+	}
 	u := orUsage{PromptTokens: prompt, CompletionTokens: out, TotalTokens: prompt + out}
 	in, outCost := usd(float64(prompt)*c.ep.PriceIn/1e6), usd(float64(out)*c.ep.PriceOut/1e6)
 	u.Cost = usd(in + outCost)
@@ -334,30 +426,41 @@ func (s *Server) openRouterAnswer(c *candidate, prompt int, meta *orMetadata) *a
 	a := &answer{streamType: "text/event-stream", done: true}
 	body := mustJSON(orAnswer{ID: id, Object: "chat.completion", Created: created, Model: model, Provider: provider,
 		ServiceTier: tier, Usage: u, Metadata: meta,
-		Choices: []orChoice{{FinishReason: "stop", NativeFinishReason: &native,
-			Message: orMessage{Role: "assistant", Content: text}}}})
+		Choices: []orChoice{{FinishReason: finish, NativeFinishReason: &native, Message: msg}}})
 	keepAlive := []byte(strings.Repeat(orKeepAlive, orKeepAliveUnits(c.ep)))
 	a.body = slices.Concat(keepAlive, body)
 
-	chunk := func(content string, finish, nativeFinish *string) orChunk {
+	chunk := func(d orDelta, finish, nativeFinish *string) orChunk {
+		d.Role = "assistant"
 		ch := orChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, Provider: provider,
-			Choices: []orChunkChoice{{Delta: orDelta{Content: content, Role: "assistant"}, FinishReason: finish, NativeFinishReason: nativeFinish}}}
+			Choices: []orChunkChoice{{Delta: d, FinishReason: finish, NativeFinishReason: nativeFinish}}}
 		if finish != nil {
 			ch.ServiceTier = tier
 		}
 		return ch
 	}
+	str := func(s string) *string { return &s }
 	a.events = append(a.events, streamEvent{comment: orProcessing})
-	for i, p := range pieces(text) {
-		a.events = append(a.events, dataEvent(mustJSON(chunk(p, nil, nil))))
-		if i == 0 {
-			// The provider is still at work after its first token.
-			a.events = append(a.events, streamEvent{comment: orProcessing})
+	if call != nil {
+		// The call opens with its id and name, then an empty piece, then
+		// its arguments piece by piece, as recorded.
+		first := oaCallDelta{ID: msg.ToolCalls[0].ID, Type: "function", Function: oaFunc{Name: call.name}}
+		a.events = append(a.events, dataEvent(mustJSON(chunk(orDelta{ToolCalls: []oaCallDelta{first}}, nil, nil))))
+		a.events = append(a.events, streamEvent{comment: orProcessing})
+		for _, p := range append([]string{""}, argPieces(call.args)...) {
+			a.events = append(a.events, dataEvent(mustJSON(chunk(orDelta{ToolCalls: []oaCallDelta{{Function: oaFunc{Arguments: p}}}}, nil, nil))))
+		}
+	} else {
+		for i, p := range pieces(text) {
+			a.events = append(a.events, dataEvent(mustJSON(chunk(orDelta{Content: str(p)}, nil, nil))))
+			if i == 0 {
+				// The provider is still at work after its first token.
+				a.events = append(a.events, streamEvent{comment: orProcessing})
+			}
 		}
 	}
-	stop := "stop"
-	a.events = append(a.events, dataEvent(mustJSON(chunk("", &stop, &native))))
-	last := chunk("", &stop, &native)
+	a.events = append(a.events, dataEvent(mustJSON(chunk(orDelta{Content: str("")}, &finish, &native))))
+	last := chunk(orDelta{Content: str("")}, &finish, &native)
 	last.Usage, last.Metadata = &u, meta
 	a.events = append(a.events, dataEvent(mustJSON(last)))
 
@@ -371,11 +474,11 @@ func (s *Server) openRouterAnswer(c *candidate, prompt int, meta *orMetadata) *a
 		if !stream {
 			errFinish := orAnswer{ID: id, Object: "chat.completion", Created: created, Model: model, Provider: provider,
 				ServiceTier: tier, Usage: u,
-				Choices: []orChoice{{FinishReason: "error", Message: orMessage{Role: "assistant", Content: ""}, Error: failure}}}
+				Choices: []orChoice{{FinishReason: "error", Message: orMessage{Role: "assistant", Content: str("")}, Error: failure}}}
 			return http.StatusOK, slices.Concat(keepAlive, mustJSON(errFinish)), nil
 		}
 		errFinish := "error"
-		ch := chunk("", &errFinish, nil)
+		ch := chunk(orDelta{Content: str("")}, &errFinish, nil)
 		ch.ServiceTier, ch.Error = "", failure
 		return 0, nil, []streamEvent{dataEvent(mustJSON(ch)), dataEvent(doneData)}
 	}

@@ -53,22 +53,10 @@ const recordedDir = "../testdata/recorded"
 
 // notSimulated are the variants the simulator never produces, and why.
 var notSimulated = map[string]string{
-	"tool_use":            "the simulator calls no tools",
-	"input_json_delta":    "the simulator calls no tools",
-	"function":            "the simulator calls no tools",
 	"redacted_thinking":   "the simulator's thinking is never redacted",
 	"reasoning.text":      "the marketplaces' reasoning details are not simulated",
 	"reasoning.summary":   "the marketplaces' reasoning details are not simulated",
 	"reasoning.encrypted": "the marketplaces' reasoning details are not simulated",
-}
-
-// shapeDefaults are the models a request is answered with when the demo
-// catalog does not serve the recorded one.
-var shapeDefaults = map[string]string{
-	KindOpenRouter: "anthropic/claude-haiku-4.5",
-	KindVercel:     "anthropic/claude-sonnet-4.5",
-	KindOpenAI:     "gpt-4o",
-	KindAnthropic:  "claude-sonnet-4-5",
 }
 
 // kindShape is what the objects of one kind look like.
@@ -199,6 +187,20 @@ func chunkKind(m map[string]any) string {
 	return "delta"
 }
 
+// responsesKind classifies a Responses API event by its type, and the type
+// of the item or part it carries.
+func responsesKind(m map[string]any) string {
+	kind, _ := m["type"].(string)
+	for _, inner := range []string{"item", "part"} {
+		if b, ok := m[inner].(map[string]any); ok {
+			if t, ok := b["type"].(string); ok {
+				return kind + "/" + t
+			}
+		}
+	}
+	return kind
+}
+
 // eventKind classifies an Anthropic event by its type, and its block or
 // delta type.
 func eventKind(name string, m map[string]any) string {
@@ -219,7 +221,7 @@ var (
 
 // shapeOf reads one answer (stream false) or event stream. byteFaithful
 // says whether its bytes are as sent, so that framing counts.
-func shapeOf(upstream string, stream, byteFaithful bool, raw []byte) (*shape, error) {
+func shapeOf(format string, stream, byteFaithful bool, raw []byte) (*shape, error) {
 	s := newShape()
 	decode := func(b []byte) (map[string]any, error) {
 		var m map[string]any
@@ -267,8 +269,11 @@ func shapeOf(upstream string, stream, byteFaithful bool, raw []byte) (*shape, er
 				return nil, err
 			}
 			kind := chunkKind(m)
-			if upstream == KindAnthropic {
+			switch format {
+			case formatMessages:
 				kind = eventKind(event, m)
+			case formatResponses:
+				kind = responsesKind(m)
 			}
 			s.kind(kind).add("", m)
 			s.kind("*").add("", m)
@@ -295,14 +300,17 @@ type recording struct {
 // loadRecordings reads the answers and streams recorded from an upstream:
 // not its error answers nor the documentation's examples, nor a stream that
 // ended in an error.
-func loadRecordings(t *testing.T, upstream string) []recording {
+func loadRecordings(t *testing.T, dir, prefix, format string) []recording {
 	t.Helper()
-	dir := filepath.Join(recordedDir, upstream)
+	dir = filepath.Join(recordedDir, dir)
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	var out []recording
 	for _, e := range entries {
 		n := e.Name()
+		if !strings.HasPrefix(n, prefix) {
+			continue
+		}
 		base, stream := strings.TrimSuffix(n, ".sse"), strings.HasSuffix(n, ".sse")
 		if !stream {
 			if !strings.HasSuffix(n, ".json") || strings.HasSuffix(n, ".meta.json") || strings.HasSuffix(n, ".request.json") || n == "cases.json" {
@@ -310,10 +318,10 @@ func loadRecordings(t *testing.T, upstream string) []recording {
 			}
 			base = strings.TrimSuffix(n, ".json")
 		}
-		if strings.HasPrefix(n, "error-") || strings.HasPrefix(n, "docs-") {
+		if n == prefix+"SOURCES.md" || strings.HasPrefix(n, prefix+"error-") || strings.HasPrefix(n, prefix+"docs-") {
 			continue
 		}
-		rec := recording{name: base, stream: stream}
+		rec := recording{name: strings.TrimPrefix(base, prefix), stream: stream}
 		rec.body, err = os.ReadFile(filepath.Join(dir, n))
 		require.NoError(t, err)
 		var meta struct {
@@ -327,7 +335,7 @@ func loadRecordings(t *testing.T, upstream string) []recording {
 		if raw, err := os.ReadFile(filepath.Join(dir, base+".request.json")); err == nil {
 			require.NoError(t, json.Unmarshal(raw, &rec.request), base)
 		}
-		rec.shape, err = shapeOf(upstream, stream, rec.byteFaithful, rec.body)
+		rec.shape, err = shapeOf(format, stream, rec.byteFaithful, rec.body)
 		require.NoError(t, err, base)
 		if rec.shape.kinds["error"] != nil {
 			continue // a failure, not an answer
@@ -416,7 +424,7 @@ func buildCorpus(recs []recording) *corpus {
 }
 
 // problems lists how the simulator's shape departs from the corpus.
-func (c *corpus) problems(sim *shape) []string {
+func (c *corpus) problems(sim *shape, d departures) []string {
 	var out []string
 	for k, ks := range sim.kinds {
 		rec := c.all.kinds[k]
@@ -425,6 +433,9 @@ func (c *corpus) problems(sim *shape) []string {
 			continue
 		}
 		for p, ts := range ks.types {
+			if d.adds(p) {
+				continue
+			}
 			for ty := range ts {
 				if !rec.types[p][ty] {
 					out = append(out, fmt.Sprintf("%s: %q is %s, which no recording has", k, p, ty))
@@ -433,7 +444,7 @@ func (c *corpus) problems(sim *shape) []string {
 		}
 		for p, keys := range ks.required {
 			for key := range rec.required[p] {
-				if !keys[key] {
+				if !keys[key] && !d.drops(join(p, key)) {
 					out = append(out, fmt.Sprintf("%s: %q lacks %q, which every recording has", k, p, key))
 				}
 			}
@@ -445,12 +456,12 @@ func (c *corpus) problems(sim *shape) []string {
 		}
 	}
 	for f, on := range c.always {
-		if on && !sim.features[f] {
+		if on && !sim.features[f] && !d.framing[f] {
 			out = append(out, fmt.Sprintf("framing: no %s, which every recording has", f))
 		}
 	}
 	for f, on := range c.never {
-		if on && sim.features[f] {
+		if on && sim.features[f] && !d.framing[f] {
 			out = append(out, fmt.Sprintf("framing: %s, which no recording has", f))
 		}
 	}
@@ -459,14 +470,36 @@ func (c *corpus) problems(sim *shape) []string {
 }
 
 // simRequest is the request a recording answered, for the simulator: its
-// messages, system prompt, stream options, thinking and token limit, and
-// model.
-func simRequest(r recording, model string) string {
+// messages (or input), system prompt (or instructions), stream options,
+// thinking (or reasoning), token limit and tools, and model; and, when the
+// recorded answer calls a tool, the directive that scripts that call.
+func simRequest(r recording, model, format string) string {
 	body := map[string]json.RawMessage{"model": mustJSON(model), "stream": mustJSON(r.stream)}
-	for _, k := range []string{"messages", "system", "stream_options", "thinking", "max_tokens"} {
+	keys := []string{"messages", "system", "stream_options", "thinking", "max_tokens", "tools"}
+	if format == formatResponses {
+		keys = []string{"input", "instructions", "tools", "tool_choice", "reasoning", "include", "max_output_tokens", "store"}
+	}
+	for _, k := range keys {
 		if v, ok := r.request[k]; ok {
 			body[k] = v
 		}
+	}
+	name, args := recordedCall(r.body, r.stream)
+	if format == formatResponses {
+		if _, ok := body["input"]; !ok {
+			body["input"] = mustJSON("hello there")
+		}
+		if _, ok := body["reasoning"]; !ok {
+			// The recorded model reasoned by default; the simulator's
+			// models reason when asked to, so ask as the answer says.
+			if effort := recordedEffort(r.body, r.stream); effort != "" {
+				body["reasoning"] = mustJSON(map[string]string{"effort": effort})
+			}
+		}
+		if name != "" {
+			body["input"] = withDirective(body["input"], name, args, "input_text")
+		}
+		return string(mustJSON(body))
 	}
 	if _, ok := body["messages"]; !ok {
 		body["messages"] = json.RawMessage(`[{"role":"user","content":"hello there"}]`)
@@ -474,18 +507,223 @@ func simRequest(r recording, model string) string {
 	if _, ok := body["max_tokens"]; !ok {
 		body["max_tokens"] = json.RawMessage(`1024`)
 	}
+	if name != "" {
+		body["messages"] = withDirective(body["messages"], name, args, "text")
+	}
 	return string(mustJSON(body))
+}
+
+// recordedEffort is the reasoning effort a recorded Responses answer says
+// it ran at (its response's reasoning.effort), or "".
+func recordedEffort(body []byte, stream bool) string {
+	var obj struct {
+		Reasoning struct {
+			Effort string `json:"effort"`
+		} `json:"reasoning"`
+		Response *struct {
+			Reasoning struct {
+				Effort string `json:"effort"`
+			} `json:"reasoning"`
+		} `json:"response"`
+	}
+	if !stream {
+		_ = json.Unmarshal(body, &obj)
+		return obj.Reasoning.Effort
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if data, ok := strings.CutPrefix(line, "data: "); ok && json.Unmarshal([]byte(data), &obj) == nil && obj.Response != nil {
+			return obj.Response.Reasoning.Effort
+		}
+	}
+	return ""
+}
+
+// recordedCall is the first tool call a recorded answer or stream makes —
+// an OpenAI-shaped tool call's function, an Anthropic tool_use block, a
+// Responses function_call item — as its tool's name and its arguments
+// ("{}" when a stream spreads them over pieces); "" when it makes none.
+func recordedCall(body []byte, stream bool) (name, args string) {
+	var docs []any
+	if !stream {
+		var v any
+		if json.Unmarshal(body, &v) == nil {
+			docs = append(docs, v)
+		}
+	} else {
+		for _, line := range strings.Split(string(body), "\n") {
+			var v any
+			if data, ok := strings.CutPrefix(line, "data: "); ok && json.Unmarshal([]byte(data), &v) == nil {
+				docs = append(docs, v)
+			}
+		}
+	}
+	var find func(v any) bool
+	find = func(v any) bool {
+		switch x := v.(type) {
+		case map[string]any:
+			call := x
+			if f, ok := x["function"].(map[string]any); ok {
+				call = f
+			} else if t := x["type"]; t != "tool_use" && t != "function_call" {
+				call = nil
+			}
+			if n, ok := call["name"].(string); ok && n != "" {
+				name, args = n, "{}"
+				if a, ok := call["arguments"].(string); ok && json.Valid([]byte(a)) && strings.HasPrefix(a, "{") {
+					args = a
+				} else if in, ok := call["input"].(map[string]any); ok && len(in) > 0 {
+					args = string(mustJSON(in))
+				}
+				return true
+			}
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				if find(x[k]) {
+					return true
+				}
+			}
+		case []any:
+			for _, e := range x {
+				if find(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, d := range docs {
+		if find(d) {
+			return name, args
+		}
+	}
+	return "", ""
+}
+
+// withDirective appends the directive to call the tool to the last user
+// message of msgs (a string content grows; a parts content gains a part of
+// partType).
+func withDirective(msgs json.RawMessage, tool, args, partType string) json.RawMessage {
+	var list []map[string]any
+	if json.Unmarshal(msgs, &list) != nil {
+		return msgs
+	}
+	d := "[[sim:call " + tool + " " + args + "]]"
+	for i := len(list) - 1; i >= 0; i-- {
+		if list[i]["role"] != "user" {
+			continue
+		}
+		switch c := list[i]["content"].(type) {
+		case string:
+			list[i]["content"] = c + " " + d
+		case []any:
+			list[i]["content"] = append(c, map[string]any{"type": partType, "text": d})
+		}
+		break
+	}
+	return mustJSON(list)
+}
+
+// The ways a recording's request and answer are read.
+const (
+	formatChat      = "chat"      // OpenAI-shaped chat completions
+	formatMessages  = "messages"  // Anthropic's Messages API
+	formatResponses = "responses" // the Responses API
+)
+
+// departures are where an endpoint's documented wire format departs from
+// the recordings its answers are held to (an endpoint with no recording of
+// its own is held to those of the API it speaks): members its reference
+// adds (paths, a prefix covering what is below it), recorded members it
+// leaves out, and framing it does differently. Each entry cites
+// testdata/recorded/ENDPOINTS.md.
+type departures struct {
+	added, dropped []string
+	framing        map[string]bool
+}
+
+func (d departures) adds(path string) bool  { return matchPath(d.added, path) }
+func (d departures) drops(path string) bool { return matchPath(d.dropped, path) }
+
+func matchPath(list []string, path string) bool {
+	for _, p := range list {
+		if path == p || strings.HasPrefix(path, p+".") || strings.HasPrefix(path, p+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+// shapeSuite is one endpoint held to a set of recordings.
+type shapeSuite struct {
+	name     string // the subtests' prefix
+	upstream string // the simulated upstream answering
+	path     string // the endpoint, under the upstream's URL
+	dir      string // the recordings' directory under testdata/recorded
+	prefix   string // the recordings' file-name prefix there
+	format   string
+	// fallback is the model asked for when the demo catalog does not serve
+	// the recorded one.
+	fallback string
+	header   []string
+	depart   departures
+}
+
+var anthropicHeaders = []string{"x-api-key", "k", "anthropic-version", "2023-06-01"}
+
+// orMessagesDepart: OpenRouter's Messages answer names its provider and
+// bills its cost (OR-OAS MessagesResult, MessagesStartEvent), re-encodes
+// its events (no Anthropic padding or spaced ping; unknown) and ends its
+// stream with [DONE] (OR-OAS's declared sentinel). ENDPOINTS.md §1.
+var orMessagesDepart = departures{
+	added: []string{"provider", "message.provider", "usage.cost", "usage.is_byok", "usage.cost_details"},
+	framing: map[string]bool{"data padded before its closing brace": true, `ping spelled {"type": "ping"}`: true,
+		"data: [DONE] at the end": true},
+}
+
+// vercelMessagesDepart: the Vercel AI Gateway re-encodes Anthropic's
+// events (unknown; ENDPOINTS.md §3).
+var vercelMessagesDepart = departures{
+	framing: map[string]bool{"data padded before its closing brace": true, `ping spelled {"type": "ping"}`: true},
+}
+
+// orResponsesDepart: OpenRouter's response object has no billing,
+// moderation, prompt_cache_retention or reasoning.context (OR-OAS
+// OpenResponsesResult lists none), bills its cost in the usage (OR-OAS
+// Usage) and ends its stream with [DONE] (ENDPOINTS.md §2).
+var orResponsesDepart = departures{
+	added: []string{"usage.cost", "usage.is_byok", "usage.cost_details",
+		"response.usage.cost", "response.usage.is_byok", "response.usage.cost_details"},
+	dropped: []string{"billing", "moderation", "prompt_cache_retention", "reasoning.context",
+		"response.moderation", "response.prompt_cache_retention", "response.reasoning.context"},
+	framing: map[string]bool{"data: [DONE] at the end": true},
+}
+
+var shapeSuites = []shapeSuite{
+	{name: KindOpenRouter, upstream: KindOpenRouter, path: "/chat/completions", dir: "openrouter", format: formatChat,
+		fallback: "anthropic/claude-haiku-4.5"},
+	{name: KindVercel, upstream: KindVercel, path: "/chat/completions", dir: "vercel", format: formatChat,
+		fallback: "anthropic/claude-sonnet-4.5"},
+	{name: KindOpenAI, upstream: KindOpenAI, path: "/chat/completions", dir: "openai", format: formatChat, fallback: "gpt-4o"},
+	{name: KindAnthropic, upstream: KindAnthropic, path: "/messages", dir: "anthropic", format: formatMessages,
+		fallback: "claude-sonnet-4-5", header: anthropicHeaders},
+	{name: "openrouter-messages", upstream: KindOpenRouter, path: "/messages", dir: "anthropic", format: formatMessages,
+		fallback: "anthropic/claude-sonnet-4.5", depart: orMessagesDepart},
+	{name: "vercel-messages", upstream: KindVercel, path: "/messages", dir: "anthropic", format: formatMessages,
+		fallback: "anthropic/claude-sonnet-4.5", header: anthropicHeaders, depart: vercelMessagesDepart},
+	{name: "openai-responses", upstream: KindOpenAI, path: "/responses", dir: "responses", prefix: "openai-",
+		format: formatResponses, fallback: "gpt-4o"},
+	{name: "openrouter-responses", upstream: KindOpenRouter, path: "/responses", dir: "responses", prefix: "openai-",
+		format: formatResponses, fallback: "openai/gpt-4o", depart: orResponsesDepart},
+	{name: "vercel-responses", upstream: KindVercel, path: "/responses", dir: "responses", prefix: "openai-",
+		format: formatResponses, fallback: "openai/gpt-4o"},
 }
 
 func TestShapesMatchRecordings(t *testing.T) {
 	cat, diags := guardrails.LoadCatalog("../testdata/demo")
 	require.Empty(t, diags)
 	s := startSim(t, FromCatalog(cat))
-	paths := map[string]string{KindOpenRouter: "/chat/completions", KindVercel: "/chat/completions",
-		KindOpenAI: "/chat/completions", KindAnthropic: "/messages"}
-	for _, upstream := range []string{KindOpenRouter, KindVercel, KindOpenAI, KindAnthropic} {
-		recs := loadRecordings(t, upstream)
-		require.NotEmpty(t, recs, upstream)
+	for _, suite := range shapeSuites {
+		recs := loadRecordings(t, suite.dir, suite.prefix, suite.format)
+		require.NotEmpty(t, recs, suite.name)
 		corpora := map[bool]*corpus{}
 		for _, stream := range []bool{false, true} {
 			var mode []recording
@@ -497,24 +735,21 @@ func TestShapesMatchRecordings(t *testing.T) {
 			corpora[stream] = buildCorpus(mode)
 		}
 		for _, r := range recs {
-			t.Run(upstream+"/"+r.name, func(t *testing.T) {
-				var hdr []string
-				if upstream == KindAnthropic {
-					hdr = []string{"x-api-key", "k", "anthropic-version", "2023-06-01"}
-				}
+			t.Run(suite.name+"/"+r.name, func(t *testing.T) {
+				url := s.URL(suite.upstream) + suite.path
 				model := ""
 				_ = json.Unmarshal(r.request["model"], &model)
-				reply := post(t, s.URL(upstream)+paths[upstream], simRequest(r, model), hdr...)
+				reply := post(t, url, simRequest(r, model, suite.format), suite.header...)
 				if reply.status != 200 {
 					// The demo catalog does not serve the recorded model.
-					model = shapeDefaults[upstream]
-					reply = post(t, s.URL(upstream)+paths[upstream], simRequest(r, model), hdr...)
+					model = suite.fallback
+					reply = post(t, url, simRequest(r, model, suite.format), suite.header...)
 				}
 				require.NoError(t, reply.err)
 				require.Equal(t, 200, reply.status, "%s", reply.body)
-				sim, err := shapeOf(upstream, r.stream, true, reply.body)
+				sim, err := shapeOf(suite.format, r.stream, true, reply.body)
 				require.NoError(t, err)
-				problems := corpora[r.stream].problems(sim)
+				problems := corpora[r.stream].problems(sim, suite.depart)
 				have := sim.variants()
 				for v := range r.shape.variants() {
 					if simulated(v) && !have[v] {
@@ -523,7 +758,7 @@ func TestShapesMatchRecordings(t *testing.T) {
 				}
 				if len(problems) > 0 {
 					t.Errorf("the simulator's answer to %s (as %s) departs from what %s sent:\n  %s\n\n%s",
-						r.name, model, upstream, strings.Join(problems, "\n  "), reply.body)
+						r.name, model, suite.dir, strings.Join(problems, "\n  "), reply.body)
 				}
 			})
 		}

@@ -9,6 +9,50 @@
 // TestShapesMatchRecordings holds it to, field by field and stream by
 // stream.
 //
+// # Endpoints
+//
+// Under [Server.URL] of each upstream kind:
+//
+//   - OpenRouter: POST chat/completions, messages (Anthropic's Messages
+//     API), responses (the Responses API, stateless: store true and
+//     previous_response_id are refused with 400), embeddings; GET models
+//     and models/{author}/{slug}/endpoints.
+//   - Vercel: POST chat/completions, messages, responses (stateless too),
+//     embeddings; GET models.
+//   - OpenAI: POST chat/completions, responses, embeddings; GET and DELETE
+//     responses/{id}. A response is kept unless the request sets store
+//     false, and previous_response_id continues a kept one (an unknown id
+//     is refused with 400, previous_response_not_found).
+//   - Anthropic: POST messages, messages/count_tokens.
+//
+// A marketplace's Messages and Responses endpoints take the routing
+// members its reference gives them (testdata/recorded/ENDPOINTS.md) and
+// walk providers and fallback models as its chat endpoint does, faults
+// included; every attempt is a [Call] naming its API and path.
+//
+// # Scripted tool calls
+//
+// Agent tests script tool calls with a directive in a user turn's text:
+//
+//	[[sim:call NAME {"json": "arguments"}]]
+//
+// When the request offers a function tool NAME (OpenAI's and the
+// marketplaces' tools[].function.name, Anthropic's tools[].name, the
+// Responses API's tools[].name) and the conversation's last user turn that
+// has text carries the directive, the answer is one call to NAME with those
+// arguments ("{}" when none are given): tool_calls and finish_reason
+// "tool_calls" on chat completions, a tool_use block (after a sentence of
+// text, as every recorded call has one) and stop_reason "tool_use" on the
+// Messages API, a function_call output item on the
+// Responses API, streamed or not. Once a tool result follows that turn (a
+// "tool" message, a tool_result block, a function_call_output item), the
+// answer is text quoting the result verbatim ("tool NAME returned: …"), so
+// a test can see the agent relay it. Several directives in one turn are
+// called one after the other, each once the previous has its result; the
+// text then quotes every result, one line each. A directive naming a tool
+// the request does not offer, or malformed, is plain text. Without a
+// directive every upstream answers as it always does.
+//
 // It is the upstreams' test double, not part of the gateway: it imports
 // no stage of the pipeline but the model catalog's (guardrails) names and
 // models, so that it serves exactly the catalog a gateway routes against
@@ -43,6 +87,33 @@ const (
 	KindAnthropic  = "anthropic"
 )
 
+// The APIs a call can come in on, as used by [Call.API]: what the path
+// ends with, whatever the upstream's prefix.
+const (
+	APIChat        = "chat"         // …/chat/completions
+	APIMessages    = "messages"     // …/messages (Anthropic's, OpenRouter's, Vercel's)
+	APIResponses   = "responses"    // …/responses and …/responses/{id}
+	APIEmbeddings  = "embeddings"   // …/embeddings
+	APICountTokens = "count_tokens" // …/messages/count_tokens
+)
+
+// apiOf names the API a request path belongs to, or "" for none of them.
+func apiOf(path string) string {
+	switch {
+	case strings.HasSuffix(path, "/chat/completions"):
+		return APIChat
+	case strings.HasSuffix(path, "/messages/count_tokens"):
+		return APICountTokens
+	case strings.HasSuffix(path, "/messages"):
+		return APIMessages
+	case strings.HasSuffix(path, "/embeddings"):
+		return APIEmbeddings
+	case strings.HasSuffix(path, "/responses") || strings.Contains(path, "/responses/"):
+		return APIResponses
+	}
+	return ""
+}
+
 // FaultHeader is the request header carrying per-request faults.
 const FaultHeader = "X-Sim-Fault"
 
@@ -50,6 +121,14 @@ const FaultHeader = "X-Sim-Fault"
 type Call struct {
 	// Kind is the upstream that was called: KindOpenRouter, KindVercel, KindOpenAI or KindAnthropic.
 	Kind string
+	// API is the API the request came in on: APIChat, APIMessages,
+	// APIResponses, APIEmbeddings or APICountTokens.
+	API string
+	// Path is the request's path, e.g. "/openrouter/api/v1/messages".
+	Path string
+	// Method is the request's method: POST, or GET and DELETE for a
+	// stored response.
+	Method string
 	// Model is the catalog slug attempted.
 	Model string
 	// Provider is the endpoint slug attempted.
@@ -68,6 +147,7 @@ type Call struct {
 // Model and Provider match like a fault's (name part / base slug allowed).
 type CallFilter struct {
 	Kind     string
+	API      string
 	Model    string
 	Provider string
 	Status   int
@@ -98,6 +178,8 @@ type Server struct {
 	calls     []Call
 	faults    []*installedFault
 	hdrFaults map[string]int // uses per header fault (canonical string)
+	// stored are the responses OpenAI-like Responses calls kept, by id.
+	stored map[string]*storedResponse
 }
 
 // New returns a server for cfg. It panics if the embedded error recordings
@@ -110,7 +192,8 @@ func New(cfg Config) *Server {
 	if cfg.SlowStreamInterval <= 0 {
 		cfg.SlowStreamInterval = 50 * time.Millisecond
 	}
-	s := &Server{cfg: cfg, errs: errs, done: make(chan struct{}), hdrFaults: map[string]int{}, started: time.Now()}
+	s := &Server{cfg: cfg, errs: errs, done: make(chan struct{}), hdrFaults: map[string]int{}, started: time.Now(),
+		stored: map[string]*storedResponse{}}
 	return s
 }
 
@@ -214,6 +297,7 @@ func (s *Server) CallCount(f CallFilter) int {
 	n := 0
 	for _, c := range s.calls {
 		if f.Kind != "" && f.Kind != c.Kind ||
+			f.API != "" && f.API != c.API ||
 			f.Model != "" && !modelMatches(f.Model, c.Model) ||
 			f.Provider != "" && !providerMatches(f.Provider, c.Provider) ||
 			f.Status != 0 && f.Status != c.Status {
@@ -224,18 +308,21 @@ func (s *Server) CallCount(f CallFilter) int {
 	return n
 }
 
-// Reset forgets the recorded calls, the programmatic faults and every
-// fault's Times counter.
+// Reset forgets the recorded calls, the programmatic faults, every
+// fault's Times counter and the stored responses.
 func (s *Server) Reset() {
 	s.mu.Lock()
 	s.calls = nil
 	s.faults = nil
 	s.hdrFaults = map[string]int{}
+	s.stored = map[string]*storedResponse{}
 	s.mu.Unlock()
 }
 
-func (s *Server) record(c Call) {
+// record keeps an attempt made on request r.
+func (s *Server) record(r *http.Request, c Call) {
 	c.Time = time.Now()
+	c.Path, c.Method, c.API = r.URL.Path, r.Method, apiOf(r.URL.Path)
 	s.mu.Lock()
 	s.calls = append(s.calls, c)
 	s.mu.Unlock()
@@ -346,6 +433,13 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /vercel/v1/models", s.track(s.handleVercelModels))
 	mux.HandleFunc("POST /openai/v1/chat/completions", s.track(s.handleOpenAI))
 	mux.HandleFunc("POST /anthropic/v1/messages", s.track(s.handleAnthropic))
+	mux.HandleFunc("POST /openai/v1/responses", s.track(s.handleOpenAIResponses))
+	mux.HandleFunc("GET /openai/v1/responses/{id}", s.track(s.handleOpenAIResponseGet))
+	mux.HandleFunc("DELETE /openai/v1/responses/{id}", s.track(s.handleOpenAIResponseDelete))
+	mux.HandleFunc("POST /openrouter/api/v1/responses", s.track(s.handleORResponses))
+	mux.HandleFunc("POST /openrouter/api/v1/messages", s.track(s.handleORMessages))
+	mux.HandleFunc("POST /vercel/v1/messages", s.track(s.handleVercelMessages))
+	mux.HandleFunc("POST /vercel/v1/responses", s.track(s.handleVercelResponses))
 	s.inboundRoutes(mux)
 	return mux
 }

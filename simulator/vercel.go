@@ -35,9 +35,10 @@ type vcChoice struct {
 }
 
 type vcMessage struct {
-	Role             string     `json:"role"`
-	Content          string     `json:"content"`
-	ProviderMetadata vcMetadata `json:"provider_metadata"`
+	Role             string       `json:"role"`
+	Content          *string      `json:"content"`
+	ToolCalls        []oaToolCall `json:"tool_calls,omitempty"`
+	ProviderMetadata vcMetadata   `json:"provider_metadata"`
 }
 
 // vcMetadata is provider_metadata: the serving provider's own report
@@ -167,9 +168,10 @@ type vcChunkChoice struct {
 }
 
 type vcDelta struct {
-	Role             string      `json:"role,omitempty"`
-	Content          string      `json:"content,omitempty"`
-	ProviderMetadata *vcMetadata `json:"provider_metadata,omitempty"`
+	Role             string        `json:"role,omitempty"`
+	Content          string        `json:"content,omitempty"`
+	ToolCalls        []oaCallDelta `json:"tool_calls,omitempty"`
+	ProviderMetadata *vcMetadata   `json:"provider_metadata,omitempty"`
 }
 
 func vercelShape(status int, msg string) any {
@@ -192,20 +194,16 @@ func vercelOverflow(m *Model, prompt int) failure {
 	return failure{status: http.StatusBadRequest, body: b}
 }
 
-func (s *Server) handleVercel(w http.ResponseWriter, r *http.Request) {
-	var q chatRequest
-	hdr, ok := s.readRequest(w, r, &q, func(err error) any { return vercelShape(400, err.Error()) })
-	if !ok {
-		return
-	}
-	g := q.ProviderOptions.gateway()
+// vercelPlan resolves a request's model and providerOptions.gateway into
+// candidates, as every Vercel-like API does: the model, then the gateway's
+// fallback models, each over its providers in the gateway's order.
+func (s *Server) vercelPlan(model string, g *vercelGateway) ([]candidate, *routeError) {
 	if g != nil && g.Sort != "" {
 		if _, ok := vercelSort[g.Sort]; !ok {
-			writeJSON(w, http.StatusBadRequest, vercelShape(400, fmt.Sprintf("providerOptions.gateway.sort: invalid value %q (expected cost, ttft or tps)", g.Sort)))
-			return
+			return nil, &routeError{status: http.StatusBadRequest, msg: fmt.Sprintf("providerOptions.gateway.sort: invalid value %q (expected cost, ttft or tps)", g.Sort)}
 		}
 	}
-	chain := []string{q.Model}
+	chain := []string{model}
 	if g != nil {
 		for _, m := range g.Models {
 			if !containsFold(chain, m) {
@@ -217,23 +215,36 @@ func (s *Server) handleVercel(w http.ResponseWriter, r *http.Request) {
 	for _, ref := range chain {
 		m, ok := s.cfg.marketModel(KindVercel, ref)
 		if !ok {
-			writeJSON(w, http.StatusNotFound, vercelShape(404, fmt.Sprintf("Model '%s' not found", ref)))
-			return
+			return nil, &routeError{status: http.StatusNotFound, msg: fmt.Sprintf("Model '%s' not found", ref)}
 		}
 		for _, e := range vercelEndpoints(m, g, s.vercelMatch) {
 			cands = append(cands, candidate{m, e})
 		}
 	}
 	if len(cands) == 0 {
-		writeJSON(w, http.StatusNotFound, vercelShape(404, fmt.Sprintf("No providers available for model '%s' with the requested provider options", q.Model)))
+		return nil, &routeError{status: http.StatusNotFound, msg: fmt.Sprintf("No providers available for model '%s' with the requested provider options", model), noProviders: true}
+	}
+	return cands, nil
+}
+
+func (s *Server) handleVercel(w http.ResponseWriter, r *http.Request) {
+	var q chatRequest
+	hdr, ok := s.readRequest(w, r, &q, func(err error) any { return vercelShape(400, err.Error()) })
+	if !ok {
+		return
+	}
+	cands, rerr := s.vercelPlan(q.Model, q.ProviderOptions.gateway())
+	if rerr != nil {
+		writeJSON(w, rerr.status, vercelShape(rerr.status, rerr.msg))
 		return
 	}
 	prompt := promptTokens(nil, q.Messages)
+	sc := q.script(s)
 	res, ok := s.serveWalk(w, r, KindVercel, hdr, q.Stream, prompt, cands, anyAttempt(vercelShape), vercelOverflow)
 	if !ok {
 		return
 	}
-	s.serveAnswer(w, r, q.Stream, s.vercelAnswer(&q, cands, res, prompt), res.fault)
+	s.serveAnswer(w, r, q.Stream, s.vercelAnswer(&q, cands, res, prompt, sc), res.fault)
 }
 
 // vercelMatch reports whether a provider reference of a request (the
@@ -264,11 +275,21 @@ func vercelAPIModel(c candidate) string {
 	return id
 }
 
-// vercelAnswer renders a served attempt with its routing report.
-func (s *Server) vercelAnswer(q *chatRequest, cands []candidate, res walkResult, prompt int) *answer {
+// vercelAnswer renders a served attempt with its routing report: the
+// default text, or what the request's directives script.
+func (s *Server) vercelAnswer(q *chatRequest, cands []candidate, res walkResult, prompt int, sc *script) *answer {
 	c := res.served
-	text := answerText(c.model.Slug, c.ep.Slug())
+	text := sc.textOr(answerText(c.model.Slug, c.ep.Slug()))
+	call := sc.toolCall()
 	out := estimateTokens(len(text))
+	finish := "stop"
+	msg := vcMessage{Role: "assistant", Content: &text}
+	if call != nil {
+		out, finish = estimateTokens(len(call.name)+len(call.args)), "tool_calls"
+		msg.Content = nil
+		msg.ToolCalls = []oaToolCall{{ID: chatCallID(c.ep.Provider, call), Type: "function",
+			Function: oaFunc{Name: call.name, Arguments: call.args}}}
+	}
 	created := time.Now().Unix()
 	id := vercelID(s.seq.Add(1))
 	fp := fingerprint(id, lowerAlnum)
@@ -294,21 +315,28 @@ func (s *Server) vercelAnswer(q *chatRequest, cands []candidate, res walkResult,
 	a := &answer{streamType: "text/event-stream", done: true}
 	a.body = mustJSON(vcAnswer{ID: id, Object: "chat.completion", Created: created, Model: q.Model, Usage: u,
 		SystemFingerprint: fp, ServiceTier: tier, GenerationID: id,
-		Choices: []vcChoice{{Message: vcMessage{Role: "assistant", Content: text, ProviderMetadata: meta}, FinishReason: "stop"}}})
+		Choices: []vcChoice{{Message: withMeta(msg, meta), FinishReason: finish}}})
 
 	chunk := func(d vcDelta, finish *string) vcChunk {
 		return vcChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: q.Model,
 			Choices: []vcChunkChoice{{Delta: d, FinishReason: finish}}, SystemFingerprint: fp}
 	}
 	a.events = append(a.events, dataEvent(mustJSON(chunk(vcDelta{Role: "assistant"}, nil))))
-	for _, p := range pieces(text) {
-		a.events = append(a.events, dataEvent(mustJSON(chunk(vcDelta{Content: p}, nil))))
+	if call != nil {
+		first := oaCallDelta{ID: msg.ToolCalls[0].ID, Type: "function", Function: oaFunc{Name: call.name}}
+		a.events = append(a.events, dataEvent(mustJSON(chunk(vcDelta{ToolCalls: []oaCallDelta{first}}, nil))))
+		for _, p := range argPieces(call.args) {
+			a.events = append(a.events, dataEvent(mustJSON(chunk(vcDelta{ToolCalls: []oaCallDelta{{Function: oaFunc{Arguments: p}}}}, nil))))
+		}
+	} else {
+		for _, p := range pieces(text) {
+			a.events = append(a.events, dataEvent(mustJSON(chunk(vcDelta{Content: p}, nil))))
+		}
 	}
 	// The last chunk carries the finish, the routing report and — when the
 	// request asked for it, as every recorded stream request did — the
 	// usage: no separate usage-only chunk.
-	stop := "stop"
-	last := chunk(vcDelta{ProviderMetadata: &meta}, &stop)
+	last := chunk(vcDelta{ProviderMetadata: &meta}, &finish)
 	last.ServiceTier, last.GenerationID = tier, id
 	if q.includeUsage() {
 		last.Usage = &u
@@ -326,6 +354,12 @@ func (s *Server) vercelAnswer(q *chatRequest, cands []candidate, res walkResult,
 		return 0, nil, []streamEvent{dataEvent(b)}
 	}
 	return a
+}
+
+// withMeta is a message carrying the gateway's report.
+func withMeta(m vcMessage, meta vcMetadata) vcMessage {
+	m.ProviderMetadata = meta
+	return m
 }
 
 // vercelRouting is the gateway's routing report of a served request: the
