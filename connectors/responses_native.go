@@ -150,11 +150,20 @@ func (s *respRelay) Event(event, data []byte, emit func([]byte) error) (bool, er
 		}
 	}
 	if terminal && s.r.meta != nil {
+		// The report may ride on the event or in its response object.
 		if err := s.r.meta(data, &s.res); err != nil {
 			return false, err
 		}
+		if resp := jsonscan.Member(data, "response"); resp != nil {
+			if err := s.r.meta(resp, &s.res); err != nil {
+				return false, err
+			}
+		}
 	}
 	if len(s.r.strip) > 0 && jsonscan.MayHoldMember(data, s.r.strip) {
+		if resp := jsonscan.Member(data, "response"); resp != nil && jsonscan.MayHoldMember(resp, s.r.strip) {
+			data = spliceMember(data, "response", jsonscan.StripMembers(resp, s.r.strip...))
+		}
 		data = jsonscan.StripMembers(data, s.r.strip...)
 	}
 	s.frame = AppendEvent(s.frame[:0], string(name), data)

@@ -28,7 +28,7 @@ const inboundCases = "../testdata/inbound"
 // inboundCase is one request through the gateway on the Messages or the
 // embeddings API, against the simulator, and what must come of it.
 type inboundCase struct {
-	// API is "messages", "count_tokens", "embeddings" or "chat".
+	// API is "messages", "count_tokens", "embeddings", "responses" or "chat".
 	API string `json:"api"`
 	// Key is the demo key sending it: chat (team ml, the marketplace),
 	// batch (team ml, OpenAI), finance (the Vercel AI Gateway), research,
@@ -97,7 +97,7 @@ func TestInboundCases(t *testing.T) {
 func runInboundCase(t *testing.T, h *harness, c inboundCase) {
 	t.Helper()
 	path := map[string]string{"messages": "/v1/messages", "count_tokens": "/v1/messages/count_tokens",
-		"embeddings": "/v1/embeddings", "chat": "/v1/chat/completions"}[c.API]
+		"embeddings": "/v1/embeddings", "chat": "/v1/chat/completions", "responses": "/v1/responses"}[c.API]
 	require.NotEmpty(t, path, "api %q", c.API)
 	secret, ok := inboundSecrets[c.Key]
 	require.True(t, ok, "key %q", c.Key)

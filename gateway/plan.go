@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 
@@ -41,13 +42,10 @@ func (s *Server) plan(r *http.Request, t *turn) *apierr.Error {
 	if t.hasPin || t.memo.Snapshot() == nil { // else admission's, made without a pin, serves
 		s.initMemo(t, t.pin)
 	}
-	var e *apierr.Error
 	if t.route = t.snap.Config.Route(t.req.Model); t.route == nil {
-		e = s.planModel(t)
-	} else {
-		e = s.planRoute(t)
+		return s.planModel(r.Context(), t)
 	}
-	if e != nil {
+	if e := s.planRoute(t); e != nil {
 		return e
 	}
 	return s.placeContinuation(r.Context(), t) // a stored response's continuation: where it is stored, only
@@ -62,10 +60,14 @@ func (s *Server) initMemo(t *turn, pin snapshot.Pin) {
 
 // planModel plans a request that names a model: one target, the key's
 // upstream, refused when that upstream must not serve it.
-func (s *Server) planModel(t *turn) *apierr.Error {
+func (s *Server) planModel(ctx context.Context, t *turn) *apierr.Error {
 	upstream := t.snap.Config.UpstreamFor(t.key)
 	t.first = failover.Target{Upstream: upstream, Model: t.req.Model}
 	t.decided, t.chain = t.req.Model, t.memo.Plan(t.req.Model).Chain
+	t.targets = failover.Single(t.first)
+	if e := s.placeContinuation(ctx, t); e != nil { // before the compile: where the response is says more
+		return e
+	}
 	c, err := t.memo.Compile(upstream, t.req.Model)
 	if err != nil {
 		s.log.Error("compile failed", "request_id", t.id, "upstream", upstream, "err", err)
@@ -74,7 +76,6 @@ func (s *Server) planModel(t *turn) *apierr.Error {
 	if r := c.Refused(); r != nil {
 		return apierr.FromRefusal(r)
 	}
-	t.targets = failover.Single(t.first)
 	return nil
 }
 

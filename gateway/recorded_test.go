@@ -135,7 +135,18 @@ func TestRecordedAnswers(t *testing.T) {
 		var cases []recordedCase
 		require.NoError(t, json.Unmarshal(raw, &cases))
 		for _, c := range cases {
-			apis := []string{"chat", "messages"}
+			// Each recorded answer is replayed on every API the upstream
+			// answers in that shape: a marketplace's chat answer on chat
+			// completions only (a Messages or Responses request goes to
+			// its own endpoint there), OpenAI's chat answer also under a
+			// translated Messages request, Anthropic's under all three.
+			apis := []string{"chat"}
+			switch kind {
+			case "openai":
+				apis = []string{"chat", "messages"}
+			case "anthropic":
+				apis = []string{"chat", "messages", "responses"}
+			}
 			if c.API != "" {
 				apis = []string{c.API}
 			}
@@ -161,6 +172,9 @@ func recordedReplay(t *testing.T, srv *gateway.Server, base, kind, api string, c
 	case "embeddings":
 		req = map[string]any{"model": c.Model, "input": "Hello"}
 		path = "/v1/embeddings"
+	case "responses":
+		req = map[string]any{"model": c.Model, "input": "Hello", "max_output_tokens": 1024}
+		path = "/v1/responses"
 	}
 	if c.Stream {
 		req["stream"] = true
@@ -183,9 +197,12 @@ func recordedReplay(t *testing.T, srv *gateway.Server, base, kind, api string, c
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(answer))
-	if api == "messages" {
+	switch api {
+	case "messages":
 		messagesAnswer(t, kind, c, answer)
-	} else {
+	case "responses":
+		responsesAnswer(t, c, answer)
+	default:
 		noRoutingReport(t, answer, c.Stream)
 	}
 
@@ -202,6 +219,36 @@ func recordedReplay(t *testing.T, srv *gateway.Server, base, kind, api string, c
 	require.Equal(t, c.CacheDiscountApplied, row.CacheDiscountApplied, "cache_discount_applied")
 	require.Empty(t, row.SessionID)
 	require.Equal(t, []string{}, row.RoutingDegraded)
+}
+
+// responsesAnswer checks what a Responses client received from a
+// translated upstream: a response object, or an event stream from
+// response.created to response.completed (or an error event) whose
+// sequence numbers count from 0.
+func responsesAnswer(t *testing.T, c recordedCase, answer []byte) {
+	t.Helper()
+	if !c.Stream {
+		var r struct {
+			Object, Status string
+			Output         []json.RawMessage
+		}
+		require.NoError(t, json.Unmarshal(answer, &r), "%s", answer)
+		require.Equal(t, "response", r.Object)
+		require.NotEmpty(t, r.Output)
+		return
+	}
+	events := sseEvents(t, answer)
+	require.NotEmpty(t, events)
+	require.Equal(t, "response.created", events[0][0])
+	last := events[len(events)-1][0]
+	require.Contains(t, []string{"response.completed", "response.incomplete", "error"}, last)
+	for i, e := range events {
+		var ev struct {
+			SequenceNumber int `json:"sequence_number"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(e[1]), &ev))
+		require.Equal(t, i, ev.SequenceNumber, "event %d (%s)", i, e[0])
+	}
 }
 
 // messagesAnswer checks what a Messages client received: from the Anthropic
