@@ -67,8 +67,14 @@ type inboundCase struct {
 
 func inboundHarness(t *testing.T) *harness {
 	t.Helper()
+	return newHarness(t, claudeKeyEdit())
+}
+
+// claudeKeyEdit is the config edit that adds the claude key (secretClaude)
+// to the demo configuration.
+func claudeKeyEdit() [2]string {
 	claude := "[[keys]]\nid = \"k-claude\"\nsha256 = \"" + profiles.HashSecret(secretClaude) + "\"\norg = \"acme\"\nteam = \"ml\"\nproject = \"claude-code\"\nupstream = \"anthropic\"\n\n"
-	return newHarness(t, [2]string{"[[keys]]\nid = \"k-analyst\"", claude + "[[keys]]\nid = \"k-analyst\""})
+	return [2]string{"[[keys]]\nid = \"k-analyst\"", claude + "[[keys]]\nid = \"k-analyst\""}
 }
 
 var inboundSecrets = map[string]string{"chat": secretChat, "batch": secretBatch, "finance": secretFinance,

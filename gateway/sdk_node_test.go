@@ -50,8 +50,9 @@ type sdkCase struct {
 	Row map[string]any `json:"row"`
 }
 
-// nodeSDK returns the directory holding the clients' node_modules, failing
-// under CI and skipping elsewhere when node or the clients are missing.
+// nodeSDK returns the directory holding the clients' and agents'
+// node_modules, failing under CI and skipping elsewhere when node or a
+// pinned package is missing.
 func nodeSDK(t *testing.T) string {
 	t.Helper()
 	missing := func(why string) {
@@ -67,7 +68,10 @@ func nodeSDK(t *testing.T) string {
 	if dir == "" {
 		missing("SLUICE_NODE_SDK, a directory where testdata/sdk was installed with npm ci")
 	}
-	for _, pkg := range []string{"@anthropic-ai/sdk", "openai"} {
+	// Every package testdata/sdk/package.json pins: the two clients, the
+	// three agents of agents_node_test.go and the schema library the Agents
+	// SDK's tool is declared with.
+	for _, pkg := range []string{"@anthropic-ai/sdk", "openai", "@anthropic-ai/claude-code", "@openai/codex", "@openai/agents", "zod"} {
 		if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json")); err != nil {
 			missing(pkg + " under " + dir)
 		}
