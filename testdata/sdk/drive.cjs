@@ -6,7 +6,8 @@
 // itself; the Go test does.
 //
 //   {"client": "anthropic" | "openai", "baseURL": ..., "apiKey" | "authToken": ...,
-//    "headers": {...}, "call": "messages" | "messages.stream" | "embeddings", "params": {...}}
+//    "headers": {...}, "call": "messages" | "messages.stream" | "embeddings" | "responses" | "responses.stream",
+//    "params": {...}}
 'use strict';
 
 const { default: Anthropic } = require('@anthropic-ai/sdk');
@@ -38,6 +39,24 @@ async function main() {
     }
     if (spec.client === 'openai') {
       const client = new OpenAI({ ...common, apiKey: spec.apiKey });
+      if (spec.call === 'responses') {
+        const value = await client.responses.create(spec.params);
+        return out({ value, outputText: value.output_text, requestID: value._request_id });
+      }
+      if (spec.call === 'responses.stream') {
+        // The raw event stream, as the SDK parses it; the value is the
+        // response the terminal event carries.
+        const { data: stream, request_id } = await client.responses.create({ ...spec.params, stream: true }).withResponse();
+        const events = [];
+        let value = null;
+        const text = [];
+        for await (const e of stream) {
+          events.push(e.type);
+          if (e.type === 'response.output_text.delta') text.push(e.delta);
+          if (e.type === 'response.completed' || e.type === 'response.incomplete') value = e.response;
+        }
+        return out({ value, events, outputText: text.join(''), requestID: request_id });
+      }
       if (spec.call === 'embeddings') {
         const value = await client.embeddings.create(spec.params);
         // A float vector prints as numbers whatever the wire encoding was.
