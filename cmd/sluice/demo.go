@@ -51,8 +51,12 @@ var demoSteps = []demoStep{
 		body: `{"model":"openai/gpt-4o","messages":[{"role":"user","content":"Summarise our Q3 incidents."}]}`},
 	{title: "stream: research team, filtered upstream, streamed chunk by chunk", secret: "sk-sluice-demo-research",
 		body: `{"model":"anthropic/claude-haiku-4.5","stream":true,"messages":[{"role":"user","content":"Explain the study design."}]}`},
-	{title: "Messages API: an Anthropic client (as Claude Code: x-api-key, Anthropic's model id) on the marketplace, translated both ways", secret: "sk-sluice-demo-chat",
-		path: "/v1/messages", body: `{"model":"claude-sonnet-4-5","max_tokens":512,"messages":[{"role":"user","content":"Review this diff."}]}`},
+	{title: "Messages API: Claude Code's request (x-api-key, Anthropic's model id, context_management, cache_control) on the marketplace, sent to its own Messages endpoint", secret: "sk-sluice-demo-chat",
+		path: "/v1/messages", headers: map[string]string{"anthropic-beta": "context-management-2025-06-27"},
+		body: `{"model":"claude-sonnet-4-5","max_tokens":512,"context_management":{"edits":[{"type":"clear_thinking_20251015","keep":"all"}]},` +
+			`"system":[{"type":"text","text":"You are a coding agent.","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"Review this diff."}]}`},
+	{title: "Responses API: an OpenAI Responses client (as Codex: store false, the whole transcript) on the marketplace, sent to its own Responses endpoint", secret: "sk-sluice-demo-chat",
+		path: "/v1/responses", body: `{"model":"openai/gpt-4o","store":false,"input":[{"role":"user","content":[{"type":"input_text","text":"List the failing tests."}]}]}`},
 	{title: "embeddings: ml team, the team's provider order on the marketplace, recorded with the input's tokens", secret: "sk-sluice-demo-chat",
 		path: "/v1/embeddings", body: `{"model":"openai/text-embedding-3-small","input":["incident 1412","incident 1413"]}`},
 }
@@ -206,6 +210,8 @@ func demoRequest(client *http.Client, base string, st demoStep) (string, bool) {
 		}
 		if json.Unmarshal(raw, &shape) == nil && shape.Type == "message" {
 			line += " (a Messages API message)"
+		} else if shape.Object == "response" {
+			line += " (a Responses API response)"
 		} else if shape.Object == "list" {
 			line += " (embeddings)"
 		}

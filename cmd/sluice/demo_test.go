@@ -21,7 +21,7 @@ func TestDemoAndRows(t *testing.T) {
 	code, out, errOut := runCLI(t, "", "demo", "--dir", dir)
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	for _, want := range []string{
-		"[1/9] plain", "200 served by openai/gpt-4o via openai",
+		"[1/10] plain", "200 served by openai/gpt-4o via openai",
 		"degraded: chain",
 		"422 provider_restriction_inexpressible",
 		"403 model_forbidden",
@@ -29,6 +29,7 @@ func TestDemoAndRows(t *testing.T) {
 		"(from the response cache)",
 		"ends with [DONE]: true",
 		"200 served by anthropic/claude-sonnet-4.5 via anthropic, degraded: ranking (a Messages API message)",
+		"200 served by openai/gpt-4o via openai, degraded: ranking (a Responses API response)",
 		"200 served by openai/text-embedding-3-small (the upstream did not say which provider), degraded: ranking (embeddings)",
 		"Database: " + filepath.Join(dir, "config", "data", "requests.db"),
 	} {
@@ -48,7 +49,7 @@ func TestDemoAndRows(t *testing.T) {
 	}
 	require.Equal(t, map[string][]string{
 		"k-batch openai/gpt-4o-mini":            {"chain"},
-		"k-chat openai/gpt-4o":                  {"ranking"},
+		"k-chat openai/gpt-4o":                  {"ranking"}, // chat and Responses alike
 		"k-research anthropic/claude-haiku-4.5": {"ranking"},
 		"k-chat anthropic/claude-sonnet-4.5":    {"ranking"},
 		"k-chat openai/text-embedding-3-small":  {"ranking"},
