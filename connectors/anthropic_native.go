@@ -43,7 +43,7 @@ func (c *anthropic) messagesResponse(call *Call, body []byte) ([]byte, Result, e
 
 // newMessagesStream implements [messagesNative].
 func (c *anthropic) newMessagesStream(call *Call) Stream {
-	return &anthRelay{read: c.NewStream(call)}
+	return &anthRelay{read: newMsgReadBack("anthropic")}
 }
 
 // anthRelay relays a Messages event stream event by event, as the upstream
@@ -86,3 +86,9 @@ func (s *anthRelay) Result() Result { return s.read.Result() }
 // messagesCapabilities implements [messagesNative]: the Messages endpoint is
 // the upstream's only one, and expresses what its chat translation does.
 func (c *anthropic) messagesCapabilities() compiler.Capabilities { return c.Capabilities() }
+
+// readOutcome is a stream reader's outcome, carried back by apart.
+type readOutcome struct {
+	done bool
+	err  error
+}

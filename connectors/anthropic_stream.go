@@ -300,21 +300,7 @@ func (s *anthStream) errorEvent(data []byte, emit func([]byte) error) error {
 	}
 	se := newStreamError(e.Error)
 	s.res.FinishReason = "error"
-	// The chat-completions error shape; code is the HTTP status Anthropic
-	// documents for the type (null when unknown), as marketplaces report
-	// in-band errors, so a client can tell overload from a bad request.
-	var payload struct {
-		Error struct {
-			Message string `json:"message"`
-			Type    string `json:"type"`
-			Code    *int   `json:"code"`
-		} `json:"error"`
-	}
-	payload.Error.Message, payload.Error.Type = se.Message, se.Type
-	if se.Status != 0 {
-		payload.Error.Code = &se.Status
-	}
-	b, err := anthMarshal(payload)
+	b, err := anthStreamErrorChunk(se)
 	if err != nil {
 		return err
 	}
@@ -407,4 +393,23 @@ func (s *anthStream) Result() Result {
 	r := s.res
 	r.Usage = s.tok.usage()
 	return r
+}
+
+// anthStreamErrorChunk is an in-band error as a chat-completions chunk; code
+// is the HTTP status Anthropic documents for the type (null when unknown),
+// as marketplaces report in-band errors, so a client can tell overload from
+// a bad request.
+func anthStreamErrorChunk(se *StreamError) ([]byte, error) {
+	var payload struct {
+		Error struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+			Code    *int   `json:"code"`
+		} `json:"error"`
+	}
+	payload.Error.Message, payload.Error.Type = se.Message, se.Type
+	if se.Status != 0 {
+		payload.Error.Code = &se.Status
+	}
+	return anthMarshal(payload)
 }

@@ -264,12 +264,23 @@ func apart[R any](f func() R) R {
 	return <-done
 }
 
+// readApart runs a native answer's read-back apart (see apart).
+func readApart(f func() ([]byte, Result, error)) ([]byte, Result, error) {
+	tr := apart(func() (tr translated) {
+		tr.body, tr.res, tr.err = f()
+		return tr
+	})
+	return tr.body, tr.res, tr.err
+}
+
 // translated is a translation's outcome, carried back by apart.
 type translated struct {
-	body []byte
-	chat Body
-	lost []string
-	err  error
+	body   []byte
+	res    Result
+	native *Native
+	chat   Body
+	lost   []string
+	err    error
 }
 
 // CountTokensPath is the Messages API's token count, relative to the
@@ -283,12 +294,14 @@ func Respond(c Connector, call *Call, body []byte) ([]byte, Result, error) {
 	switch callAPI(call) {
 	case APIMessages:
 		if n, ok := c.(messagesNative); ok {
-			return n.messagesResponse(call, body)
+			// Apart: reading a whole Messages answer goes as deep as
+			// translating one (see apart).
+			return readApart(func() ([]byte, Result, error) { return n.messagesResponse(call, body) })
 		}
 		return respondViaChat(c, call, body)
 	case APIResponses:
 		if n, ok := c.(responsesNative); ok {
-			return n.responsesResponse(call, body)
+			return readApart(func() ([]byte, Result, error) { return n.responsesResponse(call, body) })
 		}
 		return respondViaChat(c, call, body)
 	case APIEmbeddings:
@@ -326,33 +339,42 @@ func translateViaChat(c Connector, in *Inbound, body Body, plan *compiler.Plan, 
 	if in.Untranslatable != nil {
 		return nil, in.Untranslatable
 	}
+	// Both steps apart (see apart): the connector's own translation of the
+	// chat body is the deepest frame of a translated request.
 	tr := apart(func() (tr translated) {
+		var chat Body
+		var lost []string
 		if in.API == APIResponses {
-			tr.chat, tr.lost, tr.err = chatFromResponses(body)
+			chat, lost, tr.err = chatFromResponses(body)
 		} else {
-			tr.chat, tr.lost, tr.err = chatFromMessages(body, dialectOf(c.Kind()))
+			chat, lost, tr.err = chatFromMessages(body, dialectOf(c.Kind()))
+		}
+		if tr.err != nil {
+			return tr
+		}
+		tr.native, tr.err = c.Translate(chat, plan, out)
+		if tr.err == nil {
+			tr.native.Degraded = lost
 		}
 		return tr
 	})
-	if tr.err != nil {
-		return nil, tr.err
-	}
-	native, err := c.Translate(tr.chat, plan, out)
-	if err != nil {
-		return nil, err
-	}
-	native.Degraded = tr.lost
-	return native, nil
+	return tr.native, tr.err
 }
 
 // respondViaChat reads a translated call's answer: the connector's chat
 // answer, told in the shape of the API the request came in on.
 func respondViaChat(c Connector, call *Call, body []byte) ([]byte, Result, error) {
-	chat, res, err := c.Response(call, body)
-	if err != nil || callAPI(call) == APIChat {
-		return chat, res, err
+	if callAPI(call) == APIChat {
+		return c.Response(call, body)
 	}
+	// Both steps apart (see apart): the connector's reading of its
+	// upstream's answer (Anthropic's, decoded whole) goes deep too.
 	tr := apart(func() (tr translated) {
+		var chat []byte
+		chat, tr.res, tr.err = c.Response(call, body)
+		if tr.err != nil {
+			return tr
+		}
 		if callAPI(call) == APIResponses {
 			tr.body, tr.err = respAnswer(chat, call)
 		} else {
@@ -360,7 +382,7 @@ func respondViaChat(c Connector, call *Call, body []byte) ([]byte, Result, error
 		}
 		return tr
 	})
-	return tr.body, res, tr.err
+	return tr.body, tr.res, tr.err
 }
 
 // streamViaChat is a translated call's stream: the connector's chat

@@ -74,8 +74,8 @@ func readMessagesCost(usage []byte, res *Result) {
 }
 
 // newMessagesStream implements [messagesNative].
-func (*openRouter) newMessagesStream(call *Call) Stream {
-	return &orMessagesRelay{relay: anthRelay{read: newAnthropic().NewStream(call)}}
+func (*openRouter) newMessagesStream(*Call) Stream {
+	return &orMessagesRelay{relay: anthRelay{read: newMsgReadBack("")}}
 }
 
 // orMessagesRelay relays OpenRouter's Messages event stream as Anthropic's

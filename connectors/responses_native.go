@@ -138,8 +138,14 @@ func (s *respRelay) Event(event, data []byte, emit func([]byte) error) (bool, er
 	switch string(name) {
 	case responses.EventCreated, responses.EventCompleted, responses.EventIncomplete, responses.EventFailed:
 		if resp := jsonscan.Member(data, "response"); resp != nil {
-			if err := readResponseObject(resp, &s.res); err != nil {
-				return false, err
+			// Apart: response.created is read at the bottom of the attempt
+			// loop (see apart).
+			r := apart(func() (r readOutcome) {
+				r.err = readResponseObject(resp, &s.res)
+				return r
+			})
+			if r.err != nil {
+				return false, r.err
 			}
 		}
 	case responses.EventError:

@@ -66,6 +66,23 @@ func newResponsesStream(inner Stream, call *Call) Stream {
 
 // Event implements [Stream.Event].
 func (s *respStream) Event(event, data []byte, emit func([]byte) error) (bool, error) {
+	if !s.started {
+		// The first event is read at the bottom of the attempt loop, and
+		// the upstream's first event (Anthropic's message_start) decodes
+		// deep: apart (see apart), so an open stream keeps no deeper stack
+		// than a chat stream. The emits run there too, in order, while
+		// this goroutine waits.
+		r := apart(func() (r readOutcome) {
+			r.done, r.err = s.event(event, data, emit)
+			return r
+		})
+		return r.done, r.err
+	}
+	return s.event(event, data, emit)
+}
+
+// event is Event's work.
+func (s *respStream) event(event, data []byte, emit func([]byte) error) (bool, error) {
 	var convErr error
 	done, err := s.inner.Event(event, data, func(chunk []byte) error {
 		if convErr != nil {

@@ -59,7 +59,11 @@ const (
 // upstream that speaks the Responses API takes the request, every other
 // refuses it with this error.
 func ParseResponses(body Body) (untranslatable, err *TranslateError) {
-	_, _, e := chatFromResponses(body)
+	tr := apart(func() (tr translated) { // as deep as the translation (see apart)
+		_, _, tr.err = chatFromResponses(body)
+		return tr
+	})
+	e := tr.err
 	var te *TranslateError
 	switch {
 	case e == nil:

@@ -36,18 +36,6 @@ func (*vercel) messagesResponse(call *Call, body []byte) ([]byte, Result, error)
 }
 
 // newMessagesStream implements [messagesNative].
-func (*vercel) newMessagesStream(call *Call) Stream {
-	return &unnamedProvider{Stream: &anthRelay{read: newAnthropic().NewStream(call)}}
-}
-
-// unnamedProvider is a stream whose upstream does not say which provider
-// served: the reader's own default (the Anthropic reader's "anthropic") is
-// not claimed.
-type unnamedProvider struct{ Stream }
-
-// Result implements [Stream.Result].
-func (s *unnamedProvider) Result() Result {
-	r := s.Stream.Result()
-	r.ServedProvider = ""
-	return r
+func (*vercel) newMessagesStream(*Call) Stream {
+	return &anthRelay{read: newMsgReadBack("")}
 }

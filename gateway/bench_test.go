@@ -33,6 +33,85 @@ func (c cannedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		Body: io.NopCloser(bytes.NewReader(c.body)), Request: r}, nil
 }
 
+// cannedAPIs answers each upstream path with its own canned body: a
+// recorded Messages answer for /messages, a recorded Responses answer for
+// /responses, the chat answer otherwise (stream bodies when stream is set).
+type cannedAPIs struct {
+	chat, messages, responses []byte
+	stream                    bool
+}
+
+func (c cannedAPIs) RoundTrip(r *http.Request) (*http.Response, error) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	_ = r.Body.Close()
+	body := c.chat
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/messages"):
+		body = c.messages
+	case strings.HasSuffix(r.URL.Path, "/responses"):
+		body = c.responses
+	}
+	ct := "application/json"
+	if c.stream {
+		ct = "text/event-stream"
+	}
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {ct}},
+		Body: io.NopCloser(bytes.NewReader(body)), Request: r}, nil
+}
+
+// recordedAPIs is the canned transport of the recorded answers in each API's
+// shape (stream: their streams).
+func recordedAPIs(b testing.TB, chat []byte, stream bool) cannedAPIs {
+	read := func(name string) []byte {
+		raw, err := os.ReadFile("../testdata/recorded/" + name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return raw
+	}
+	if stream {
+		return cannedAPIs{chat: chat, messages: read("anthropic/stream-plain-claude-sonnet-4.sse"),
+			responses: read("responses/openai-stream-plain-gpt-4o.sse"), stream: true}
+	}
+	return cannedAPIs{chat: chat, messages: read("anthropic/nonstream-plain-claude-sonnet-4.json"),
+		responses: read("responses/openai-nonstream-plain-gpt-4o.json")}
+}
+
+// benchAPI serves one request of an API per iteration through the whole
+// handler, against a canned answer in the shape the upstream is asked in.
+func benchAPI(b *testing.B, path, secret, body string) {
+	h := benchServer(b, nil, recordedAPIs(b, cannedChat, false), claudeKeyEdit())
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+secret)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			b.Fatal(rec.Code, rec.Body.String())
+		}
+	}
+}
+
+// BenchmarkRequestPathPerAPI is BenchmarkRequestPath on each API: chat
+// completions and the Messages and Responses APIs passed natively to the
+// marketplace, and each translated (Messages onto OpenAI, Responses onto
+// Anthropic). A native pass-through is held to cost no more than chat.
+func BenchmarkRequestPathPerAPI(b *testing.B) {
+	b.Run("chat/marketplace", func(b *testing.B) { benchAPI(b, "/v1/chat/completions", secretChat, benchBody+"}") })
+	b.Run("messages/marketplace-native", func(b *testing.B) { benchAPI(b, "/v1/messages", secretChat, messagesBody+"}") })
+	b.Run("responses/marketplace-native", func(b *testing.B) { benchAPI(b, "/v1/responses", secretChat, responsesBody+"}") })
+	b.Run("messages/openai-translated", func(b *testing.B) { benchAPI(b, "/v1/messages", secretBatch, messagesBody+"}") })
+	b.Run("responses/anthropic-translated", func(b *testing.B) {
+		benchAPI(b, "/v1/responses", secretClaude, `{"model":"anthropic/claude-sonnet-4.5","instructions":"You are terse.","input":"Summarise the incident report."}`)
+	})
+}
+
+// cannedChat is the canned chat-completions answer.
+var cannedChat = []byte(`{"id":"gen-1","object":"chat.completion","created":1,"model":"openai/gpt-4o","provider":"openai",` +
+	`"choices":[{"index":0,"message":{"role":"assistant","content":"Three bullet points."},"finish_reason":"stop"}],` +
+	`"usage":{"prompt_tokens":42,"completion_tokens":12,"total_tokens":54}}`)
+
 // BenchmarkRequestPath serves one non-streaming chat completion through the
 // whole request path — auth, parse, decide, check, translate, send (canned),
 // read back, respond, record (SQLite, batched) — in-process.
@@ -61,7 +140,7 @@ func BenchmarkRequestPathTraced(b *testing.B) {
 // benchServer starts the demo configuration's gateway in-process, its
 // upstreams answered by t (nil: a canned non-streaming answer), its
 // response cache off; tracing nil is off.
-func benchServer(b testing.TB, tracing *telemetry.Tracing, t http.RoundTripper) http.Handler {
+func benchServer(b testing.TB, tracing *telemetry.Tracing, t http.RoundTripper, edits ...[2]string) http.Handler {
 	dir := b.TempDir()
 	if err := os.CopyFS(dir, sluice.DemoConfig()); err != nil {
 		b.Fatal(err)
@@ -72,11 +151,12 @@ func benchServer(b testing.TB, tracing *telemetry.Tracing, t http.RoundTripper) 
 	if os.Getenv("SLUICE_BENCH_STORE_OFF") != "" {
 		cfg = []byte(strings.Replace(string(cfg), "kind = \"sqlite\"", "kind = \"off\"", 1))
 	}
+	for _, e := range edits {
+		cfg = []byte(strings.Replace(string(cfg), e[0], e[1], 1))
+	}
 	_ = os.WriteFile(p, cfg, 0o644)
 	if t == nil {
-		t = cannedTransport{[]byte(`{"id":"gen-1","object":"chat.completion","created":1,"model":"openai/gpt-4o","provider":"openai",` +
-			`"choices":[{"index":0,"message":{"role":"assistant","content":"Three bullet points."},"finish_reason":"stop"}],` +
-			`"usage":{"prompt_tokens":42,"completion_tokens":12,"total_tokens":54}}`)}
+		t = cannedTransport{cannedChat}
 	}
 	srv, err := gateway.New(gateway.Options{ConfigDir: dir, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Transport: t,
 		UpstreamURLs: map[string]string{"market": "http://upstream.invalid/api/v1"}, Tracing: tracing})

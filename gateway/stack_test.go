@@ -55,19 +55,26 @@ func TestRequestStackFitsEightKiB(t *testing.T) {
 // messagesBody is benchBody's request on the Messages API, open like it.
 const messagesBody = `{"model":"openai/gpt-4o","max_tokens":256,"system":"You are terse.","messages":[{"role":"user","content":"Summarise the incident report."}]`
 
+// claudeResponses is a Responses request for the claude key (Anthropic's
+// upstream, translated), open like the others.
+const claudeResponses = `{"model":"anthropic/claude-sonnet-4.5","max_output_tokens":256,"instructions":"You are terse.","input":"Summarise the incident report."`
+
+// responsesBody is benchBody's request on the Responses API, open like it.
+const responsesBody = `{"model":"openai/gpt-4o","max_output_tokens":256,"instructions":"You are terse.","input":[{"role":"user","content":[{"type":"input_text","text":"Summarise the incident report."}]}]`
+
 // serveUnderStackLimit serves each kind of request once to warm up, then
 // again with the process's stack limit at 8 KiB.
 func serveUnderStackLimit(t *testing.T) {
 	stream, err := os.ReadFile("../testdata/recorded/openrouter/stream-plain-openai-gpt-5.4-nano.sse")
 	require.NoError(t, err)
 	t.Setenv("SLUICE_BENCH_STORE_OFF", "1")
-	nonstream := benchServer(t, nil, nil)
-	streamed := benchServer(t, nil, cannedStream{stream})
+	nonstream := benchServer(t, nil, recordedAPIs(t, cannedChat, false), claudeKeyEdit())
+	streamed := benchServer(t, nil, recordedAPIs(t, stream, true), claudeKeyEdit())
 	// A stream of reasoning_details (signed thinking): the deepest chunks
 	// the Messages translation reads.
 	reasoning, err := os.ReadFile("../testdata/recorded/openrouter/stream-reasoning-claude-sonnet-4.5-google-signature.sse")
 	require.NoError(t, err)
-	reasoned := benchServer(t, nil, cannedStream{reasoning})
+	reasoned := benchServer(t, nil, cannedStream{reasoning}, claudeKeyEdit())
 	mux := http.NewServeMux()
 	mux.Handle("/a/", http.StripPrefix("/a", nonstream))
 	mux.Handle("/s/", http.StripPrefix("/s", streamed))
@@ -84,10 +91,19 @@ func serveUnderStackLimit(t *testing.T) {
 		{"refusal", "/a/v1/chat/completions", "sk-sluice-demo-chat", `{"model":"x-ai/grok-4","messages":[{"role":"user","content":"hi"}]}`, 403},
 		{"unknown key", "/a/v1/chat/completions", "sk-nobody", benchBody + "}", 401},
 		{"invalid body", "/a/v1/chat/completions", "sk-sluice-demo-chat", `{"model":`, 400},
-		// The Messages API, translated onto the same upstream both ways.
+		// The Messages API passed natively to the marketplace, and
+		// translated onto OpenAI both ways (the batch key's upstream).
 		{"messages answer", "/a/v1/messages", "sk-sluice-demo-chat", messagesBody + "}", 200},
 		{"messages stream", "/s/v1/messages", "sk-sluice-demo-chat", messagesBody + `,"stream":true}`, 200},
-		{"messages thinking stream", "/r/v1/messages", "sk-sluice-demo-chat", messagesBody + `,"stream":true}`, 200},
+		{"messages translated answer", "/a/v1/messages", "sk-sluice-demo-batch", messagesBody + "}", 200},
+		{"messages translated stream", "/s/v1/messages", "sk-sluice-demo-batch", messagesBody + `,"stream":true}`, 200},
+		{"messages translated thinking stream", "/r/v1/messages", "sk-sluice-demo-batch", messagesBody + `,"stream":true}`, 200},
+		// The Responses API passed natively to the marketplace, and
+		// translated onto Anthropic both ways.
+		{"responses answer", "/a/v1/responses", "sk-sluice-demo-chat", responsesBody + "}", 200},
+		{"responses stream", "/s/v1/responses", "sk-sluice-demo-chat", responsesBody + `,"stream":true}`, 200},
+		{"responses translated answer", "/a/v1/responses", secretClaude, claudeResponses + "}", 200},
+		{"responses translated stream", "/s/v1/responses", secretClaude, claudeResponses + `,"stream":true}`, 200},
 	}
 	serve := func(path, key, body string) int {
 		// By hand on a raw connection: the client side runs no goroutine
