@@ -12,8 +12,8 @@ import (
 // Wire types of the direct Anthropic connector: the Messages API's request,
 // response and stream events. The OpenAI chat-completions shapes it decodes
 // from requests or writes into answers are in openai_wire.go; the
-// translation itself lives in anthropic_request.go, anthropic_response.go
-// and anthropic_stream.go.
+// translation itself lives in translate_chat_messages.go,
+// translate_chat_messages_answer.go and translate_chat_messages_stream.go.
 
 // anthropicVersion is the Messages API version the connector speaks.
 const anthropicVersion = "2023-06-01"

@@ -14,7 +14,7 @@ import (
 
 // The anthropic connector's request translation: a chat-completions body
 // becomes a Messages API body. The messages themselves are converted in
-// anthropic_request_messages.go; the wire types are in anthropic_wire.go.
+// translate_chat_messages_turns.go; the wire types are in anthropic_wire.go.
 
 // anthDropped are chat-completions members with no Messages API equivalent
 // whose absence does not change what the answer means, whatever their value:

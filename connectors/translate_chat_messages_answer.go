@@ -85,7 +85,7 @@ func (c *anthropic) Response(call *Call, body []byte) ([]byte, Result, error) {
 // reasoning.text entry with its signature) or a redacted_thinking block (a
 // reasoning.encrypted entry with its data), the index-th of the answer.
 // Client and marketplace send it back as it is, so the next turn's request
-// carries the block unchanged (anthReasoning in anthropic_request_messages.go).
+// carries the block unchanged (anthReasoning in translate_chat_messages_turns.go).
 func anthReasoningDetail(b anthRespBlock, index int) oaiReasoningDetail {
 	d := oaiReasoningDetail{Format: anthReasoningFormat, Index: index}
 	if b.Type == "redacted_thinking" {
