@@ -11,7 +11,7 @@ import (
 
 // Wire types of the direct Anthropic connector: the Messages API's request,
 // response and stream events. The OpenAI chat-completions shapes it decodes
-// from requests or writes into answers are in openai_wire.go; the
+// from requests or writes into answers are in package wire/chat; the
 // translation itself lives in translate_chat_messages.go,
 // translate_chat_messages_answer.go and translate_chat_messages_stream.go.
 

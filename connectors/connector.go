@@ -33,10 +33,10 @@
 // What several connectors share lives in files named for it: connector.go
 // (the interface, [TranslateError], body encoding), openaishape.go,
 // headscan.go and stream.go (reading and relaying OpenAI-shaped answers),
-// openai_wire.go and anthropic_wire.go (the chat-completions and Messages
-// wire types), sse.go. Each API's wire types have a package of their own
-// under connectors/wire (wire/responses); byte-level JSON scanning and
-// string encoding are package connectors/internal/jsonscan's.
+// anthropic_wire.go (the Messages wire types), sse.go. Each API's wire
+// types have a package of their own under connectors/wire (wire/chat,
+// wire/responses); byte-level JSON scanning and string encoding are package
+// connectors/internal/jsonscan's.
 //
 // A connector never decides what may be expressed: [compiler.Check] did that
 // once, before translation, and a connector only writes what the outcome says.

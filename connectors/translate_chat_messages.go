@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicegw/sluice/compiler"
 	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
+	"github.com/sluicegw/sluice/connectors/wire/chat"
 )
 
 // The anthropic connector's request translation: a chat-completions body
@@ -469,7 +470,7 @@ func anthObjectSchema(schema json.RawMessage) json.RawMessage {
 // is not sent: the schema still is, and the upstream's own strict mode is a
 // separate feature the connector does not enable.
 func anthTools(v json.RawMessage) ([]anthTool, error) {
-	var tools []oaiTool
+	var tools []chat.Tool
 	if json.Unmarshal(v, &tools) != nil {
 		return nil, invalidRequest("/tools", "tools must be an array of tool objects")
 	}
@@ -522,7 +523,7 @@ func anthToolChoiceOf(v json.RawMessage, haveTools, parallel bool) (*anthToolCho
 				return nil, invalidRequest(p, "tool_choice %q is not auto, none or required", s)
 			}
 		} else {
-			var named oaiNamedToolChoice
+			var named chat.NamedToolChoice
 			if json.Unmarshal(v, &named) != nil {
 				return nil, invalidRequest(p, "tool_choice must be a string or a named function")
 			}

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
+	"github.com/sluicegw/sluice/connectors/wire/chat"
 )
 
 // The anthropic connector's translation of a request's messages: system
@@ -107,7 +108,7 @@ func (t *anthTurns) addSystem(blocks anthContent) {
 // addRaw decodes and adds message i with encoding/json.
 func (t *anthTurns) addRaw(r json.RawMessage, i int, fast bool) error {
 	p := "/messages/" + strconv.Itoa(i)
-	var m oaiMessage
+	var m chat.Message
 	if err := json.Unmarshal(r, &m); err != nil {
 		return invalidRequest(p, "not a valid message object")
 	}
@@ -403,7 +404,7 @@ func anthParts(v json.RawMessage, p string, accept int) (anthContent, error) {
 		}
 		return anthContent{{Type: "text", Text: s}}, nil
 	}
-	var parts []oaiPart
+	var parts []chat.Part
 	if json.Unmarshal(v, &parts) != nil {
 		return nil, invalidRequest(p, "content must be a string or an array of content parts")
 	}
@@ -456,7 +457,7 @@ var anthImageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "ima
 // anthImage converts an image_url (an object with a url, or the url alone): a
 // base64 data URL becomes inline data, an http(s) URL a URL source.
 func anthImage(v json.RawMessage, p string) (*anthImageSource, error) {
-	var u oaiImageURL
+	var u chat.ImageURL
 	if json.Unmarshal(v, &u) != nil {
 		if json.Unmarshal(v, &u.URL) != nil {
 			return nil, invalidRequest(p, "image_url must be an object with a url")
@@ -485,7 +486,7 @@ func anthImage(v json.RawMessage, p string) (*anthImageSource, error) {
 
 // anthToolUse converts an assistant tool call; its JSON-encoded arguments
 // become the input object.
-func anthToolUse(tc oaiToolCall, p string) (anthBlock, error) {
+func anthToolUse(tc chat.ToolCall, p string) (anthBlock, error) {
 	if tc.Type != "" && tc.Type != "function" {
 		return anthBlock{}, unsupportedParameter(p+"/type", "tool call type %q: only function calls translate", tc.Type)
 	}
@@ -635,7 +636,7 @@ func anthScanMessage(v []byte, i int) (e anthElem, end int, ok bool) {
 }
 
 // anthIgnoredKey reports whether encoding/json surely ignores the member
-// named key when decoding an [oaiMessage]: printable ASCII without escapes,
+// named key when decoding a [chat.Message]: printable ASCII without escapes,
 // and no field's name in any letter case.
 func anthIgnoredKey(key []byte) bool {
 	for _, c := range key {
