@@ -7,197 +7,26 @@ import (
 	"strconv"
 
 	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
+	"github.com/sluicegw/sluice/connectors/wire/messages"
 )
 
-// Wire types of the direct Anthropic connector: the Messages API's request,
-// response and stream events. The OpenAI chat-completions shapes it decodes
-// from requests or writes into answers are in package wire/chat; the
-// translation itself lives in translate_chat_messages.go,
-// translate_chat_messages_answer.go and translate_chat_messages_stream.go.
-
-// anthropicVersion is the Messages API version the connector speaks.
-const anthropicVersion = "2023-06-01"
+// The encoding of the Messages requests the anthropic connector's
+// translation writes, and the raw-value helpers every Messages translation
+// uses. The wire types themselves are package wire/messages's, and the
+// chat-completions shapes package wire/chat's; the appenders stay here
+// because they write with connectors/internal/jsonscan, which a wire
+// package does not import. The translation itself lives in
+// translate_chat_messages.go, translate_chat_messages_answer.go and
+// translate_chat_messages_stream.go.
 
 // anthDefaultMaxTokens is sent when the request sets no limit: the Messages
 // API requires max_tokens, the chat-completions API does not.
 const anthDefaultMaxTokens = 4096
 
-// --- Messages API request ----------------------------------------------------
-
-// anthRequest is a Messages API request body. Field order is the order on the
-// wire, so the same request always compiles to the same bytes.
-type anthRequest struct {
-	Model         string          `json:"model"`
-	MaxTokens     int64           `json:"max_tokens"`
-	System        anthContent     `json:"system,omitempty"`
-	Messages      []anthMessage   `json:"messages"`
-	Metadata      *anthMetadata   `json:"metadata,omitempty"`
-	StopSequences []string        `json:"stop_sequences,omitempty"`
-	Stream        bool            `json:"stream,omitempty"`
-	Temperature   json.RawMessage `json:"temperature,omitempty"`
-	TopP          json.RawMessage `json:"top_p,omitempty"`
-	TopK          json.RawMessage `json:"top_k,omitempty"`
-	Tools         []anthTool      `json:"tools,omitempty"`
-	ToolChoice    *anthToolChoice `json:"tool_choice,omitempty"`
-}
-
-// anthMessage is one turn; roles alternate (consecutive same-role turns are
-// merged before sending).
-type anthMessage struct {
-	Role    string      `json:"role"`
-	Content anthContent `json:"content"`
-}
-
-// anthContent is a list of content blocks. It encodes as a plain string when
-// it is one text block without a cache marker (the Messages API accepts both
-// forms; the string is what a hand-written request would send).
-type anthContent []anthBlock
-
-// MarshalJSON implements [json.Marshaler].
-func (c anthContent) MarshalJSON() ([]byte, error) {
-	if len(c) == 1 && c[0].Type == "text" && len(c[0].CacheControl) == 0 {
-		return anthMarshal(c[0].Text)
-	}
-	return anthMarshal([]anthBlock(c))
-}
-
-// anthBlock is a content block of any type: text, image, tool_use,
-// tool_result, thinking or redacted_thinking. Members not used by a type stay
-// empty and are omitted.
-type anthBlock struct {
-	Type string `json:"type"`
-	Text string `json:"text,omitempty"`
-	// anthRareMembers holds the members of image, thinking and
-	// redacted_thinking blocks, nil for the others: a request's blocks are
-	// allocated on the hot path, and a text block stays as small as it was.
-	// Embedded, so encoding/json writes its members in this place.
-	*anthRareMembers
-	ID        string          `json:"id,omitempty"`
-	Name      string          `json:"name,omitempty"`
-	Input     json.RawMessage `json:"input,omitempty"`
-	ToolUseID string          `json:"tool_use_id,omitempty"`
-	// Content is a tool_result's content: a JSON string or an array of text
-	// blocks.
-	Content      json.RawMessage `json:"content,omitempty"`
-	CacheControl json.RawMessage `json:"cache_control,omitempty"`
-}
-
-// anthRareMembers are the members of the rarer block types.
-type anthRareMembers struct {
-	// Thinking and Signature are a thinking block's, Data a
-	// redacted_thinking block's: pointers, so that a block replayed with an
-	// empty text still sends the member the upstream requires.
-	Thinking  *string `json:"thinking,omitempty"`
-	Signature *string `json:"signature,omitempty"`
-	Data      *string `json:"data,omitempty"`
-	// Source is an image block's.
-	Source *anthImageSource `json:"source,omitempty"`
-}
-
-// anthImageSource is an image block's source: base64 data or a URL.
-type anthImageSource struct {
-	Type      string `json:"type"`
-	MediaType string `json:"media_type,omitempty"`
-	Data      string `json:"data,omitempty"`
-	URL       string `json:"url,omitempty"`
-}
-
-// anthMetadata is the request's metadata object.
-type anthMetadata struct {
-	UserID string `json:"user_id"`
-}
-
-// anthTool is a client tool definition.
-type anthTool struct {
-	Name         string          `json:"name"`
-	Description  string          `json:"description,omitempty"`
-	InputSchema  json.RawMessage `json:"input_schema"`
-	CacheControl json.RawMessage `json:"cache_control,omitempty"`
-}
-
-// anthToolChoice is how the model may use the tools: auto, any, tool (with a
-// name) or none.
-type anthToolChoice struct {
-	Type                   string `json:"type"`
-	Name                   string `json:"name,omitempty"`
-	DisableParallelToolUse bool   `json:"disable_parallel_tool_use,omitempty"`
-}
-
-// --- Messages API response ---------------------------------------------------
-
-// anthResponse is a Messages API message (a non-streaming answer, or the
-// skeleton in a stream's message_start event).
-type anthResponse struct {
-	ID         string          `json:"id"`
-	Type       string          `json:"type"`
-	Role       string          `json:"role"`
-	Model      string          `json:"model"`
-	Content    []anthRespBlock `json:"content"`
-	StopReason *string         `json:"stop_reason"`
-	Usage      anthUsage       `json:"usage"`
-	Error      *anthError      `json:"error"`
-}
-
-// anthRespBlock is a content block of an answer: text, tool_use, thinking
-// (its text and signature) or redacted_thinking (its data). Other types
-// (server tool blocks, ...) are skipped.
-type anthRespBlock struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Input     json.RawMessage `json:"input"`
-	Thinking  string          `json:"thinking"`
-	Signature string          `json:"signature"`
-	Data      string          `json:"data"`
-}
-
 // anthReasoningFormat is the format the reasoning_details of an answer name
 // for Anthropic's thinking blocks, as the marketplaces that serve its models
 // write it; only entries of this format are sent back as thinking blocks.
 const anthReasoningFormat = "anthropic-claude-v1"
-
-// anthUsage is the token usage of an answer. Pointers tell a member that is
-// absent from one that is zero (a stream's message_delta repeats only some).
-type anthUsage struct {
-	InputTokens              *int64 `json:"input_tokens"`
-	OutputTokens             *int64 `json:"output_tokens"`
-	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
-}
-
-// anthError is the error object of an error answer or an error event.
-type anthError struct {
-	Type    string `json:"type"`
-	Message string `json:"message"`
-}
-
-// --- Messages API stream events ----------------------------------------------
-
-// anthStartEvent is a message_start event.
-type anthStartEvent struct {
-	Message anthResponse `json:"message"`
-}
-
-// anthBlockStartEvent is a content_block_start event.
-type anthBlockStartEvent struct {
-	Index        int           `json:"index"`
-	ContentBlock anthRespBlock `json:"content_block"`
-}
-
-// anthMessageDeltaEvent is a message_delta event: the stop reason and the
-// cumulative usage.
-type anthMessageDeltaEvent struct {
-	Delta struct {
-		StopReason *string `json:"stop_reason"`
-	} `json:"delta"`
-	Usage anthUsage `json:"usage"`
-}
-
-// anthErrorEvent is an error event (and the body of an error answer).
-type anthErrorEvent struct {
-	Error anthError `json:"error"`
-}
 
 // --- Raw values ----------------------------------------------------------------
 
@@ -231,7 +60,7 @@ func anthMarshal(v any) ([]byte, error) {
 var errAnthAppend = errors.New("anthropic: value left to encoding/json")
 
 // anthAppendRequest appends a Messages request body to b.
-func anthAppendRequest(b []byte, r *anthRequest) ([]byte, error) {
+func anthAppendRequest(b []byte, r *messages.Request) ([]byte, error) {
 	var err error
 	b = append(b, `{"model":`...)
 	b = jsonscan.AppendString(b, r.Model)
@@ -332,8 +161,8 @@ func anthAppendRequest(b []byte, r *anthRequest) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// anthAppendContent appends content as [anthContent.MarshalJSON] encodes it.
-func anthAppendContent(b []byte, c anthContent) ([]byte, error) {
+// anthAppendContent appends content as [messages.Content.MarshalJSON] encodes it.
+func anthAppendContent(b []byte, c messages.Content) ([]byte, error) {
 	if len(c) == 1 && c[0].Type == "text" && len(c[0].CacheControl) == 0 {
 		return jsonscan.AppendString(b, c[0].Text), nil
 	}
@@ -354,7 +183,7 @@ func anthAppendContent(b []byte, c anthContent) ([]byte, error) {
 }
 
 // anthAppendBlock appends a content block, its empty members omitted.
-func anthAppendBlock(b []byte, k *anthBlock) ([]byte, error) {
+func anthAppendBlock(b []byte, k *messages.Block) ([]byte, error) {
 	var err error
 	b = append(b, `{"type":`...)
 	b = jsonscan.AppendString(b, k.Type)
@@ -362,7 +191,7 @@ func anthAppendBlock(b []byte, k *anthBlock) ([]byte, error) {
 		b = append(b, `,"text":`...)
 		b = jsonscan.AppendString(b, k.Text)
 	}
-	if r := k.anthRareMembers; r != nil {
+	if r := k.RareMembers; r != nil {
 		b = anthAppendRare(b, r)
 	}
 	if k.ID != "" {
@@ -400,7 +229,7 @@ func anthAppendBlock(b []byte, k *anthBlock) ([]byte, error) {
 
 // anthAppendRare appends the members of an image, thinking or
 // redacted_thinking block, its empty ones omitted.
-func anthAppendRare(b []byte, r *anthRareMembers) []byte {
+func anthAppendRare(b []byte, r *messages.RareMembers) []byte {
 	for _, m := range [...]struct {
 		name string
 		s    *string

@@ -33,9 +33,10 @@
 // What several connectors share lives in files named for it: connector.go
 // (the interface, [TranslateError], body encoding), openaishape.go,
 // headscan.go and stream.go (reading and relaying OpenAI-shaped answers),
-// anthropic_wire.go (the Messages wire types), sse.go. Each API's wire
+// anthropic_wire.go (the Messages request encoder), sse.go. Each API's wire
 // types have a package of their own under connectors/wire (wire/chat,
-// wire/responses); byte-level JSON scanning and string encoding are package
+// wire/messages, wire/responses) that imports nothing of sluice's;
+// byte-level JSON scanning and string encoding are package
 // connectors/internal/jsonscan's.
 //
 // A connector never decides what may be expressed: [compiler.Check] did that

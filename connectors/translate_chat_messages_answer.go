@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sluicegw/sluice/connectors/wire/chat"
+	"github.com/sluicegw/sluice/connectors/wire/messages"
 )
 
 // The anthropic connector's reading of a non-streaming answer: a Messages
@@ -16,12 +17,12 @@ import (
 // Response implements [Connector.Response].
 func (c *anthropic) Response(call *Call, body []byte) ([]byte, Result, error) {
 	res := Result{ServedProvider: "anthropic"}
-	var m anthResponse
+	var m messages.Response
 	if err := json.Unmarshal(body, &m); err != nil {
 		return nil, res, fmt.Errorf("anthropic: decode answer: %w", err)
 	}
 	if m.Type == "error" || m.Error != nil {
-		var e anthError
+		var e messages.Error
 		if m.Error != nil {
 			e = *m.Error
 		}
@@ -88,7 +89,7 @@ func (c *anthropic) Response(call *Call, body []byte) ([]byte, Result, error) {
 // reasoning.encrypted entry with its data), the index-th of the answer.
 // Client and marketplace send it back as it is, so the next turn's request
 // carries the block unchanged (anthReasoning in translate_chat_messages_turns.go).
-func anthReasoningDetail(b anthRespBlock, index int) chat.ReasoningDetail {
+func anthReasoningDetail(b messages.ResponseBlock, index int) chat.ReasoningDetail {
 	d := chat.ReasoningDetail{Format: anthReasoningFormat, Index: index}
 	if b.Type == "redacted_thinking" {
 		d.Type, d.Data = "reasoning.encrypted", &b.Data
@@ -121,7 +122,7 @@ type anthTokens struct {
 
 // merge takes the members a usage object reports; absent ones keep their
 // value (a stream's message_delta may repeat only output_tokens).
-func (t *anthTokens) merge(u anthUsage) {
+func (t *anthTokens) merge(u messages.Usage) {
 	set := func(dst *int64, src *int64) {
 		if src != nil {
 			*dst = *src
