@@ -23,7 +23,8 @@
 //     translate_responses_chat*.go (a Messages or Responses request on an
 //     upstream that speaks only chat), translate_chat_messages*.go (the
 //     anthropic connector's: a chat request onto the Messages API, its
-//     message conversion in translate_chat_messages_turns.go).
+//     message conversion in translate_chat_messages_turns.go, its encoder
+//     in translate_chat_messages_encode.go).
 //
 // An (API, upstream) pair with no file of its own goes through chat:
 // inbound.go picks, per pair, the native file or the translations (a
@@ -33,11 +34,10 @@
 // What several connectors share lives in files named for it: connector.go
 // (the interface, [TranslateError], body encoding), openaishape.go,
 // headscan.go and stream.go (reading and relaying OpenAI-shaped answers),
-// anthropic_wire.go (the Messages request encoder), sse.go. Each API's wire
-// types have a package of their own under connectors/wire (wire/chat,
-// wire/messages, wire/responses) that imports nothing of sluice's;
-// byte-level JSON scanning and string encoding are package
-// connectors/internal/jsonscan's.
+// sse.go. Each API's wire types have a package of their own under
+// connectors/wire (wire/chat, wire/messages, wire/responses) that imports
+// nothing of sluice's; byte-level JSON scanning and string encoding are
+// package connectors/internal/jsonscan's.
 //
 // A connector never decides what may be expressed: [compiler.Check] did that
 // once, before translation, and a connector only writes what the outcome says.

@@ -16,7 +16,9 @@ import (
 
 // The anthropic connector's request translation: a chat-completions body
 // becomes a Messages API body. The messages themselves are converted in
-// translate_chat_messages_turns.go; the wire types are in anthropic_wire.go.
+// translate_chat_messages_turns.go and the body encoded in
+// translate_chat_messages_encode.go; the wire types are package
+// wire/messages's.
 
 // anthDropped are chat-completions members with no Messages API equivalent
 // whose absence does not change what the answer means, whatever their value:
