@@ -161,3 +161,21 @@ func TestREADMEListsEveryPackage(t *testing.T) {
 		require.True(t, listed[key], "README's package list has no line for %s", key)
 	}
 }
+
+// TestWirePackagesImportNothingOfSluice: the wire packages under
+// connectors/wire hold each API's shapes for every stage that speaks it,
+// so they import nothing of the module, not even the connectors' own
+// internal packages.
+func TestWirePackagesImportNothingOfSluice(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"/connectors/wire/...").CombinedOutput()
+	require.NoError(t, err, string(out))
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	require.GreaterOrEqual(t, len(lines), 3, "connectors/wire holds chat, messages and responses")
+	for _, line := range lines {
+		f := strings.Fields(line)
+		for _, dep := range f[1:] {
+			_, inModule := roomOf(dep)
+			require.False(t, inModule, "%s imports %s", f[0], dep)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluicegw/sluice/compiler"
+	"github.com/sluicegw/sluice/connectors/wire/messages"
 )
 
 // anthropic translates for Anthropic's own Messages API: one provider,
@@ -35,7 +36,7 @@ func (*anthropic) Authorize(h http.Header, key string) {
 	if key != "" {
 		h.Set("x-api-key", key)
 	}
-	h.Set("anthropic-version", anthropicVersion)
+	h.Set("anthropic-version", messages.Version)
 }
 
 // StreamError is an error Anthropic reported in band: an "error" event in the
@@ -63,6 +64,6 @@ var anthErrorStatus = map[string]int{
 	"rate_limit_error": 429, "api_error": 500, "timeout_error": 504, "overloaded_error": 529,
 }
 
-func newStreamError(e anthError) *StreamError {
+func newStreamError(e messages.Error) *StreamError {
 	return &StreamError{Type: e.Type, Message: e.Message, Status: anthErrorStatus[e.Type]}
 }

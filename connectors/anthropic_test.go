@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluicegw/sluice/compiler"
+	"github.com/sluicegw/sluice/connectors/wire/messages"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -193,11 +194,11 @@ func TestAnthropicReasoningRoundTrip(t *testing.T) {
 		for i, dir := range dirs {
 			raw, err := os.ReadFile(answers[i])
 			require.NoError(t, err)
-			var blocks []anthRespBlock
+			var blocks []messages.ResponseBlock
 			if name == "stream.sse" {
 				blocks = anthStreamBlocks(t, raw)
 			} else {
-				var m anthResponse
+				var m messages.Response
 				require.NoError(t, json.Unmarshal(raw, &m))
 				blocks = m.Content
 			}
@@ -230,7 +231,7 @@ func TestAnthropicReasoningRoundTrip(t *testing.T) {
 // message is replayed, as JSON: the reasoning blocks in order, then the texts
 // joined into one text block, then the tool calls; "" when the answer has no
 // reasoning block.
-func anthReplayBlocks(t testing.TB, blocks []anthRespBlock) string {
+func anthReplayBlocks(t testing.TB, blocks []messages.ResponseBlock) string {
 	t.Helper()
 	var reasoning, tools []map[string]any
 	text := ""
@@ -265,9 +266,9 @@ func anthReplayBlocks(t testing.TB, blocks []anthRespBlock) string {
 // anthStreamBlocks joins an event stream's content blocks as the upstream
 // documents them: each block as it starts, its text, thinking and tool input
 // deltas appended, its signature set.
-func anthStreamBlocks(t testing.TB, sse []byte) []anthRespBlock {
+func anthStreamBlocks(t testing.TB, sse []byte) []messages.ResponseBlock {
 	t.Helper()
-	var blocks []anthRespBlock
+	var blocks []messages.ResponseBlock
 	var input []string
 	at := map[int]int{}
 	r := NewSSEReader(bytes.NewReader(sse))
@@ -278,9 +279,9 @@ func anthStreamBlocks(t testing.TB, sse []byte) []anthRespBlock {
 		}
 		require.NoError(t, err)
 		var e struct {
-			Type         string        `json:"type"`
-			Index        int           `json:"index"`
-			ContentBlock anthRespBlock `json:"content_block"`
+			Type         string                 `json:"type"`
+			Index        int                    `json:"index"`
+			ContentBlock messages.ResponseBlock `json:"content_block"`
 			Delta        struct {
 				Text        string `json:"text"`
 				Thinking    string `json:"thinking"`

@@ -1,17 +1,43 @@
 // Package connectors speaks each upstream's wire protocol, and only that: it
-// translates a chat-completions request, under a checked plan, into the
-// upstream's native request, and the upstream's answer or event stream back
-// into chat-completions form, reading back which model and provider served.
+// translates a request, under a checked plan, into the upstream's native
+// request, and the upstream's answer or event stream back into the form the
+// caller asked in, reading back which model and provider served.
 //
-// There is one connector per upstream kind, with its own golden testdata
-// under testdata/connectors; the set is closed and listed in [New]. Each
-// lives in its own files (openai.go, openrouter.go, vercel.go, and
-// anthropic*.go for the one upstream with a shape of its own). What several
-// connectors share lives in files named for it: connector.go (the interface,
-// [TranslateError], body encoding), openaishape.go, headscan.go and
-// stream.go (reading and relaying OpenAI-shaped answers), openai_wire.go
-// (the chat-completions wire types) and sse.go. Byte-level JSON scanning
-// and string encoding are package connectors/internal/jsonscan's.
+// The file names read as a matrix of (inbound API, upstream):
+//
+//   - <upstream>.go is the connector of one upstream kind, on the
+//     chat-completions API every connector speaks: its knobs, its
+//     read-back, its names (openai.go, openrouter.go, vercel.go,
+//     anthropic.go). The set is closed and listed in [New]; each has its
+//     golden testdata under testdata/connectors.
+//   - <upstream>_<api>.go is that upstream speaking another inbound API
+//     natively, the request passed through with only what policy changes
+//     (anthropic_messages.go, openai_responses.go, openrouter_messages.go,
+//     openrouter_responses.go, vercel_messages.go, vercel_responses.go);
+//     responses_native.go is the Responses read-back the three
+//     *_responses.go files share.
+//   - translate_<inbound>_<upstream API>.go translates a request from the
+//     API it came in on into the API the upstream speaks, and
+//     translate_<inbound>_<upstream API>_answer.go and _stream.go translate
+//     the answer and the event stream back: translate_messages_chat*.go and
+//     translate_responses_chat*.go (a Messages or Responses request on an
+//     upstream that speaks only chat), translate_chat_messages*.go (the
+//     anthropic connector's: a chat request onto the Messages API, its
+//     message conversion in translate_chat_messages_turns.go, its encoder
+//     in translate_chat_messages_encode.go).
+//
+// An (API, upstream) pair with no file of its own goes through chat:
+// inbound.go picks, per pair, the native file or the translations (a
+// Responses request on Anthropic is translate_responses_chat.go, then
+// translate_chat_messages.go). Embeddings are embeddings.go.
+//
+// What several connectors share lives in files named for it: connector.go
+// (the interface, [TranslateError], body encoding), openaishape.go,
+// headscan.go and stream.go (reading and relaying OpenAI-shaped answers),
+// sse.go. Each API's wire types have a package of their own under
+// connectors/wire (wire/chat, wire/messages, wire/responses) that imports
+// nothing of sluice's; byte-level JSON scanning and string encoding are
+// package connectors/internal/jsonscan's.
 //
 // A connector never decides what may be expressed: [compiler.Check] did that
 // once, before translation, and a connector only writes what the outcome says.

@@ -9,11 +9,13 @@ import (
 // The inbound APIs: a request may come in as chat completions (the shape
 // every connector translates from), as the Messages API, or as embeddings.
 // This file picks, per (connector, API), the translation of the request and
-// the reading of the answer; the translations themselves live in
-// messages_request.go (a Messages request into the chat shape),
-// messages_answer.go and messages_stream.go (a chat answer and stream back
-// into the Messages shape), anthropic_native.go (the Messages API passed to
-// the Anthropic upstream as it is) and embeddings.go.
+// the reading of the answer; the translations themselves live in the
+// translate_<inbound>_<upstream API>*.go files (translate_messages_chat.go
+// turns a Messages request into the chat shape, its _answer.go and
+// _stream.go a chat answer and stream back into the Messages shape), the
+// native pass-throughs in the <upstream>_<api>.go files
+// (anthropic_messages.go passes the Messages API to the Anthropic upstream
+// as it is) and embeddings.go.
 
 // API is the inbound API a request came in on.
 type API uint8

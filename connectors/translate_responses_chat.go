@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/sluicegw/sluice/connectors/wire/chat"
 )
 
 // The translation of a Responses API request into the chat-completions
@@ -382,7 +384,7 @@ func (t *respTranslation) input(v json.RawMessage) error {
 			if t.pending == nil {
 				t.pending = &chatMsg{Role: "assistant"}
 			}
-			tc := oaiOutToolCall{ID: it.CallID, Type: "function"}
+			tc := chat.OutToolCall{ID: it.CallID, Type: "function"}
 			tc.Function.Name = it.Name
 			tc.Function.Arguments = *it.Arguments
 			t.pending.ToolCalls = append(t.pending.ToolCalls, tc)
@@ -463,7 +465,7 @@ func (t *respTranslation) message(it respItem, p string) error {
 				t.unsupported(pp, "an image by file_id has no equivalent in the chat-completions request the upstream is sent")
 				continue
 			}
-			img := &oaiImageURL{URL: *part.ImageURL}
+			img := &chat.ImageURL{URL: *part.ImageURL}
 			out = append(out, chatPart{Type: "image_url", ImageURL: img})
 		case "input_file", "input_audio":
 			t.unsupported(pp+"/type", "content part %q has no equivalent in the chat-completions request the upstream is sent", part.Type)
@@ -574,7 +576,7 @@ func (t *respTranslation) toolChoice(v json.RawMessage) error {
 		t.unsupported("/tool_choice/type", "tool_choice %q has no equivalent in the chat-completions request the upstream is sent", c.Type)
 		return nil
 	}
-	var named oaiNamedToolChoice
+	var named chat.NamedToolChoice
 	named.Type = "function"
 	named.Function.Name = c.Name
 	b, _ := json.Marshal(named)

@@ -1,18 +1,28 @@
-package connectors
+// Package chat holds the wire types of the OpenAI chat-completions API
+// (POST /v1/chat/completions) that sluice decodes and writes: the request
+// members a translation reads (messages, content parts, tool calls, tools,
+// tool_choice) and the chat.completion answer it writes back, with the
+// reasoning members the marketplaces (OpenRouter, the Vercel AI Gateway)
+// add. It imports nothing of sluice's, so that every translation to and from
+// the API shares one definition.
+//
+// The OpenAI-shaped upstreams relay these bodies as they are; what the
+// connectors read back from their answers is scanned, not decoded into
+// these types.
+package chat
 
 import "encoding/json"
 
-// Wire types of the OpenAI chat-completions API: the request members a
-// connector that rewrites requests (anthropic) decodes, and the answer it
-// writes back. The OpenAI-shaped upstreams relay these bodies as they are;
-// what is read back from their answers is completionHead (openaishape.go).
-
-// oaiMessage is one message of a chat-completions request.
-type oaiMessage struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	ToolCalls  []oaiToolCall   `json:"tool_calls"`
-	ToolCallID *string         `json:"tool_call_id"`
+// Message is one message of a chat-completions request.
+type Message struct {
+	// Role is system, developer, user, assistant or tool.
+	Role string `json:"role"`
+	// Content is a string, an array of [Part], or null.
+	Content json.RawMessage `json:"content"`
+	// ToolCalls are an assistant message's tool calls.
+	ToolCalls []ToolCall `json:"tool_calls"`
+	// ToolCallID is a tool message's call.
+	ToolCallID *string `json:"tool_call_id"`
 	// Refusal is an assistant message's refusal, replayed from an answer
 	// the model declined (its content is then null).
 	Refusal *string `json:"refusal"`
@@ -22,8 +32,9 @@ type oaiMessage struct {
 	ReasoningDetails json.RawMessage `json:"reasoning_details"`
 }
 
-// oaiPart is one content part of a message.
-type oaiPart struct {
+// Part is one content part of a message: text, refusal or image_url, with
+// the cache marker the marketplaces accept on a part.
+type Part struct {
 	Type         string          `json:"type"`
 	Text         *string         `json:"text"`
 	Refusal      *string         `json:"refusal"`
@@ -31,13 +42,13 @@ type oaiPart struct {
 	CacheControl json.RawMessage `json:"cache_control"`
 }
 
-// oaiImageURL is an image_url part's object form.
-type oaiImageURL struct {
+// ImageURL is an image_url part's object form.
+type ImageURL struct {
 	URL string `json:"url"`
 }
 
-// oaiToolCall is an assistant message's tool call.
-type oaiToolCall struct {
+// ToolCall is an assistant message's tool call, as a request replays it.
+type ToolCall struct {
 	ID       string `json:"id"`
 	Type     string `json:"type"`
 	Function struct {
@@ -46,8 +57,8 @@ type oaiToolCall struct {
 	} `json:"function"`
 }
 
-// oaiTool is a tool definition of a request.
-type oaiTool struct {
+// Tool is a tool definition of a request.
+type Tool struct {
 	Type     string `json:"type"`
 	Function *struct {
 		Name        string          `json:"name"`
@@ -57,53 +68,53 @@ type oaiTool struct {
 	CacheControl json.RawMessage `json:"cache_control"`
 }
 
-// oaiNamedToolChoice is the object form of tool_choice.
-type oaiNamedToolChoice struct {
+// NamedToolChoice is the object form of tool_choice.
+type NamedToolChoice struct {
 	Type     string `json:"type"`
 	Function struct {
 		Name string `json:"name"`
 	} `json:"function"`
 }
 
-// oaiCompletion is a chat.completion answer.
-type oaiCompletion struct {
-	ID      string      `json:"id"`
-	Object  string      `json:"object"`
-	Created int64       `json:"created"`
-	Model   string      `json:"model"`
-	Choices []oaiChoice `json:"choices"`
-	Usage   oaiUsage    `json:"usage"`
+// Completion is a chat.completion answer.
+type Completion struct {
+	ID      string   `json:"id"`
+	Object  string   `json:"object"`
+	Created int64    `json:"created"`
+	Model   string   `json:"model"`
+	Choices []Choice `json:"choices"`
+	Usage   Usage    `json:"usage"`
 }
 
-// oaiChoice is a completion's only choice.
-type oaiChoice struct {
+// Choice is a completion's only choice.
+type Choice struct {
 	Index        int             `json:"index"`
-	Message      oaiOutMessage   `json:"message"`
+	Message      OutMessage      `json:"message"`
 	Logprobs     json.RawMessage `json:"logprobs"`
 	FinishReason string          `json:"finish_reason"`
 }
 
-// oaiOutMessage is the answer's message. Content is null when the answer is
+// OutMessage is the answer's message. Content is null when the answer is
 // only tool calls, as in the chat-completions API. Reasoning and
 // ReasoningDetails are the members the marketplaces add for a model's
 // reasoning (OpenRouter and the Vercel AI Gateway name them so): both are
 // present when the answer reasoned, absent otherwise.
-type oaiOutMessage struct {
+type OutMessage struct {
 	Role    string  `json:"role"`
 	Content *string `json:"content"`
 	Refusal *string `json:"refusal"`
 	// Reasoning is the reasoning text, every reasoning.text entry's text
 	// joined.
-	Reasoning        *string              `json:"reasoning,omitempty"`
-	ReasoningDetails []oaiReasoningDetail `json:"reasoning_details,omitempty"`
-	ToolCalls        []oaiOutToolCall     `json:"tool_calls,omitempty"`
+	Reasoning        *string           `json:"reasoning,omitempty"`
+	ReasoningDetails []ReasoningDetail `json:"reasoning_details,omitempty"`
+	ToolCalls        []OutToolCall     `json:"tool_calls,omitempty"`
 }
 
-// oaiReasoningDetail is one entry of reasoning_details, in the marketplaces'
+// ReasoningDetail is one entry of reasoning_details, in the marketplaces'
 // member order: a reasoning.text entry has text and signature, a
 // reasoning.encrypted entry data. Index is the entry's place among the
 // answer's reasoning entries, which the deltas of a stream name too.
-type oaiReasoningDetail struct {
+type ReasoningDetail struct {
 	Type      string  `json:"type"`
 	Text      *string `json:"text,omitempty"`
 	Signature *string `json:"signature,omitempty"`
@@ -112,9 +123,9 @@ type oaiReasoningDetail struct {
 	Index     int     `json:"index"`
 }
 
-// oaiOutToolCall is a tool call the connectors write: one of an answer, or
+// OutToolCall is a tool call the connectors write: one of an answer, or
 // one of an assistant message a translated Messages request replays.
-type oaiOutToolCall struct {
+type OutToolCall struct {
 	ID       string `json:"id"`
 	Type     string `json:"type"`
 	Function struct {
@@ -123,8 +134,8 @@ type oaiOutToolCall struct {
 	} `json:"function"`
 }
 
-// oaiUsage is a completion's usage.
-type oaiUsage struct {
+// Usage is a completion's usage.
+type Usage struct {
 	PromptTokens        int64 `json:"prompt_tokens"`
 	CompletionTokens    int64 `json:"completion_tokens"`
 	TotalTokens         int64 `json:"total_tokens"`

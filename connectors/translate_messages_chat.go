@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
+	"github.com/sluicegw/sluice/connectors/wire/chat"
 )
 
 // The translation of a Messages API request into the chat-completions
@@ -249,18 +250,18 @@ type msgSource struct {
 // chatMsg is one chat message the translation writes. Content is written
 // as it is: a string, an array of parts, or null.
 type chatMsg struct {
-	Role             string               `json:"role"`
-	Content          json.RawMessage      `json:"content"`
-	ToolCalls        []oaiOutToolCall     `json:"tool_calls,omitempty"`
-	ToolCallID       string               `json:"tool_call_id,omitempty"`
-	ReasoningDetails []oaiReasoningDetail `json:"reasoning_details,omitempty"`
+	Role             string                 `json:"role"`
+	Content          json.RawMessage        `json:"content"`
+	ToolCalls        []chat.OutToolCall     `json:"tool_calls,omitempty"`
+	ToolCallID       string                 `json:"tool_call_id,omitempty"`
+	ReasoningDetails []chat.ReasoningDetail `json:"reasoning_details,omitempty"`
 }
 
 // chatPart is one content part the translation writes.
 type chatPart struct {
 	Type         string          `json:"type"`
 	Text         *string         `json:"text,omitempty"`
-	ImageURL     *oaiImageURL    `json:"image_url,omitempty"`
+	ImageURL     *chat.ImageURL  `json:"image_url,omitempty"`
 	File         *chatFile       `json:"file,omitempty"`
 	CacheControl json.RawMessage `json:"cache_control,omitempty"`
 }
@@ -486,12 +487,12 @@ func (t *msgTranslation) image(v json.RawMessage, p string) (*chatPart, error) {
 		if src.MediaType == "" || src.Data == "" {
 			return nil, invalidRequest(p, "a base64 image source needs its media_type and data")
 		}
-		return &chatPart{Type: "image_url", ImageURL: &oaiImageURL{URL: "data:" + src.MediaType + ";base64," + src.Data}}, nil
+		return &chatPart{Type: "image_url", ImageURL: &chat.ImageURL{URL: "data:" + src.MediaType + ";base64," + src.Data}}, nil
 	case "url":
 		if src.URL == "" {
 			return nil, invalidRequest(p+"/url", "a url image source needs its url")
 		}
-		return &chatPart{Type: "image_url", ImageURL: &oaiImageURL{URL: src.URL}}, nil
+		return &chatPart{Type: "image_url", ImageURL: &chat.ImageURL{URL: src.URL}}, nil
 	}
 	t.unsupported(p+"/type", "image source type %q has no equivalent in the chat-completions shape", src.Type)
 	return nil, nil
@@ -622,7 +623,7 @@ func (t *msgTranslation) assistant(v json.RawMessage, p string) error {
 					args = buf.String()
 				}
 			}
-			tc := oaiOutToolCall{ID: b.ID, Type: "function"}
+			tc := chat.OutToolCall{ID: b.ID, Type: "function"}
 			tc.Function.Name, tc.Function.Arguments = b.Name, args
 			m.ToolCalls = append(m.ToolCalls, tc)
 		case "thinking":
@@ -632,7 +633,7 @@ func (t *msgTranslation) assistant(v json.RawMessage, p string) error {
 			// Only signed thinking can go back to a model of the upstream
 			// that wrote it; another model has no use for it.
 			if *b.Signature != "" && t.d.reasoning {
-				m.ReasoningDetails = append(m.ReasoningDetails, oaiReasoningDetail{Type: "reasoning.text", Text: b.Thinking,
+				m.ReasoningDetails = append(m.ReasoningDetails, chat.ReasoningDetail{Type: "reasoning.text", Text: b.Thinking,
 					Signature: b.Signature, Format: anthReasoningFormat, Index: len(m.ReasoningDetails)})
 			}
 		case "redacted_thinking":
@@ -640,7 +641,7 @@ func (t *msgTranslation) assistant(v json.RawMessage, p string) error {
 				return invalidRequest(bp+"/data", "a redacted_thinking block needs its data")
 			}
 			if t.d.reasoning {
-				m.ReasoningDetails = append(m.ReasoningDetails, oaiReasoningDetail{Type: "reasoning.encrypted", Data: b.Data,
+				m.ReasoningDetails = append(m.ReasoningDetails, chat.ReasoningDetail{Type: "reasoning.encrypted", Data: b.Data,
 					Format: anthReasoningFormat, Index: len(m.ReasoningDetails)})
 			}
 		case "":

@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
+	"github.com/sluicegw/sluice/connectors/wire/chat"
+	"github.com/sluicegw/sluice/connectors/wire/messages"
 )
 
 // The anthropic connector's translation of a request's messages: system
@@ -21,12 +23,12 @@ import (
 // consecutive turns of one role are merged, since the upstream requires the
 // roles to alternate. It decodes every message with encoding/json; fast only
 // selects the appender for tool results' content.
-func anthMessages(v json.RawMessage, fast bool) (anthContent, []anthMessage, error) {
+func anthMessages(v json.RawMessage, fast bool) (messages.Content, []messages.Message, error) {
 	var raw []json.RawMessage
 	if json.Unmarshal(v, &raw) != nil {
 		return nil, nil, invalidRequest("/messages", "messages must be an array of message objects")
 	}
-	t := anthTurns{msgs: make([]anthMessage, 0, len(raw))}
+	t := anthTurns{msgs: make([]messages.Message, 0, len(raw))}
 	for i, r := range raw {
 		if err := t.addRaw(r, i, fast); err != nil {
 			return nil, nil, err
@@ -40,7 +42,7 @@ func anthMessages(v json.RawMessage, fast bool) (anthContent, []anthMessage, err
 // the other messages are decoded with encoding/json as anthMessages does, and
 // anything the scanner cannot vouch for (including invalid JSON) takes
 // anthMessages whole, so the result and the first error are the same.
-func anthMessagesFast(v json.RawMessage) (anthContent, []anthMessage, error) {
+func anthMessagesFast(v json.RawMessage) (messages.Content, []messages.Message, error) {
 	var elemBuf [8]anthElem
 	elems, ok := anthScanMessages(v, elemBuf[:0])
 	if !ok {
@@ -54,8 +56,8 @@ func anthMessagesFast(v json.RawMessage) (anthContent, []anthMessage, error) {
 	}
 	// One backing array for the text blocks; each turn gets a full slice of
 	// one block, so merging turns copies instead of overwriting a neighbour.
-	texts := make([]anthBlock, nText)
-	t := anthTurns{msgs: make([]anthMessage, 0, len(elems))}
+	texts := make([]messages.Block, nText)
+	t := anthTurns{msgs: make([]messages.Message, 0, len(elems))}
 	for i, e := range elems {
 		if e.raw != nil {
 			if err := t.addRaw(e.raw, i, true); err != nil {
@@ -63,9 +65,9 @@ func anthMessagesFast(v json.RawMessage) (anthContent, []anthMessage, error) {
 			}
 			continue
 		}
-		var blocks anthContent
+		var blocks messages.Content
 		if e.text != "" { // anthParts leaves empty texts out
-			texts[0] = anthBlock{Type: "text", Text: e.text}
+			texts[0] = messages.Block{Type: "text", Text: e.text}
 			blocks, texts = texts[:1:1], texts[1:]
 		}
 		if e.role == "system" || e.role == "developer" {
@@ -79,12 +81,12 @@ func anthMessagesFast(v json.RawMessage) (anthContent, []anthMessage, error) {
 
 // anthTurns collects the converted messages.
 type anthTurns struct {
-	system anthContent
-	msgs   []anthMessage
+	system messages.Content
+	msgs   []messages.Message
 }
 
 // add appends a turn, merged into the previous one of the same role.
-func (t *anthTurns) add(role string, blocks anthContent) {
+func (t *anthTurns) add(role string, blocks messages.Content) {
 	if len(blocks) == 0 {
 		return // an empty turn carries nothing, and the upstream refuses it
 	}
@@ -92,11 +94,11 @@ func (t *anthTurns) add(role string, blocks anthContent) {
 		t.msgs[n-1].Content = append(t.msgs[n-1].Content, blocks...)
 		return
 	}
-	t.msgs = append(t.msgs, anthMessage{Role: role, Content: blocks})
+	t.msgs = append(t.msgs, messages.Message{Role: role, Content: blocks})
 }
 
 // addSystem appends to the system prompt.
-func (t *anthTurns) addSystem(blocks anthContent) {
+func (t *anthTurns) addSystem(blocks messages.Content) {
 	if t.system == nil {
 		t.system = blocks
 		return
@@ -107,7 +109,7 @@ func (t *anthTurns) addSystem(blocks anthContent) {
 // addRaw decodes and adds message i with encoding/json.
 func (t *anthTurns) addRaw(r json.RawMessage, i int, fast bool) error {
 	p := "/messages/" + strconv.Itoa(i)
-	var m oaiMessage
+	var m chat.Message
 	if err := json.Unmarshal(r, &m); err != nil {
 		return invalidRequest(p, "not a valid message object")
 	}
@@ -132,7 +134,7 @@ func (t *anthTurns) addRaw(r json.RawMessage, i int, fast bool) error {
 		if len(blocks) == 0 && m.Refusal != nil && *m.Refusal != "" {
 			// A replayed refusal is the assistant's turn: dropping it
 			// would merge the user turns around it into one.
-			blocks = anthContent{{Type: "text", Text: *m.Refusal}}
+			blocks = messages.Content{{Type: "text", Text: *m.Refusal}}
 		}
 		reasoning, err := anthReasoning(m.ReasoningDetails, p)
 		if err != nil {
@@ -159,7 +161,7 @@ func (t *anthTurns) addRaw(r json.RawMessage, i int, fast bool) error {
 		if err != nil {
 			return err
 		}
-		res := anthBlock{Type: "tool_result", ToolUseID: *m.ToolCallID}
+		res := messages.Block{Type: "tool_result", ToolUseID: *m.ToolCallID}
 		if len(blocks) > 0 {
 			if fast {
 				res.Content, err = anthAppendContent(nil, blocks)
@@ -171,7 +173,7 @@ func (t *anthTurns) addRaw(r json.RawMessage, i int, fast bool) error {
 				return err
 			}
 		}
-		t.add("user", anthContent{res})
+		t.add("user", messages.Content{res})
 	case "":
 		return invalidRequest(p+"/role", "a message needs a role")
 	default:
@@ -181,7 +183,7 @@ func (t *anthTurns) addRaw(r json.RawMessage, i int, fast bool) error {
 }
 
 // finish checks that a turn was left and settles the system prompt.
-func (t *anthTurns) finish() (anthContent, []anthMessage, error) {
+func (t *anthTurns) finish() (messages.Content, []messages.Message, error) {
 	system, msgs := t.system, t.msgs
 	if len(msgs) == 0 {
 		return nil, nil, invalidRequest("/messages", "no user or assistant message with content")
@@ -203,7 +205,7 @@ func (t *anthTurns) finish() (anthContent, []anthMessage, error) {
 			for i, b := range system {
 				texts[i] = b.Text
 			}
-			system = anthContent{{Type: "text", Text: strings.Join(texts, "\n\n")}}
+			system = messages.Content{{Type: "text", Text: strings.Join(texts, "\n\n")}}
 		}
 	}
 	return system, msgs, nil
@@ -212,7 +214,7 @@ func (t *anthTurns) finish() (anthContent, []anthMessage, error) {
 // anthToolResultsFirst moves a user turn's tool results before its other blocks,
 // keeping each group's order: the upstream wants the results of the previous
 // turn's tool calls first.
-func anthToolResultsFirst(c anthContent) {
+func anthToolResultsFirst(c messages.Content) {
 	other := false
 	for _, b := range c {
 		if b.Type != "tool_result" {
@@ -244,7 +246,7 @@ func anthToolResultsFirst(c anthContent) {
 // upstream requires and checks.
 //
 // p is the message's pointer: the member's is built only when it is there.
-func anthReasoning(v json.RawMessage, p string) (anthContent, error) {
+func anthReasoning(v json.RawMessage, p string) (messages.Content, error) {
 	if anthIsNull(v) {
 		return nil, nil
 	}
@@ -254,7 +256,7 @@ func anthReasoning(v json.RawMessage, p string) (anthContent, error) {
 		return nil, invalidRequest(p, "reasoning_details must be an array of reasoning entries")
 	}
 	var (
-		blocks anthContent
+		blocks messages.Content
 		merge  []anthReasoningMerge // one per block
 	)
 	for j, raw := range entries {
@@ -274,7 +276,7 @@ func anthReasoning(v json.RawMessage, p string) (anthContent, error) {
 			}
 		}
 		if at < 0 {
-			blocks = append(blocks, anthBlock{Type: e.block})
+			blocks = append(blocks, messages.Block{Type: e.block})
 			merge = append(merge, anthReasoningMerge{index: e.index, entry: pj})
 			at = len(merge) - 1
 		}
@@ -283,10 +285,10 @@ func anthReasoning(v json.RawMessage, p string) (anthContent, error) {
 		case b.Type != e.block:
 			return nil, invalidRequest(pj+"/type", "index %d began as another type of entry (%s): the entries of one index are one block", e.index, m.entry)
 		case e.block == "redacted_thinking":
-			if b.anthRareMembers != nil {
+			if b.RareMembers != nil {
 				return nil, invalidRequest(pj+"/index", "index %d already holds a reasoning.encrypted entry (%s)", e.index, m.entry)
 			}
-			b.anthRareMembers = &anthRareMembers{Data: &e.data}
+			b.RareMembers = &messages.RareMembers{Data: &e.data}
 		default:
 			m.text = append(m.text, e.text...)
 			if e.signature != "" {
@@ -306,7 +308,7 @@ func anthReasoning(v json.RawMessage, p string) (anthContent, error) {
 			return nil, invalidRequest(m.entry, "a reasoning.text entry of format %s needs its signature, which the upstream requires of thinking it is sent back (a stream sends it in a delta of its own, after the text)", anthReasoningFormat)
 		}
 		text := string(m.text)
-		blocks[k].anthRareMembers = &anthRareMembers{Thinking: &text, Signature: &m.signature}
+		blocks[k].RareMembers = &messages.RareMembers{Thinking: &text, Signature: &m.signature}
 	}
 	return blocks, nil
 }
@@ -392,7 +394,7 @@ const (
 
 // anthParts converts a message's content (a string, an array of parts, or
 // null) into blocks. Empty texts are left out: the upstream refuses them.
-func anthParts(v json.RawMessage, p string, accept int) (anthContent, error) {
+func anthParts(v json.RawMessage, p string, accept int) (messages.Content, error) {
 	if anthIsNull(v) {
 		return nil, nil
 	}
@@ -401,27 +403,27 @@ func anthParts(v json.RawMessage, p string, accept int) (anthContent, error) {
 		if s == "" {
 			return nil, nil
 		}
-		return anthContent{{Type: "text", Text: s}}, nil
+		return messages.Content{{Type: "text", Text: s}}, nil
 	}
-	var parts []oaiPart
+	var parts []chat.Part
 	if json.Unmarshal(v, &parts) != nil {
 		return nil, invalidRequest(p, "content must be a string or an array of content parts")
 	}
-	blocks := make(anthContent, 0, len(parts))
+	blocks := make(messages.Content, 0, len(parts))
 	for j, part := range parts {
 		pp := p + "/" + strconv.Itoa(j)
-		var b anthBlock
+		var b messages.Block
 		switch part.Type {
 		case "text":
 			if part.Text == nil {
 				return nil, invalidRequest(pp+"/text", "a text part needs its text")
 			}
-			b = anthBlock{Type: "text", Text: *part.Text}
+			b = messages.Block{Type: "text", Text: *part.Text}
 		case "refusal":
 			if accept&anthPartRefusal == 0 || part.Refusal == nil {
 				return nil, invalidRequest(pp+"/type", "a refusal part belongs to an assistant message and needs its refusal")
 			}
-			b = anthBlock{Type: "text", Text: *part.Refusal}
+			b = messages.Block{Type: "text", Text: *part.Refusal}
 		case "image_url":
 			if accept&anthPartImage == 0 {
 				return nil, invalidRequest(pp+"/type", "images are accepted in user messages only")
@@ -430,7 +432,7 @@ func anthParts(v json.RawMessage, p string, accept int) (anthContent, error) {
 			if err != nil {
 				return nil, err
 			}
-			b = anthBlock{Type: "image", anthRareMembers: &anthRareMembers{Source: src}}
+			b = messages.Block{Type: "image", RareMembers: &messages.RareMembers{Source: src}}
 		case "input_audio", "file":
 			return nil, unsupportedParameter(pp+"/type", "content part %q: the connector sends text and images only", part.Type)
 		default:
@@ -455,8 +457,8 @@ var anthImageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "ima
 
 // anthImage converts an image_url (an object with a url, or the url alone): a
 // base64 data URL becomes inline data, an http(s) URL a URL source.
-func anthImage(v json.RawMessage, p string) (*anthImageSource, error) {
-	var u oaiImageURL
+func anthImage(v json.RawMessage, p string) (*messages.ImageSource, error) {
+	var u chat.ImageURL
 	if json.Unmarshal(v, &u) != nil {
 		if json.Unmarshal(v, &u.URL) != nil {
 			return nil, invalidRequest(p, "image_url must be an object with a url")
@@ -464,7 +466,7 @@ func anthImage(v json.RawMessage, p string) (*anthImageSource, error) {
 	}
 	switch {
 	case strings.HasPrefix(u.URL, "https://"), strings.HasPrefix(u.URL, "http://"):
-		return &anthImageSource{Type: "url", URL: u.URL}, nil
+		return &messages.ImageSource{Type: "url", URL: u.URL}, nil
 	case strings.HasPrefix(u.URL, "data:"):
 		meta, data, ok := strings.Cut(u.URL[len("data:"):], ",")
 		if !ok || !strings.HasSuffix(meta, ";base64") {
@@ -478,32 +480,32 @@ func anthImage(v json.RawMessage, p string) (*anthImageSource, error) {
 		if data == "" {
 			return nil, invalidRequest(p+"/url", "the data URL has no data")
 		}
-		return &anthImageSource{Type: "base64", MediaType: mt, Data: data}, nil
+		return &messages.ImageSource{Type: "base64", MediaType: mt, Data: data}, nil
 	}
 	return nil, invalidRequest(p+"/url", "an image URL must be https://, http:// or a base64 data URL")
 }
 
 // anthToolUse converts an assistant tool call; its JSON-encoded arguments
 // become the input object.
-func anthToolUse(tc oaiToolCall, p string) (anthBlock, error) {
+func anthToolUse(tc chat.ToolCall, p string) (messages.Block, error) {
 	if tc.Type != "" && tc.Type != "function" {
-		return anthBlock{}, unsupportedParameter(p+"/type", "tool call type %q: only function calls translate", tc.Type)
+		return messages.Block{}, unsupportedParameter(p+"/type", "tool call type %q: only function calls translate", tc.Type)
 	}
 	if tc.ID == "" {
-		return anthBlock{}, invalidRequest(p+"/id", "a tool call needs an id")
+		return messages.Block{}, invalidRequest(p+"/id", "a tool call needs an id")
 	}
 	if tc.Function.Name == "" {
-		return anthBlock{}, invalidRequest(p+"/function/name", "a tool call needs a function name")
+		return messages.Block{}, invalidRequest(p+"/function/name", "a tool call needs a function name")
 	}
 	input := json.RawMessage("{}")
 	if a := tc.Function.Arguments; a != nil && strings.TrimSpace(*a) != "" {
 		raw := json.RawMessage(strings.TrimSpace(*a))
 		if !json.Valid(raw) || raw[0] != '{' {
-			return anthBlock{}, invalidRequest(p+"/function/arguments", "arguments must be a JSON object encoded as a string")
+			return messages.Block{}, invalidRequest(p+"/function/arguments", "arguments must be a JSON object encoded as a string")
 		}
 		input = raw
 	}
-	return anthBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: input}, nil
+	return messages.Block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: input}, nil
 }
 
 // anthElem is one element of a messages array: a message of the common shape
@@ -635,7 +637,7 @@ func anthScanMessage(v []byte, i int) (e anthElem, end int, ok bool) {
 }
 
 // anthIgnoredKey reports whether encoding/json surely ignores the member
-// named key when decoding an [oaiMessage]: printable ASCII without escapes,
+// named key when decoding a [chat.Message]: printable ASCII without escapes,
 // and no field's name in any letter case.
 func anthIgnoredKey(key []byte) bool {
 	for _, c := range key {

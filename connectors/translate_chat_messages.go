@@ -10,11 +10,15 @@ import (
 
 	"github.com/sluicegw/sluice/compiler"
 	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
+	"github.com/sluicegw/sluice/connectors/wire/chat"
+	"github.com/sluicegw/sluice/connectors/wire/messages"
 )
 
 // The anthropic connector's request translation: a chat-completions body
 // becomes a Messages API body. The messages themselves are converted in
-// anthropic_request_messages.go; the wire types are in anthropic_wire.go.
+// translate_chat_messages_turns.go and the body encoded in
+// translate_chat_messages_encode.go; the wire types are package
+// wire/messages's.
 
 // anthDropped are chat-completions members with no Messages API equivalent
 // whose absence does not change what the answer means, whatever their value:
@@ -57,7 +61,7 @@ func (c *anthropic) translate(body Body, out *compiler.Outcome, fast bool) (*Nat
 	}
 	sort.Strings(keys)
 
-	t := anthTranslation{req: anthRequest{Model: out.NativeModel, MaxTokens: anthDefaultMaxTokens}, fast: fast, parallel: true}
+	t := anthTranslation{req: messages.Request{Model: out.NativeModel, MaxTokens: anthDefaultMaxTokens}, fast: fast, parallel: true}
 	for _, k := range keys {
 		if err := t.member(k, body[k]); err != nil {
 			return nil, err
@@ -85,7 +89,7 @@ func (c *anthropic) translate(body Body, out *compiler.Outcome, fast bool) (*Nat
 // anthTranslation is one request on its way: the Messages request built so
 // far, and the members that are settled only once all are read.
 type anthTranslation struct {
-	req  anthRequest
+	req  messages.Request
 	fast bool // read the common shapes by hand (see translate)
 
 	maxTokens, maxCompletion int64
@@ -129,7 +133,7 @@ func (t *anthTranslation) member(k string, v json.RawMessage) error {
 		if u, ok := anthString(v, t.fast); !ok {
 			err = invalidRequest("/"+k, "user must be a string")
 		} else if u != "" {
-			t.req.Metadata = &anthMetadata{UserID: u}
+			t.req.Metadata = &messages.Metadata{UserID: u}
 		}
 	case "tools":
 		t.req.Tools, err = anthTools(v)
@@ -468,12 +472,12 @@ func anthObjectSchema(schema json.RawMessage) json.RawMessage {
 // anthTools converts function tool definitions. A function's "strict" flag
 // is not sent: the schema still is, and the upstream's own strict mode is a
 // separate feature the connector does not enable.
-func anthTools(v json.RawMessage) ([]anthTool, error) {
-	var tools []oaiTool
+func anthTools(v json.RawMessage) ([]messages.Tool, error) {
+	var tools []chat.Tool
 	if json.Unmarshal(v, &tools) != nil {
 		return nil, invalidRequest("/tools", "tools must be an array of tool objects")
 	}
-	out := make([]anthTool, 0, len(tools))
+	out := make([]messages.Tool, 0, len(tools))
 	for i, t := range tools {
 		p := "/tools/" + strconv.Itoa(i)
 		if t.Type != "function" {
@@ -490,7 +494,7 @@ func anthTools(v json.RawMessage) ([]anthTool, error) {
 			}
 			schema = anthObjectSchema(schema)
 		}
-		at := anthTool{Name: t.Function.Name, Description: t.Function.Description, InputSchema: schema}
+		at := messages.Tool{Name: t.Function.Name, Description: t.Function.Description, InputSchema: schema}
 		if !anthIsNull(t.CacheControl) && bytes.TrimSpace(t.CacheControl)[0] == '{' {
 			at.CacheControl = t.CacheControl
 		}
@@ -505,24 +509,24 @@ func anthTools(v json.RawMessage) ([]anthTool, error) {
 // anthToolChoiceOf converts tool_choice: "auto", "none", "required" (any
 // tool) or a named function (that tool). parallel_tool_calls=false becomes
 // disable_parallel_tool_use.
-func anthToolChoiceOf(v json.RawMessage, haveTools, parallel bool) (*anthToolChoice, error) {
+func anthToolChoiceOf(v json.RawMessage, haveTools, parallel bool) (*messages.ToolChoice, error) {
 	const p = "/tool_choice"
-	var tc *anthToolChoice
+	var tc *messages.ToolChoice
 	if v != nil {
 		var s string
 		if json.Unmarshal(v, &s) == nil {
 			switch s {
 			case "auto":
-				tc = &anthToolChoice{Type: "auto"}
+				tc = &messages.ToolChoice{Type: "auto"}
 			case "none":
-				tc = &anthToolChoice{Type: "none"}
+				tc = &messages.ToolChoice{Type: "none"}
 			case "required":
-				tc = &anthToolChoice{Type: "any"}
+				tc = &messages.ToolChoice{Type: "any"}
 			default:
 				return nil, invalidRequest(p, "tool_choice %q is not auto, none or required", s)
 			}
 		} else {
-			var named oaiNamedToolChoice
+			var named chat.NamedToolChoice
 			if json.Unmarshal(v, &named) != nil {
 				return nil, invalidRequest(p, "tool_choice must be a string or a named function")
 			}
@@ -532,7 +536,7 @@ func anthToolChoiceOf(v json.RawMessage, haveTools, parallel bool) (*anthToolCho
 			case named.Function.Name == "":
 				return nil, invalidRequest(p+"/function/name", "tool_choice names no function")
 			}
-			tc = &anthToolChoice{Type: "tool", Name: named.Function.Name}
+			tc = &messages.ToolChoice{Type: "tool", Name: named.Function.Name}
 		}
 	}
 	if !haveTools {
@@ -543,7 +547,7 @@ func anthToolChoiceOf(v json.RawMessage, haveTools, parallel bool) (*anthToolCho
 	}
 	if !parallel {
 		if tc == nil {
-			tc = &anthToolChoice{Type: "auto"}
+			tc = &messages.ToolChoice{Type: "auto"}
 		}
 		if tc.Type != "none" {
 			tc.DisableParallelToolUse = true

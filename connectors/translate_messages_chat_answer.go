@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
+	"github.com/sluicegw/sluice/connectors/wire/messages"
 	"github.com/sluicegw/sluice/guardrails"
 )
 
@@ -54,31 +55,10 @@ type chatToolCallIn struct {
 	} `json:"function"`
 }
 
-// msgAnswer is a Messages API message, in the API's member order.
-type msgAnswer struct {
-	ID           string            `json:"id"`
-	Type         string            `json:"type"`
-	Role         string            `json:"role"`
-	Model        string            `json:"model"`
-	Content      []json.RawMessage `json:"content"`
-	StopReason   string            `json:"stop_reason"`
-	StopSequence *string           `json:"stop_sequence"`
-	Usage        msgUsage          `json:"usage"`
-}
-
-// msgUsage is a message's usage: the chat shape counts cached tokens inside
-// the prompt, the Messages API beside the input.
-type msgUsage struct {
-	InputTokens              int64 `json:"input_tokens"`
-	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-	OutputTokens             int64 `json:"output_tokens"`
-}
-
 // usageOf converts a chat usage.
-func usageOf(u *headUsage) msgUsage {
+func usageOf(u *headUsage) messages.OutUsage {
 	if u == nil {
-		return msgUsage{}
+		return messages.OutUsage{}
 	}
 	var cached int64
 	if d := u.PromptTokensDetails; d != nil {
@@ -88,7 +68,7 @@ func usageOf(u *headUsage) msgUsage {
 	if in < 0 {
 		in = 0
 	}
-	return msgUsage{InputTokens: in, CacheReadInputTokens: cached, OutputTokens: u.CompletionTokens}
+	return messages.OutUsage{InputTokens: in, CacheReadInputTokens: cached, OutputTokens: u.CompletionTokens}
 }
 
 // stopReason maps a chat finish reason to a Messages stop reason. The chat
@@ -139,7 +119,7 @@ func messageFromChat(chat []byte, call *Call) ([]byte, error) {
 		return nil, fmt.Errorf("connectors: the chat answer has no choice")
 	}
 	c := a.Choices[0]
-	m := msgAnswer{ID: a.ID, Type: "message", Role: "assistant", Model: messageModel(call, a.Model), Usage: usageOf(a.Usage),
+	m := messages.OutResponse{ID: a.ID, Type: "message", Role: "assistant", Model: messageModel(call, a.Model), Usage: usageOf(a.Usage),
 		Content: []json.RawMessage{}}
 	finish := ""
 	if c.FinishReason != nil {

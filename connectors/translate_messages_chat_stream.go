@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
+	"github.com/sluicegw/sluice/connectors/wire/messages"
 )
 
 // The translation of a chat-completions stream into the Messages API's
@@ -142,7 +143,7 @@ func decodeChunk(p []byte, c *msgChunk, u **headUsage, ch *msgChoice, d *msgDelt
 //go:noinline
 func (s *msgStream) start(c *msgChunk, emit func([]byte) error) error {
 	s.started = true
-	start := msgStartEvent{Type: "message_start", Message: msgStart{ID: c.ID, Type: "message", Role: "assistant",
+	start := messages.OutStartEvent{Type: "message_start", Message: messages.OutStart{ID: c.ID, Type: "message", Role: "assistant",
 		Model: messageModel(s.call, c.Model), Content: []json.RawMessage{}}}
 	return s.emit(emit, "message_start", start)
 }
@@ -293,7 +294,7 @@ func (s *msgStream) begin(key string, block json.RawMessage, emit func([]byte) e
 		return err
 	}
 	s.open = key
-	return s.emit(emit, "content_block_start", blockEvent{Type: "content_block_start", Index: s.next, ContentBlock: block})
+	return s.emit(emit, "content_block_start", messages.BlockEvent{Type: "content_block_start", Index: s.next, ContentBlock: block})
 }
 
 // end closes the open content block, if any.
@@ -310,12 +311,12 @@ func (s *msgStream) end(emit func([]byte) error) error {
 	s.open = ""
 	idx := s.next
 	s.next++
-	return s.emit(emit, "content_block_stop", blockEvent{Type: "content_block_stop", Index: idx})
+	return s.emit(emit, "content_block_stop", messages.BlockEvent{Type: "content_block_stop", Index: idx})
 }
 
 // delta relays a delta of the open block: its type and one member. The
 // stream's most frequent event is written in place, as s.emit would write
-// its blockEvent, without encoding/json's reflection and the copy of the
+// its messages.BlockEvent, without encoding/json's reflection and the copy of the
 // delta it compacts.
 func (s *msgStream) delta(emit func([]byte) error, typ, member, v string) error {
 	f := append(s.frame[:0], "event: content_block_delta\ndata: "...)
@@ -345,12 +346,12 @@ func (s *msgStream) finish(emit func([]byte) error) error {
 	if stop == "" {
 		stop = "end_turn"
 	}
-	md := messageDeltaEvent{Type: "message_delta", Usage: usageOf(s.usage)}
+	md := messages.OutMessageDeltaEvent{Type: "message_delta", Usage: usageOf(s.usage)}
 	md.Delta.StopReason = stop
 	if err := s.emit(emit, "message_delta", md); err != nil {
 		return err
 	}
-	return s.emit(emit, "message_stop", typeOnly{Type: "message_stop"})
+	return s.emit(emit, "message_stop", messages.TypeEvent{Type: "message_stop"})
 }
 
 // upstreamError relays the upstream's in-band error as an error event.
@@ -374,58 +375,10 @@ func (s *msgStream) emitError(emit func([]byte) error, typ, message string) erro
 // error answer: {"type":"error","error":{"type":…,"message":…}}, with
 // sluice's own code beside them when code is not "".
 func ErrorEvent(typ, message, code string) any {
-	e := msgErrorBody{Type: "error"}
+	e := messages.ErrorBody{Type: "error"}
 	e.Error.Type, e.Error.Message, e.Error.Code = typ, message, code
 	return e
 }
-
-// msgErrorBody is a Messages API error.
-type msgErrorBody struct {
-	Type  string `json:"type"`
-	Error struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-		Code    string `json:"code,omitempty"`
-	} `json:"error"`
-}
-
-// Wire types of the Messages events the translation writes, in the API's
-// member order.
-type (
-	msgStartEvent struct {
-		Type    string   `json:"type"`
-		Message msgStart `json:"message"`
-	}
-	msgStart struct {
-		ID           string            `json:"id"`
-		Type         string            `json:"type"`
-		Role         string            `json:"role"`
-		Model        string            `json:"model"`
-		Content      []json.RawMessage `json:"content"`
-		StopReason   *string           `json:"stop_reason"`
-		StopSequence *string           `json:"stop_sequence"`
-		Usage        msgUsage          `json:"usage"`
-	}
-	// typeOnly is an event that has only its type (message_stop).
-	typeOnly struct {
-		Type string `json:"type"`
-	}
-	// blockEvent is content_block_start, _delta and _stop.
-	blockEvent struct {
-		Type         string          `json:"type"`
-		Index        int             `json:"index"`
-		ContentBlock json.RawMessage `json:"content_block,omitempty"`
-		Delta        json.RawMessage `json:"delta,omitempty"`
-	}
-	messageDeltaEvent struct {
-		Type  string `json:"type"`
-		Delta struct {
-			StopReason   string  `json:"stop_reason"`
-			StopSequence *string `json:"stop_sequence"`
-		} `json:"delta"`
-		Usage msgUsage `json:"usage"`
-	}
-)
 
 // emit writes one whole event, its event line and its data.
 func (s *msgStream) emit(emit func([]byte) error, name string, v any) error {

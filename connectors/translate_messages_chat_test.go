@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicegw/sluice/compiler"
+	"github.com/sluicegw/sluice/connectors/wire/messages"
 )
 
 var updateMessages = flag.Bool("update-messages", false, "rewrite the Messages translation's golden files")
@@ -323,11 +324,11 @@ func checkEventGrammar(t *testing.T, sse []byte) assembled {
 		n := string(bytes.TrimPrefix(name, []byte("event: ")))
 		names = append(names, n)
 		var e struct {
-			Type         string          `json:"type"`
-			Index        *int            `json:"index"`
-			ContentBlock json.RawMessage `json:"content_block"`
-			Delta        json.RawMessage `json:"delta"`
-			Usage        *msgUsage       `json:"usage"`
+			Type         string             `json:"type"`
+			Index        *int               `json:"index"`
+			ContentBlock json.RawMessage    `json:"content_block"`
+			Delta        json.RawMessage    `json:"delta"`
+			Usage        *messages.OutUsage `json:"usage"`
 		}
 		require.NoError(t, json.Unmarshal(data, &e), "%s", data)
 		require.Equal(t, n, e.Type, "the event line names the data's type")

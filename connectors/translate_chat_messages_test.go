@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicegw/sluice/compiler"
 	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
+	"github.com/sluicegw/sluice/connectors/wire/messages"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -396,8 +397,8 @@ func anthSameMessagesBothWays(t testing.TB, v []byte) {
 			t.Fatalf("messages %q: fast path error %q, encoding/json path error %q", v, err, refErr)
 		}
 	default:
-		got := anthMust(anthMarshal(anthRequest{System: sys, Messages: msgs}))
-		want := anthMust(anthMarshal(anthRequest{System: refSys, Messages: refMsgs}))
+		got := anthMust(anthMarshal(messages.Request{System: sys, Messages: msgs}))
+		want := anthMust(anthMarshal(messages.Request{System: refSys, Messages: refMsgs}))
 		if string(got) != string(want) {
 			t.Fatalf("messages %q:\n fast: %s\n json: %s", v, got, want)
 		}

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/sluicegw/sluice/connectors/wire/chat"
+	"github.com/sluicegw/sluice/connectors/wire/messages"
 )
 
 // The anthropic connector's reading of a non-streaming answer: a Messages
@@ -14,12 +17,12 @@ import (
 // Response implements [Connector.Response].
 func (c *anthropic) Response(call *Call, body []byte) ([]byte, Result, error) {
 	res := Result{ServedProvider: "anthropic"}
-	var m anthResponse
+	var m messages.Response
 	if err := json.Unmarshal(body, &m); err != nil {
 		return nil, res, fmt.Errorf("anthropic: decode answer: %w", err)
 	}
 	if m.Type == "error" || m.Error != nil {
-		var e anthError
+		var e messages.Error
 		if m.Error != nil {
 			e = *m.Error
 		}
@@ -34,7 +37,7 @@ func (c *anthropic) Response(call *Call, body []byte) ([]byte, Result, error) {
 	res.Usage = tok.usage()
 	res.FinishReason = anthFinish(m.StopReason)
 
-	msg := oaiOutMessage{Role: "assistant"}
+	msg := chat.OutMessage{Role: "assistant"}
 	var text, reasoning strings.Builder
 	hasText := false
 	for _, b := range m.Content {
@@ -46,7 +49,7 @@ func (c *anthropic) Response(call *Call, body []byte) ([]byte, Result, error) {
 			msg.ReasoningDetails = append(msg.ReasoningDetails, anthReasoningDetail(b, len(msg.ReasoningDetails)))
 			reasoning.WriteString(b.Thinking)
 		case "tool_use":
-			tc := oaiOutToolCall{ID: b.ID, Type: "function"}
+			tc := chat.OutToolCall{ID: b.ID, Type: "function"}
 			tc.Function.Name = b.Name
 			tc.Function.Arguments = "{}"
 			if len(b.Input) > 0 && !anthIsNull(b.Input) {
@@ -67,10 +70,10 @@ func (c *anthropic) Response(call *Call, body []byte) ([]byte, Result, error) {
 		s := reasoning.String()
 		msg.Reasoning = &s
 	}
-	out := oaiCompletion{
+	out := chat.Completion{
 		ID: m.ID, Object: "chat.completion", Created: c.now().Unix(), Model: echoModel(call, m.Model),
-		Choices: []oaiChoice{{Message: msg, Logprobs: anthNull, FinishReason: res.FinishReason}},
-		Usage:   oaiUsage{PromptTokens: tok.prompt(), CompletionTokens: tok.output, TotalTokens: tok.prompt() + tok.output},
+		Choices: []chat.Choice{{Message: msg, Logprobs: anthNull, FinishReason: res.FinishReason}},
+		Usage:   chat.Usage{PromptTokens: tok.prompt(), CompletionTokens: tok.output, TotalTokens: tok.prompt() + tok.output},
 	}
 	out.Usage.PromptTokensDetails.CachedTokens = tok.cacheRead
 	out.Usage.PromptTokensDetails.CacheWriteTokens = tok.cacheCreate
@@ -85,9 +88,9 @@ func (c *anthropic) Response(call *Call, body []byte) ([]byte, Result, error) {
 // reasoning.text entry with its signature) or a redacted_thinking block (a
 // reasoning.encrypted entry with its data), the index-th of the answer.
 // Client and marketplace send it back as it is, so the next turn's request
-// carries the block unchanged (anthReasoning in anthropic_request_messages.go).
-func anthReasoningDetail(b anthRespBlock, index int) oaiReasoningDetail {
-	d := oaiReasoningDetail{Format: anthReasoningFormat, Index: index}
+// carries the block unchanged (anthReasoning in translate_chat_messages_turns.go).
+func anthReasoningDetail(b messages.ResponseBlock, index int) chat.ReasoningDetail {
+	d := chat.ReasoningDetail{Format: anthReasoningFormat, Index: index}
 	if b.Type == "redacted_thinking" {
 		d.Type, d.Data = "reasoning.encrypted", &b.Data
 		return d
@@ -119,7 +122,7 @@ type anthTokens struct {
 
 // merge takes the members a usage object reports; absent ones keep their
 // value (a stream's message_delta may repeat only output_tokens).
-func (t *anthTokens) merge(u anthUsage) {
+func (t *anthTokens) merge(u messages.Usage) {
 	set := func(dst *int64, src *int64) {
 		if src != nil {
 			*dst = *src

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
+	"github.com/sluicegw/sluice/connectors/wire/messages"
 )
 
 // The anthropic connector's stream translation: Messages API events become
@@ -113,7 +114,7 @@ func (s *anthStream) messageStart(data []byte, emit func([]byte) error) error {
 	if s.started {
 		return fmt.Errorf("%w: a second message_start", ErrAnthropicStream)
 	}
-	var e anthStartEvent
+	var e messages.StartEvent
 	if err := json.Unmarshal(data, &e); err != nil {
 		return fmt.Errorf("%w: %w", ErrAnthropicStream, err)
 	}
@@ -135,7 +136,7 @@ func (s *anthStream) messageStart(data []byte, emit func([]byte) error) error {
 // thinking block's first text and signature (usually empty too), or a
 // redacted_thinking block, which arrives whole.
 func (s *anthStream) blockStart(data []byte, emit func([]byte) error) error {
-	var e anthBlockStartEvent
+	var e messages.BlockStartEvent
 	if err := json.Unmarshal(data, &e); err != nil {
 		return fmt.Errorf("%w: %w", ErrAnthropicStream, err)
 	}
@@ -242,7 +243,7 @@ func (s *anthStream) blockStop(data []byte, emit func([]byte) error) error {
 // messageDelta reads the cumulative usage and relays the finish reason,
 // when the event has a stop reason.
 func (s *anthStream) messageDelta(data []byte, emit func([]byte) error) error {
-	var e anthMessageDeltaEvent
+	var e messages.MessageDeltaEvent
 	if err := json.Unmarshal(data, &e); err != nil {
 		return fmt.Errorf("%w: %w", ErrAnthropicStream, err)
 	}
@@ -294,7 +295,7 @@ func (s *anthStream) messageStop(emit func([]byte) error) error {
 // errorEvent relays an in-band error in the chat-completions error shape,
 // records it in the result, and returns it as a [*StreamError].
 func (s *anthStream) errorEvent(data []byte, emit func([]byte) error) error {
-	var e anthErrorEvent
+	var e messages.ErrorEvent
 	if err := json.Unmarshal(data, &e); err != nil {
 		return fmt.Errorf("%w: %w", ErrAnthropicStream, err)
 	}
