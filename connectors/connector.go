@@ -14,8 +14,9 @@
 //     natively, the request passed through with only what policy changes
 //     (anthropic_messages.go, openai_responses.go, openrouter_messages.go,
 //     openrouter_responses.go, vercel_messages.go, vercel_responses.go);
-//     responses_native.go is the Responses read-back the three
-//     *_responses.go files share.
+//     responses_native.go and messages_native.go are the read-backs the
+//     *_responses.go and *_messages.go files share (shallow: only what the
+//     row needs).
 //   - translate_<inbound>_<upstream API>.go translates a request from the
 //     API it came in on into the API the upstream speaks, and
 //     translate_<inbound>_<upstream API>_answer.go and _stream.go translate

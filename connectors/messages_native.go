@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
+	"github.com/sluicegw/sluice/connectors/wire/messages"
 )
 
 // The read-back of a Messages event stream relayed as it came (the
@@ -58,7 +59,7 @@ func (s *msgReadBack) Event(event, data []byte, _ func([]byte) error) (bool, err
 	case "message_stop":
 		return true, nil
 	case "error":
-		var e anthErrorEvent
+		var e messages.ErrorEvent
 		if err := json.Unmarshal(data, &e); err != nil {
 			return false, fmt.Errorf("%w: %w", ErrAnthropicStream, err)
 		}
@@ -82,7 +83,7 @@ func (s *msgReadBack) usage(raw []byte) error {
 	if raw == nil || anthIsNull(raw) {
 		return nil
 	}
-	var u anthUsage
+	var u messages.Usage
 	if err := json.Unmarshal(raw, &u); err != nil {
 		return fmt.Errorf("%w: usage: %w", ErrAnthropicStream, err)
 	}
