@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -150,8 +151,24 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request, t *turn) *apierr.
 		return perr
 	}
 	t.req, t.body = req, body
+	if t.session == "" && t.api == connectors.APIResponses && len(t.snap.Config.Sessions.Headers) > 0 {
+		// The Responses API's own cache-routing key names the session
+		// where no session header does (Codex sends its thread id in both).
+		// One sluice cannot use as a session id (longer than 128 bytes,
+		// say) is the upstream's alone.
+		var key string
+		if json.Unmarshal(req.Body["prompt_cache_key"], &key) == nil && validSessionID(key) {
+			t.session, t.sessionKey = key, SessionKeyPromptCacheKey
+			t.pinKey = t.key.ID + "\x00" + key
+		}
+	}
 	return nil
 }
+
+// SessionKeyPromptCacheKey is the session_key a row records when a
+// Responses request's prompt_cache_key named its session (no session
+// header did).
+const SessionKeyPromptCacheKey = "prompt_cache_key"
 
 // parseAPI parses a body in the shape of the request's API. A Messages or
 // embeddings request may name its model as its clients do (an Anthropic
