@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/sluicegw/sluice/compiler"
+	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
 )
 
 // The openrouter connector's Responses API: OpenRouter's POST
@@ -52,40 +53,35 @@ func (*openRouter) newResponsesStream(*Call) Stream { return openRouterResponses
 // name the provider in the answer itself: the attempts, and the endpoints
 // it considered, the one that served marked selected.
 type openRouterReport struct {
-	Meta *struct {
-		Attempts  []Attempt `json:"attempts"`
-		Endpoints *struct {
-			Available []struct {
-				Provider string `json:"provider"`
-				Selected bool   `json:"selected"`
-			} `json:"available"`
-		} `json:"endpoints"`
-	} `json:"openrouter_metadata"`
-	Provider string `json:"provider"`
+	Attempts  []Attempt `json:"attempts"`
+	Endpoints *struct {
+		Available []struct {
+			Provider string `json:"provider"`
+			Selected bool   `json:"selected"`
+		} `json:"available"`
+	} `json:"endpoints"`
 }
 
-// readOpenRouterReport reads the provider that served from the router's
-// report: a top-level provider when the answer has one, else the selected
-// endpoint, else the last attempt that succeeded.
+// readOpenRouterReport reads the provider that served: a top-level provider
+// when the answer has one, else the report's selected endpoint, else its
+// last attempt that succeeded. Only those members are decoded.
 func readOpenRouterReport(b []byte, res *Result) error {
-	if !jsonMayHold(b, "openrouter_metadata", "provider") {
+	if p := jsonscan.StringContent(jsonscan.Member(b, "provider")); len(p) > 0 {
+		res.ServedProvider = string(p)
+	}
+	meta := jsonscan.Member(b, "openrouter_metadata")
+	if meta == nil || anthIsNull(meta) {
 		return nil
 	}
 	var r openRouterReport
-	if err := json.Unmarshal(b, &r); err != nil {
+	if err := json.Unmarshal(meta, &r); err != nil {
 		return err
 	}
-	if r.Provider != "" {
-		res.ServedProvider = r.Provider
-	}
-	if r.Meta == nil {
-		return nil
-	}
-	res.Attempts = r.Meta.Attempts
+	res.Attempts = r.Attempts
 	if res.ServedProvider != "" {
 		return nil
 	}
-	if e := r.Meta.Endpoints; e != nil {
+	if e := r.Endpoints; e != nil {
 		for _, a := range e.Available {
 			if a.Selected && a.Provider != "" {
 				res.ServedProvider = a.Provider
@@ -93,8 +89,8 @@ func readOpenRouterReport(b []byte, res *Result) error {
 			}
 		}
 	}
-	for i := len(r.Meta.Attempts) - 1; i >= 0; i-- {
-		if a := r.Meta.Attempts[i]; a.Status == 200 && a.Provider != "" {
+	for i := len(r.Attempts) - 1; i >= 0; i-- {
+		if a := r.Attempts[i]; a.Status == 200 && a.Provider != "" {
 			res.ServedProvider = a.Provider
 			return nil
 		}

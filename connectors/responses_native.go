@@ -16,21 +16,6 @@ import (
 // it, the billed cost; the answer itself is relayed as the upstream sent
 // it, with the upstream's own routing report removed.
 
-// respHead is the part of a response object the read-back decodes.
-type respHead struct {
-	ID     string          `json:"id"`
-	Store  bool            `json:"store"`
-	Model  string          `json:"model"`
-	Status string          `json:"status"`
-	Usage  *respUsageIn    `json:"usage"`
-	Output json.RawMessage `json:"output"`
-	Error  *struct {
-		Code    json.RawMessage `json:"code"`
-		Message string          `json:"message"`
-	} `json:"error"`
-	IncompleteDetails *responses.IncompleteDetails `json:"incomplete_details"`
-}
-
 // respUsageIn is a response's usage as the upstreams report it.
 type respUsageIn struct {
 	InputTokens        int64 `json:"input_tokens"`
@@ -42,19 +27,25 @@ type respUsageIn struct {
 	Cost         *float64 `json:"cost"`
 }
 
-// readResponseObject fills the result from a response object.
+// readResponseObject fills the result from a response object: its members
+// found by a scan, and only the usage and an error decoded (a response's
+// output, often most of it, is never decoded).
 func readResponseObject(b []byte, res *Result) error {
-	var h respHead
-	if err := json.Unmarshal(b, &h); err != nil {
-		return fmt.Errorf("connectors: decode response: %w", err)
+	if !json.Valid(b) {
+		return fmt.Errorf("connectors: the response object is not JSON")
 	}
-	if h.Model != "" {
-		res.ServedModel = h.Model
+	if m := jsonscan.StringContent(jsonscan.Member(b, "model")); len(m) > 0 {
+		res.ServedModel = string(m)
 	}
-	if h.ID != "" {
-		res.ResponseID, res.Stored = h.ID, h.Store
+	if id := jsonscan.StringContent(jsonscan.Member(b, "id")); len(id) > 0 {
+		res.ResponseID = string(id)
+		res.Stored = string(jsonscan.Member(b, "store")) == "true"
 	}
-	if u := h.Usage; u != nil {
+	if raw := jsonscan.Member(b, "usage"); raw != nil && !anthIsNull(raw) {
+		var u respUsageIn
+		if err := json.Unmarshal(raw, &u); err != nil {
+			return fmt.Errorf("connectors: decode response usage: %w", err)
+		}
 		res.Usage = Usage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens}
 		if d := u.InputTokensDetails; d != nil {
 			res.Usage.CachedTokens, res.Usage.CacheWriteTokens = d.CachedTokens, d.CacheWriteTokens
@@ -63,20 +54,25 @@ func readResponseObject(b []byte, res *Result) error {
 			res.Cost, res.CostReported = *u.Cost, true
 		}
 	}
-	switch {
-	case h.Status == responses.StatusIncomplete && h.IncompleteDetails != nil && h.IncompleteDetails.Reason == "content_filter":
-		res.FinishReason = "content_filter"
-	case h.Status == responses.StatusIncomplete:
+	status := string(jsonscan.StringContent(jsonscan.Member(b, "status")))
+	switch status {
+	case responses.StatusIncomplete:
 		res.FinishReason = "length"
-	case h.Status == responses.StatusFailed:
-		res.FinishReason = "error"
-		if h.Error != nil {
-			res.StreamError = h.Error.Message
+		if d := jsonscan.Member(b, "incomplete_details"); d != nil &&
+			string(jsonscan.StringContent(jsonscan.Member(d, "reason"))) == "content_filter" {
+			res.FinishReason = "content_filter"
 		}
-	case bytes.Contains(h.Output, []byte(`"function_call"`)):
-		res.FinishReason = "tool_calls"
-	case h.Status != "":
+	case responses.StatusFailed:
+		res.FinishReason = "error"
+		if e := jsonscan.Member(b, "error"); e != nil {
+			res.StreamError = string(jsonscan.StringContent(jsonscan.Member(e, "message")))
+		}
+	case "":
+	default:
 		res.FinishReason = "stop"
+		if bytes.Contains(jsonscan.Member(b, "output"), []byte(`"function_call"`)) {
+			res.FinishReason = "tool_calls"
+		}
 	}
 	return nil
 }
@@ -138,14 +134,8 @@ func (s *respRelay) Event(event, data []byte, emit func([]byte) error) (bool, er
 	switch string(name) {
 	case responses.EventCreated, responses.EventCompleted, responses.EventIncomplete, responses.EventFailed:
 		if resp := jsonscan.Member(data, "response"); resp != nil {
-			// Apart: response.created is read at the bottom of the attempt
-			// loop (see apart).
-			r := apart(func() (r readOutcome) {
-				r.err = readResponseObject(resp, &s.res)
-				return r
-			})
-			if r.err != nil {
-				return false, r.err
+			if err := readResponseObject(resp, &s.res); err != nil {
+				return false, err
 			}
 		}
 	case responses.EventError:

@@ -3,7 +3,6 @@ package connectors
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,28 +53,67 @@ const (
 	DegradedContextManagement = "context_management"
 )
 
-// ParseResponses validates a Responses API request body (sluice's routing
-// member removed), as [ParseMessages] does a Messages one: err is the
-// caller's mistake (invalid_request, located); untranslatable, when set, is
-// what has no equivalent in the chat shape (unsupported_parameter): an
-// upstream that speaks the Responses API takes the request, every other
-// refuses it with this error.
-func ParseResponses(body Body) (untranslatable, err *TranslateError) {
-	tr := apart(func() (tr translated) { // as deep as the translation (see apart)
-		_, _, tr.err = chatFromResponses(body)
-		return tr
-	})
-	e := tr.err
-	var te *TranslateError
-	switch {
-	case e == nil:
-		return nil, nil
-	case !errors.As(e, &te):
-		return nil, invalidRequest("", "%s", e.Error())
-	case te.Code == CodeUnsupportedParameter:
-		return te, nil
+// ParseResponses checks a Responses API request body (sluice's routing
+// member removed) for what every upstream would refuse, with the JSON
+// pointer of the member at fault: a model, an input (a non-empty string or
+// list of items, each an object of a known role when it is a message), a
+// positive max_output_tokens, a boolean stream. The check is shallow on
+// purpose: a request passed natively is validated by its upstream, and one
+// translated is read whole by its translation, which refuses what it
+// cannot carry (unsupported_parameter) or read (invalid_request) there —
+// the request is read deeply once, and only where that is needed.
+func ParseResponses(body Body) *TranslateError {
+	var model string
+	if json.Unmarshal(body["model"], &model) != nil || strings.TrimSpace(model) == "" {
+		return invalidRequest("/model", "model must be a non-empty string")
 	}
-	return nil, te
+	in, ok := body["input"]
+	if !ok {
+		return invalidRequest("/input", "input is required")
+	}
+	var s string
+	if json.Unmarshal(in, &s) == nil {
+		if s == "" {
+			return invalidRequest("/input", "input must not be empty")
+		}
+	} else {
+		var items []struct {
+			Type string `json:"type"`
+			Role string `json:"role"`
+		}
+		if json.Unmarshal(in, &items) != nil {
+			return invalidRequest("/input", "input must be a string or an array of input items (objects)")
+		}
+		if len(items) == 0 {
+			return invalidRequest("/input", "input must not be empty")
+		}
+		for i, it := range items {
+			p := "/input/" + strconv.Itoa(i)
+			switch {
+			case it.Type == "" && it.Role == "":
+				return invalidRequest(p+"/type", "an input item needs a type")
+			case it.Type == "" || it.Type == "message":
+				switch it.Role {
+				case "user", "system", "developer", "assistant":
+				default:
+					return invalidRequest(p+"/role", "unsupported role %q (user, assistant, system or developer)", it.Role)
+				}
+			}
+		}
+	}
+	if v, ok := body["max_output_tokens"]; ok {
+		var n *int64
+		if json.Unmarshal(v, &n) != nil || (n != nil && *n < 1) {
+			return invalidRequest("/max_output_tokens", "max_output_tokens must be a positive integer")
+		}
+	}
+	if v, ok := body["stream"]; ok {
+		var b bool
+		if json.Unmarshal(v, &b) != nil {
+			return invalidRequest("/stream", "stream must be a boolean")
+		}
+	}
+	return nil
 }
 
 // respTranslation is one Responses request on its way into the chat shape.

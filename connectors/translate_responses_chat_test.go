@@ -69,18 +69,25 @@ func TestResponsesRequestCorpus(t *testing.T) {
 		ran++
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			body := respReadBody(t, filepath.Join(dir, "request.json"))
-			untranslatable, perr := ParseResponses(body)
-			if perr != nil || untranslatable != nil {
-				kind, e := "invalid", perr
-				if perr == nil {
-					kind, e = "untranslatable", untranslatable
+			chat, lost, err := chatFromResponses(body)
+			if err != nil {
+				var e *TranslateError
+				require.True(t, errors.As(err, &e), "%v", err)
+				kind := "invalid"
+				if e.Code == CodeUnsupportedParameter {
+					kind = "untranslatable"
 				}
 				respGolden(t, filepath.Join(dir, "error.txt"), []byte(kind+" "+e.Code+" "+e.Param+": "+e.Message+"\n"))
 				assert.False(t, exists(filepath.Join(dir, "chat.json")), "a refused case has no chat.json")
+				if shallow := ParseResponses(body); shallow != nil {
+					// What the gateway refuses before any upstream is the
+					// translation's own verdict, at the same member.
+					assert.Equal(t, e.Code, shallow.Code)
+					assert.Equal(t, e.Param, shallow.Param)
+				}
 				return
 			}
-			chat, lost, err := chatFromResponses(body)
-			require.NoError(t, err)
+			require.Nil(t, ParseResponses(body), "a translatable request passes the gateway's check")
 			out, err := json.Marshal(struct {
 				Chat     json.RawMessage `json:"chat"`
 				Degraded []string        `json:"degraded"`
@@ -192,10 +199,8 @@ func assertSequence(t *testing.T, frames [][]byte) {
 func TestResponsesUntranslatableRefusedOnlyWhereTranslated(t *testing.T) {
 	body, err := ParseBody([]byte(`{"model":"m","input":"hi","tools":[{"type":"web_search"}]}`))
 	require.NoError(t, err)
-	untranslatable, perr := ParseResponses(body)
-	require.Nil(t, perr)
-	require.NotNil(t, untranslatable)
-	in := &Inbound{API: APIResponses, Untranslatable: untranslatable, Request: body}
+	require.Nil(t, ParseResponses(body), "the gateway's check leaves it to the upstreams")
+	in := &Inbound{API: APIResponses, Request: body}
 	for _, kind := range Kinds {
 		conn, err := New(kind)
 		require.NoError(t, err)

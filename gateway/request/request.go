@@ -106,23 +106,23 @@ func parseAnthropic(raw []byte, beta []string, api connectors.API,
 	return r, body, nil
 }
 
-// ParseResponses parses and validates an OpenAI Responses API request body.
-// As for the Messages API, a request the Responses API itself would refuse
-// is refused here, located; one that uses what the chat-completions shape
-// cannot carry (a built-in tool, a stored conversation, ...) is accepted,
-// and refused only by the upstreams that would need that translation.
+// ParseResponses parses and checks an OpenAI Responses API request body:
+// what every upstream would refuse is refused here, located
+// ([connectors.ParseResponses]); the rest is read whole only by a
+// translation that needs it, which refuses, located, what it cannot carry
+// (a built-in tool, a stored conversation, ...) on the upstreams that
+// would need it.
 func ParseResponses(raw []byte) (*Request, *apierr.Error) {
 	r, body, e := parseCommon(raw)
 	if e != nil {
 		return nil, e
 	}
-	untranslatable, te := connectors.ParseResponses(body)
-	if te != nil {
+	if te := connectors.ParseResponses(body); te != nil {
 		return nil, &apierr.Error{Code: te.Code, Param: te.Param, Message: te.Message}
 	}
 	var model string
 	_ = json.Unmarshal(body["model"], &model)
-	r.Inbound = &connectors.Inbound{API: connectors.APIResponses, Model: strings.TrimSpace(model), Untranslatable: untranslatable, Request: body}
+	r.Inbound = &connectors.Inbound{API: connectors.APIResponses, Model: strings.TrimSpace(model), Request: body}
 	r.PromptTokens = failover.EstimateTokens(body["input"]) + failover.EstimateTokens(body["instructions"]) + failover.EstimateTokens(body["tools"])
 	r.Completion = 0
 	if v, ok := body["max_output_tokens"]; ok {
