@@ -67,11 +67,6 @@ type Inbound struct {
 	// Beta holds the caller's anthropic-beta header values, passed to an
 	// upstream that speaks the Messages API itself and ignored elsewhere.
 	Beta []string
-	// Untranslatable is set when a Messages or Responses request uses what
-	// has no equivalent in the chat shape (a server tool, a document of a
-	// kind the chat shape cannot carry, a stored conversation, ...): every
-	// upstream but a native one refuses it, with this error.
-	Untranslatable *TranslateError
 	// Request is the request's body as the caller sent it, which a
 	// translated Responses answer echoes (its instructions, tools, ...).
 	Request Body
@@ -336,11 +331,10 @@ func OpenStream(c Connector, call *Call) Stream {
 // translateViaChat is the translated path of a Messages or Responses
 // request: into the chat shape (in the upstream's dialect), then the
 // connector's own chat translation. What the first step could not carry is
-// the native request's Degraded. The request's Untranslatable refuses it.
+// the native request's Degraded. What the chat shape cannot carry (a server
+// tool, a stored conversation, ...) refuses the request on this upstream,
+// located (unsupported_parameter).
 func translateViaChat(c Connector, in *Inbound, body Body, plan *compiler.Plan, out *compiler.Outcome) (*Native, error) {
-	if in.Untranslatable != nil {
-		return nil, in.Untranslatable
-	}
 	// Both steps apart (see apart): the connector's own translation of the
 	// chat body is the deepest frame of a translated request.
 	tr := apart(func() (tr translated) {

@@ -77,6 +77,98 @@ func ParseMessages(body Body) (untranslatable, err *TranslateError) {
 	return nil, te
 }
 
+// CheckMessages checks a Messages API request body (sluice's routing
+// member removed) for what every upstream would refuse, with the JSON
+// pointer of the member at fault: a model; a positive max_tokens (unless
+// count is set: a token count takes none); a non-empty list of turns, each
+// of role user or assistant with string or block-list content, not every
+// one of them empty; a boolean stream; a thinking object of a known type,
+// with a positive budget when enabled. It is the gateway's check, shallow
+// on purpose, like [ParseResponses]: a request passed natively is
+// validated by its upstream, and one translated is read whole by its
+// translation ([ParseMessages] is that reading's verdict).
+func CheckMessages(body Body, count bool) *TranslateError {
+	// In the full translation's order: members sorted, the required ones
+	// missing after.
+	if v, ok := body["max_tokens"]; ok {
+		if count {
+			return invalidRequest("/max_tokens", "a token count takes no max_tokens")
+		}
+		if _, err := anthPositiveInt(v, "max_tokens", false); err != nil {
+			return err.(*TranslateError)
+		}
+	}
+	if raw, ok := body["messages"]; ok {
+		if err := checkTurns(raw); err != nil {
+			return err
+		}
+	}
+	if v, ok := body["model"]; ok {
+		var model string
+		if json.Unmarshal(v, &model) != nil || strings.TrimSpace(model) == "" {
+			return invalidRequest("/model", "model must be a non-empty string")
+		}
+	}
+	if v, ok := body["stream"]; ok {
+		var b bool
+		if json.Unmarshal(v, &b) != nil {
+			return invalidRequest("/stream", "stream must be a boolean")
+		}
+	}
+	if v, ok := body["thinking"]; ok && !anthIsNull(v) {
+		var t msgTranslation
+		if err := t.thinking(v); err != nil {
+			return err.(*TranslateError)
+		}
+	}
+	for _, k := range [...]string{"model", "max_tokens", "messages"} {
+		if k == "max_tokens" && count {
+			continue
+		}
+		if _, ok := body[k]; !ok {
+			return invalidRequest("/"+k, "%s is required", k)
+		}
+	}
+	return nil
+}
+
+// checkTurns is [CheckMessages]'s check of the turns, in the words of the
+// full translation's (msgTranslation.messages).
+func checkTurns(v json.RawMessage) *TranslateError {
+	var raw []json.RawMessage
+	if json.Unmarshal(v, &raw) != nil || len(raw) == 0 {
+		return invalidRequest("/messages", "messages must be a non-empty array of message objects")
+	}
+	said := false
+	for i, r := range raw {
+		p := "/messages/" + strconv.Itoa(i)
+		var m struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		}
+		if json.Unmarshal(r, &m) != nil {
+			return invalidRequest(p, "not a valid message object")
+		}
+		if len(m.Content) == 0 || anthIsNull(m.Content) {
+			return invalidRequest(p+"/content", "a message needs its content")
+		}
+		if !said && !emptyContent(m.Content) {
+			said = true
+		}
+		switch m.Role {
+		case "user", "assistant":
+		case "":
+			return invalidRequest(p+"/role", "a message needs a role")
+		default:
+			return invalidRequest(p+"/role", "unsupported role %q (user or assistant)", m.Role)
+		}
+	}
+	if !said {
+		return invalidRequest("/messages", "every turn of messages has empty content: at least one needs non-blank text or another content block")
+	}
+	return nil
+}
+
 // ParseCountTokens is [ParseMessages] for a token count, whose request is a
 // Messages request without max_tokens.
 func ParseCountTokens(body Body) (untranslatable, err *TranslateError) {

@@ -78,6 +78,15 @@ func TestMessagesRequestCorpus(t *testing.T) {
 			body, err := ParseBody(raw)
 			require.NoError(t, err)
 			untranslatable, perr := ParseMessages(body)
+			shallow := CheckMessages(body, false)
+			if perr == nil {
+				assert.Nil(t, shallow, "what translates passes the gateway's check")
+			} else if shallow != nil {
+				// What the gateway refuses before any upstream is the
+				// translation's own verdict, at the same member.
+				assert.Equal(t, perr.Param, shallow.Param)
+				assert.Equal(t, perr.Message, shallow.Message)
+			}
 			if perr != nil || untranslatable != nil {
 				kind, e := "invalid", perr
 				if perr == nil {
@@ -400,15 +409,16 @@ func TestMessagesNativeTranslate(t *testing.T) {
 	assert.Equal(t, "interleaved-thinking-2025-05-14,fine-grained-tool-streaming-2025-05-14", native.Header.Get("anthropic-beta"))
 	assert.Empty(t, native.Degraded)
 
-	// An untranslatable request is refused by every other upstream.
-	in.Untranslatable = unsupportedParameter("/container", "no")
-	for _, kind := range []string{"openrouter", "vercel", "openai"} {
+	// The request is untranslatable (container has no chat equivalent):
+	// every upstream that would need the translation refuses it, located.
+	for _, kind := range []string{"openai"} {
 		conn, err := New(kind)
 		require.NoError(t, err)
-		_, err = translateViaChat(conn, in, body, &compiler.Plan{DecidedModel: "anthropic/claude-sonnet-4.5"}, &compiler.Outcome{NativeModel: "anthropic/claude-sonnet-4.5"})
+		_, err = TranslateFor(conn, in, body, &compiler.Plan{DecidedModel: "anthropic/claude-sonnet-4.5"}, &compiler.Outcome{NativeModel: "anthropic/claude-sonnet-4.5"})
 		var te *TranslateError
 		require.True(t, errors.As(err, &te), kind)
 		assert.Equal(t, "/container", te.Param)
+		assert.Equal(t, CodeUnsupportedParameter, te.Code)
 	}
 }
 

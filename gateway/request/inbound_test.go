@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/gateway/apierr"
 )
 
@@ -28,9 +29,11 @@ func inboundOutcome(api string, raw []byte) string {
 		return fmt.Sprintf("error %d %s %s", e.Status(), e.Code, p)
 	}
 	if api == "messages" {
+		// What a translation (onto an upstream without a Messages
+		// endpoint) would refuse: the gateway leaves it to that upstream.
 		u := "-"
-		if r.Inbound.Untranslatable != nil {
-			u = r.Inbound.Untranslatable.Param
+		if untranslatable, _ := connectors.ParseMessages(r.Body); untranslatable != nil {
+			u = untranslatable.Param
 		}
 		return fmt.Sprintf("ok model=%s stream=%t routing=%t untranslatable=%s", r.Model, r.Stream, r.Routing != nil, u)
 	}

@@ -59,14 +59,15 @@ func Parse(raw []byte) (*Request, *apierr.Error) {
 	return r, nil
 }
 
-// ParseMessages parses and validates an Anthropic Messages API request body;
-// beta holds the caller's anthropic-beta header values. A request the
-// Messages API itself would refuse is refused here, with the JSON pointer of
-// the member at fault; one that uses what the chat-completions shape cannot
-// carry is accepted, and refused only by the upstreams that would need that
-// translation (see [connectors.Inbound]).
+// ParseMessages parses and checks an Anthropic Messages API request body;
+// beta holds the caller's anthropic-beta header values. What every
+// upstream would refuse is refused here, with the JSON pointer of the
+// member at fault ([connectors.CheckMessages]); the rest is read whole only
+// by a translation that needs it (onto an upstream without a Messages
+// endpoint), which refuses there, located, what the chat shape cannot
+// carry.
 func ParseMessages(raw []byte, beta []string) (*Request, *apierr.Error) {
-	r, body, e := parseAnthropic(raw, beta, connectors.APIMessages, connectors.ParseMessages)
+	r, body, e := parseAnthropic(raw, beta, connectors.APIMessages, false)
 	if e != nil {
 		return nil, e
 	}
@@ -77,10 +78,10 @@ func ParseMessages(raw []byte, beta []string) (*Request, *apierr.Error) {
 	return r, nil
 }
 
-// ParseCountTokens parses and validates a Messages API token-count body: a
+// ParseCountTokens parses and checks a Messages API token-count body: a
 // Messages request without max_tokens.
 func ParseCountTokens(raw []byte, beta []string) (*Request, *apierr.Error) {
-	r, body, e := parseAnthropic(raw, beta, connectors.APICountTokens, connectors.ParseCountTokens)
+	r, body, e := parseAnthropic(raw, beta, connectors.APICountTokens, true)
 	if e != nil {
 		return nil, e
 	}
@@ -89,20 +90,18 @@ func ParseCountTokens(raw []byte, beta []string) (*Request, *apierr.Error) {
 }
 
 // parseAnthropic is what the Messages API's bodies share: the common
-// members, the API's own checks (validate), and the request's Inbound.
-func parseAnthropic(raw []byte, beta []string, api connectors.API,
-	validate func(connectors.Body) (untranslatable, err *connectors.TranslateError)) (*Request, connectors.Body, *apierr.Error) {
+// members, the API's own checks, and the request's Inbound.
+func parseAnthropic(raw []byte, beta []string, api connectors.API, count bool) (*Request, connectors.Body, *apierr.Error) {
 	r, body, e := parseCommon(raw)
 	if e != nil {
 		return nil, nil, e
 	}
-	untranslatable, te := validate(body)
-	if te != nil {
+	if te := connectors.CheckMessages(body, count); te != nil {
 		return nil, nil, &apierr.Error{Code: te.Code, Param: te.Param, Message: te.Message}
 	}
 	var model string
 	_ = json.Unmarshal(body["model"], &model)
-	r.Inbound = &connectors.Inbound{API: api, Model: strings.TrimSpace(model), Beta: beta, Untranslatable: untranslatable}
+	r.Inbound = &connectors.Inbound{API: api, Model: strings.TrimSpace(model), Beta: beta}
 	return r, body, nil
 }
 
