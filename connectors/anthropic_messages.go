@@ -33,8 +33,8 @@ func (*anthropic) translateMessages(in *Inbound, body Body, _ *compiler.Plan, ou
 
 // messagesResponse implements [messagesNative]: the answer is read as the
 // translation reads it, and returned as it came.
-func (c *anthropic) messagesResponse(call *Call, body []byte) ([]byte, Result, error) {
-	_, res, err := c.Response(call, body)
+func (c *anthropic) messagesResponse(_ *Call, body []byte) ([]byte, Result, error) {
+	res, err := readMessageAnswer(body, "anthropic")
 	if err != nil {
 		return nil, res, err
 	}

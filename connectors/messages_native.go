@@ -100,3 +100,42 @@ func (s *msgReadBack) Result() Result {
 	}
 	return r
 }
+
+// readMessageAnswer reads a non-streaming Messages answer back as
+// [anthropic.Response] does — the model, the usage, the stop reason, an
+// error the answer carries — scanning for those members rather than
+// decoding the message. provider is the upstream's ("" for a marketplace).
+func readMessageAnswer(body []byte, provider string) (Result, error) {
+	res := Result{ServedProvider: provider}
+	if !json.Valid(body) {
+		return res, fmt.Errorf("anthropic: decode answer: the answer is not JSON")
+	}
+	typ := string(jsonscan.StringContent(jsonscan.Member(body, "type")))
+	if e := jsonscan.Member(body, "error"); typ == "error" || (e != nil && !anthIsNull(e)) {
+		var me messages.Error
+		if e != nil {
+			_ = json.Unmarshal(e, &me)
+		}
+		return res, newStreamError(me)
+	}
+	if typ != "message" {
+		return res, fmt.Errorf("anthropic: answer of type %q, want message", typ)
+	}
+	res.ServedModel = string(jsonscan.StringContent(jsonscan.Member(body, "model")))
+	var tok anthTokens
+	if raw := jsonscan.Member(body, "usage"); raw != nil && !anthIsNull(raw) {
+		var u messages.Usage
+		if err := json.Unmarshal(raw, &u); err != nil {
+			return res, fmt.Errorf("anthropic: decode answer usage: %w", err)
+		}
+		tok.merge(u)
+	}
+	res.Usage = tok.usage()
+	var stop *string
+	if r := jsonscan.StringContent(jsonscan.Member(body, "stop_reason")); r != nil {
+		s := string(r)
+		stop = &s
+	}
+	res.FinishReason = anthFinish(stop)
+	return res, nil
+}

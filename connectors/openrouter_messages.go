@@ -47,12 +47,11 @@ func withBeta(h http.Header, in *Inbound) http.Header {
 var orMessagesStrip = []string{"provider", "openrouter_metadata"}
 
 // messagesResponse implements [messagesNative].
-func (*openRouter) messagesResponse(call *Call, body []byte) ([]byte, Result, error) {
-	_, res, err := newAnthropic().Response(call, body)
+func (*openRouter) messagesResponse(_ *Call, body []byte) ([]byte, Result, error) {
+	res, err := readMessageAnswer(body, "")
 	if err != nil {
 		return nil, res, err
 	}
-	res.ServedProvider = ""
 	if err := readOpenRouterReport(body, &res); err != nil {
 		return nil, res, err
 	}

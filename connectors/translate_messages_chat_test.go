@@ -497,6 +497,10 @@ func TestMessagesNativeRelaysRecordedStreams(t *testing.T) {
 		assert.Equal(t, raw, body)
 		assert.NotEmpty(t, res.ServedModel)
 		assert.Greater(t, res.Usage.PromptTokens, int64(0))
+		// The shallow read-back reads what the translation reads.
+		_, tr, err := c.Response(anthTestCall(), raw)
+		require.NoError(t, err, f)
+		assert.Equal(t, tr, res, f)
 	}
 }
 

@@ -25,12 +25,11 @@ func (*vercel) translateMessages(in *Inbound, body Body, _ *compiler.Plan, out *
 }
 
 // messagesResponse implements [messagesNative].
-func (*vercel) messagesResponse(call *Call, body []byte) ([]byte, Result, error) {
-	_, res, err := newAnthropic().Response(call, body)
+func (*vercel) messagesResponse(_ *Call, body []byte) ([]byte, Result, error) {
+	res, err := readMessageAnswer(body, "")
 	if err != nil {
 		return nil, res, err
 	}
-	res.ServedProvider = ""
 	readMessagesCost(jsonscan.Member(body, "usage"), &res)
 	return body, res, nil
 }
