@@ -46,7 +46,15 @@ type respStream struct {
 	// for the chat stream's tool call of that index.
 	open   string
 	itemID string
-	text   []byte
+	// text is the open message's text so far, JSON-escaped as the chunks
+	// carried it (escapes never span chunks); scratch escapes a piece.
+	text    []byte
+	scratch []byte
+	// onChunk receives the inner stream's chunks for the event being read,
+	// whose emit is emit; convErr is a chunk without a Responses form.
+	onChunk func([]byte) error
+	emit    func([]byte) error
+	convErr error
 	tool   *respToolState
 	closed map[string]bool
 	finish string
@@ -81,25 +89,31 @@ func (s *respStream) Event(event, data []byte, emit func([]byte) error) (bool, e
 	return s.event(event, data, emit)
 }
 
-// event is Event's work.
+// event is Event's work. The inner stream's chunks come back through
+// s.onChunk, made once, so that an event allocates no closure.
 func (s *respStream) event(event, data []byte, emit func([]byte) error) (bool, error) {
-	var convErr error
-	done, err := s.inner.Event(event, data, func(chunk []byte) error {
-		if convErr != nil {
-			return nil
-		}
-		if err := s.chunk(chunk, emit); err != nil {
-			if errors.Is(err, ErrResponsesStream) {
-				convErr = err
+	if s.onChunk == nil {
+		s.onChunk = func(chunk []byte) error {
+			if s.convErr != nil {
 				return nil
 			}
-			return err
+			if err := s.chunk(chunk, s.emit); err != nil {
+				if errors.Is(err, ErrResponsesStream) {
+					s.convErr = err
+					return nil
+				}
+				return err
+			}
+			return nil
 		}
-		return nil
-	})
-	if convErr != nil {
-		_ = s.emitError(emit, "server_error", convErr.Error())
-		return false, convErr
+	}
+	s.emit = emit
+	done, err := s.inner.Event(event, data, s.onChunk)
+	s.emit = nil
+	if s.convErr != nil {
+		err := s.convErr
+		_ = s.emitError(emit, "server_error", err.Error())
+		return false, err
 	}
 	return done, err
 }
@@ -111,6 +125,13 @@ func (s *respStream) Result() Result { return s.inner.Result() }
 func (s *respStream) chunk(p []byte, emit func([]byte) error) error {
 	if bytes.Equal(p, doneData) {
 		return s.end(emit)
+	}
+	if s.started {
+		if text, ok := plainTextDelta(p); ok {
+			// The steady state, without a decode: the text is relayed as
+			// the chunk escaped it.
+			return s.textDelta(text, emit)
+		}
 	}
 	dec := &s.dec
 	dec.c, dec.usage, dec.ch, dec.d = msgChunk{}, nil, msgChoice{}, msgDelta{}
@@ -145,7 +166,8 @@ func (s *respStream) chunk(p []byte, emit func([]byte) error) error {
 		text = *d.Refusal
 	}
 	if text != "" {
-		if err := s.textDelta(text, emit); err != nil {
+		s.scratch = jsonscan.AppendString(s.scratch[:0], text)
+		if err := s.textDelta(s.scratch[1:len(s.scratch)-1], emit); err != nil {
 			return err
 		}
 	}
@@ -178,8 +200,9 @@ func (s *respStream) start(c *msgChunk, emit func([]byte) error) error {
 // outputIndex is the index of the item being opened.
 func (s *respStream) outputIndex() int { return len(s.resp.Output) }
 
-// textDelta relays a piece of the text, opening the message item first.
-func (s *respStream) textDelta(text string, emit func([]byte) error) error {
+// textDelta relays a piece of the text (escaped, as in a JSON string),
+// opening the message item first.
+func (s *respStream) textDelta(text []byte, emit func([]byte) error) error {
 	if s.open != "text" {
 		if s.closed["text"] {
 			return fmt.Errorf("%w: text resumed after a tool call", ErrResponsesStream)
@@ -200,8 +223,8 @@ func (s *respStream) textDelta(text string, emit func([]byte) error) error {
 	}
 	s.text = append(s.text, text...)
 	f := s.head(responses.EventOutputTextDelta)
-	f = append(f, `,"content_index":0,"logprobs":[],"delta":`...)
-	f = jsonscan.AppendString(f, text)
+	f = append(f, `,"content_index":0,"logprobs":[],"delta":"`...)
+	f = append(append(f, text...), '"')
 	f = s.tail(f, true)
 	return emit(f)
 }
@@ -247,7 +270,10 @@ func (s *respStream) closeItem(emit func([]byte) error) error {
 	case s.open == "":
 		return nil
 	case s.open == "text":
-		text := string(s.text)
+		var text string
+		if err := json.Unmarshal(append(append(append(s.scratch[:0], '"'), s.text...), '"'), &text); err != nil {
+			return fmt.Errorf("%w: the text: %w", ErrResponsesStream, err)
+		}
 		f := s.head(responses.EventOutputTextDone)
 		f = append(f, `,"content_index":0,"logprobs":[],"text":`...)
 		f = jsonscan.AppendString(f, text)
@@ -377,3 +403,47 @@ func (s *respStream) emitError(emit func([]byte) error, code, message string) er
 	f = append(f, `,"param":null`...)
 	return emit(s.tail(f, false))
 }
+
+// plainTextDelta returns a chunk's text delta, as escaped in the chunk,
+// when the chunk carries that and nothing else (no tool call, reasoning,
+// refusal, finish reason, usage or error); ok is false otherwise, and the
+// chunk is decoded.
+func plainTextDelta(p []byte) (text []byte, ok bool) {
+	if !json.Valid(p) {
+		return nil, false
+	}
+	if e := jsonscan.Member(p, "error"); e != nil && !anthIsNull(e) {
+		return nil, false
+	}
+	if u := jsonscan.Member(p, "usage"); u != nil && !anthIsNull(u) {
+		return nil, false
+	}
+	choices := jsonscan.Member(p, "choices")
+	if len(choices) < 2 || choices[0] != '[' {
+		return nil, false
+	}
+	i := jsonscan.SkipSpace(choices, 1)
+	end := jsonscan.SkipValue(choices, i)
+	if end <= i || end > len(choices) {
+		return nil, false
+	}
+	if next := jsonscan.SkipSpace(choices, end); next >= len(choices) || choices[next] != ']' {
+		return nil, false // more than one choice
+	}
+	choice := choices[i:end]
+	if f := jsonscan.Member(choice, "finish_reason"); f != nil && !anthIsNull(f) {
+		return nil, false
+	}
+	delta := jsonscan.Member(choice, "delta")
+	if delta == nil || jsonscan.MayHoldMember(delta, plainDeltaOthers) {
+		return nil, false
+	}
+	c := jsonscan.Member(delta, "content")
+	if len(c) < 3 || c[0] != '"' {
+		return nil, false
+	}
+	return c[1 : len(c)-1], true
+}
+
+// plainDeltaOthers are the delta members a plain text delta has none of.
+var plainDeltaOthers = []string{"tool_calls", "reasoning", "reasoning_details", "refusal", "function_call"}

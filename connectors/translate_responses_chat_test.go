@@ -286,3 +286,25 @@ func TestMessagesMarketplacesNative(t *testing.T) {
 	assert.Equal(t, "native", Asked(or, APIMessages))
 	assert.Equal(t, "via chat", func() string { c, _ := New("openai"); return Asked(c, APIMessages) }())
 }
+
+// BenchmarkResponsesStreamTextDelta is a translated Responses stream's
+// steady state: Anthropic's text delta told as a chat chunk, then as a
+// response.output_text.delta event.
+func BenchmarkResponsesStreamTextDelta(b *testing.B) {
+	call := respTestCall(nil)
+	s := OpenStream(anthTestConnector(), call)
+	emit := func([]byte) error { return nil }
+	_, err := s.Event([]byte("message_start"), []byte(`{"type":"message_start","message":{"id":"msg_01","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5","stop_reason":null,"usage":{"input_tokens":25,"output_tokens":1}}}`), emit)
+	require.NoError(b, err)
+	event := []byte("content_block_delta")
+	data := []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello, this is a typical \"delta\" of a few words.\n"}}`)
+	_, err = s.Event(event, data, emit) // opens the message item
+	require.NoError(b, err)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := s.Event(event, data, emit); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
