@@ -126,6 +126,10 @@ type Usage struct {
 	// prompt_tokens_details.cache_write_tokens, Anthropic's
 	// cache_creation_input_tokens. Default 0.
 	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+	// ReasoningTokens is the part of the completion spent on reasoning,
+	// when reported (the Responses API's
+	// output_tokens_details.reasoning_tokens). Default 0.
+	ReasoningTokens int64 `json:"reasoning_tokens,omitempty"`
 }
 
 // Result is what a connector reads back from an answer.

@@ -23,8 +23,11 @@ type respUsageIn struct {
 		CachedTokens     int64 `json:"cached_tokens"`
 		CacheWriteTokens int64 `json:"cache_write_tokens"`
 	} `json:"input_tokens_details"`
-	OutputTokens int64    `json:"output_tokens"`
-	Cost         *float64 `json:"cost"`
+	OutputTokens        int64 `json:"output_tokens"`
+	OutputTokensDetails *struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+	Cost *float64 `json:"cost"`
 }
 
 // readResponseObject fills the result from a response object: its members
@@ -49,6 +52,9 @@ func readResponseObject(b []byte, res *Result) error {
 		res.Usage = Usage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens}
 		if d := u.InputTokensDetails; d != nil {
 			res.Usage.CachedTokens, res.Usage.CacheWriteTokens = d.CachedTokens, d.CacheWriteTokens
+		}
+		if d := u.OutputTokensDetails; d != nil {
+			res.Usage.ReasoningTokens = d.ReasoningTokens
 		}
 		if u.Cost != nil {
 			res.Cost, res.CostReported = *u.Cost, true

@@ -96,6 +96,12 @@ func (s *Server) measure(r *requestlog.Row, op string) {
 	if r.ServedModel != "" && !r.CacheHit { // a replayed answer used no tokens
 		m.Tokens.WithLabelValues(r.ServedModel, r.ServedProvider, r.Team, "input").Add(float64(r.PromptTokens))
 		m.Tokens.WithLabelValues(r.ServedModel, r.ServedProvider, r.Team, "output").Add(float64(r.CompletionTokens))
+		if r.CachedTokens > 0 { // parts of input and output, counted apart as well
+			m.Tokens.WithLabelValues(r.ServedModel, r.ServedProvider, r.Team, "cached").Add(float64(r.CachedTokens))
+		}
+		if r.ReasoningTokens > 0 {
+			m.Tokens.WithLabelValues(r.ServedModel, r.ServedProvider, r.Team, "reasoning").Add(float64(r.ReasoningTokens))
+		}
 		if r.CostSource != "" {
 			m.Cost.WithLabelValues(r.ServedModel, r.ServedProvider, r.Team, r.CostSource).Add(r.CostUSD)
 		}
@@ -139,6 +145,7 @@ func (s *Server) row(t *turn, r *requestlog.Row) {
 		r.ServedModel, r.ServedProvider = hit.servedModel, hit.servedProvider
 		r.RoutingSwitchReason = switchReason(r.DecidedModel, nil, hit.servedModel)
 		r.PromptTokens, r.CompletionTokens = hit.usage.PromptTokens, hit.usage.CompletionTokens
+		r.CachedTokens, r.ReasoningTokens = hit.usage.CachedTokens, hit.usage.ReasoningTokens
 		return
 	}
 	if at := t.at; at.compiled != nil {
@@ -155,6 +162,7 @@ func (s *Server) row(t *turn, r *requestlog.Row) {
 	sv := t.served
 	r.ServedModel, r.ServedProvider = sv.model, sv.provider
 	r.PromptTokens, r.CompletionTokens, r.CostUSD, r.CostSource = sv.usage.PromptTokens, sv.usage.CompletionTokens, sv.cost, sv.costSource
+	r.CachedTokens, r.ReasoningTokens = sv.usage.CachedTokens, sv.usage.ReasoningTokens
 	r.RepresentationBreak, r.CacheDiscountApplied = sv.representationBreak, sv.cacheDiscount
 	r.TTFTMS = float64(a.out.ttft.Microseconds()) / 1000
 	switch {

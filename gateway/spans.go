@@ -27,11 +27,14 @@ const (
 	attrResponseModel = attribute.Key("gen_ai.response.model")
 	attrInputTokens   = attribute.Key("gen_ai.usage.input_tokens")
 	attrOutputTokens  = attribute.Key("gen_ai.usage.output_tokens")
-	attrFinish        = attribute.Key("gen_ai.response.finish_reasons")
-	attrInputMessages = attribute.Key("gen_ai.input.messages")
-	attrOutputMsgs    = attribute.Key("gen_ai.output.messages")
-	attrErrorType     = attribute.Key("error.type")
-	attrHTTPStatus    = attribute.Key("http.response.status_code")
+	// The usage's details, as the OpenTelemetry GenAI conventions name them.
+	attrCachedTokens    = attribute.Key("gen_ai.usage.cache_read.input_tokens")
+	attrReasoningTokens = attribute.Key("gen_ai.usage.reasoning.output_tokens")
+	attrFinish          = attribute.Key("gen_ai.response.finish_reasons")
+	attrInputMessages   = attribute.Key("gen_ai.input.messages")
+	attrOutputMsgs      = attribute.Key("gen_ai.output.messages")
+	attrErrorType       = attribute.Key("error.type")
+	attrHTTPStatus      = attribute.Key("http.response.status_code")
 )
 
 // sluice's own attribute keys.
@@ -101,7 +104,8 @@ func (s *Server) endAttemptSpan(a *attempt) {
 	case x.answered:
 		res := x.result
 		a.span.SetAttributes(attrResponseModel.String(res.ServedModel),
-			attrInputTokens.Int64(res.Usage.PromptTokens), attrOutputTokens.Int64(res.Usage.CompletionTokens))
+			attrInputTokens.Int64(res.Usage.PromptTokens), attrOutputTokens.Int64(res.Usage.CompletionTokens),
+			attrCachedTokens.Int64(res.Usage.CachedTokens), attrReasoningTokens.Int64(res.Usage.ReasoningTokens))
 		if res.FinishReason != "" {
 			a.span.SetAttributes(attrFinish.StringSlice([]string{res.FinishReason}))
 		}
@@ -140,7 +144,8 @@ func (s *Server) endSpan(t *turn, r *requestlog.Row) {
 	if r.ServedModel != "" {
 		attrs = append(attrs, attrResponseModel.String(r.ServedModel), attrProvider.String(r.ServedProvider),
 			attrServedProvide.String(r.ServedProvider),
-			attrInputTokens.Int64(r.PromptTokens), attrOutputTokens.Int64(r.CompletionTokens))
+			attrInputTokens.Int64(r.PromptTokens), attrOutputTokens.Int64(r.CompletionTokens),
+			attrCachedTokens.Int64(r.CachedTokens), attrReasoningTokens.Int64(r.ReasoningTokens))
 	}
 	if a := t.final; a != nil && a.out.answered && a.out.result.FinishReason != "" {
 		attrs = append(attrs, attrFinish.StringSlice([]string{a.out.result.FinishReason}))

@@ -72,7 +72,7 @@ var genAILabels = []string{"gen_ai_operation_name", "gen_ai_request_model", "gen
 func New(reg prometheus.Registerer, build Build) *Metrics {
 	m := &Metrics{
 		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_tokens_total",
-			Help: "Tokens of answers, by served model, provider, team and type (input, output)."}, []string{"model", "provider", "team", "type"}),
+			Help: "Tokens of answers, by served model, provider, team and type (input, output; cached, the part of input read from a prompt cache; reasoning, the part of output spent on reasoning)."}, []string{"model", "provider", "team", "type"}),
 		Cost: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_cost_usd_total",
 			Help: "Cost of answers in USD, by served model, provider, team and source (upstream: billed; catalog: priced)."}, []string{"model", "provider", "team", "source"}),
 		GenAIDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "gen_ai_server_request_duration_seconds",

@@ -471,6 +471,7 @@ func appendColumns(b driver.Batch, rows []Row) error {
 	var (
 		ts                                    = make([]time.Time, n)
 		tsMS, prompt, completion              = make([]int64, n), make([]int64, n), make([]int64, n)
+		cached, reasoning                     = make([]int64, n), make([]int64, n)
 		chain, degraded                       = make([][]string, n), make([][]string, n)
 		attempts, status                      = make([]int32, n), make([]int32, n)
 		stream, cacheHit, reprBreak, discount = make([]uint8, n), make([]uint8, n), make([]uint8, n), make([]uint8, n)
@@ -500,6 +501,7 @@ func appendColumns(b driver.Batch, rows []Row) error {
 		stream[i], cacheHit[i] = b2u(r.Stream), b2u(r.CacheHit)
 		reprBreak[i], discount[i] = b2u(r.RepresentationBreak), b2u(r.CacheDiscountApplied)
 		prompt[i], completion[i] = r.PromptTokens, r.CompletionTokens
+		cached[i], reasoning[i] = r.CachedTokens, r.ReasoningTokens
 		cost[i], latency[i], ttft[i] = r.CostUSD, r.LatencyMS, r.TTFTMS
 		routing[i] = b2u(r.RequestRouting)
 	}
@@ -509,7 +511,7 @@ func appendColumns(b driver.Batch, rows []Row) error {
 		chain, strs[9], strs[10], strs[11], degraded, strs[12], strs[13],
 		attempts, status, stream, cacheHit, reprBreak, discount,
 		prompt, completion, cost, latency, ttft, strs[14], routing, strs[15], strs[16],
-		strs[17], strs[18]}
+		strs[17], strs[18], cached, reasoning}
 	for i, c := range cols {
 		if err := b.Column(i).Append(c); err != nil {
 			return fmt.Errorf("column %d: %w", i, err)
@@ -548,7 +550,7 @@ func (s *clickhouseStore) Query(ctx context.Context, f Filter) (Page, error) {
 			&attempts, &status, &stream, &cacheHit, &reprBreak,
 			&discount, &r.PromptTokens, &r.CompletionTokens, &r.CostUSD,
 			&r.LatencyMS, &r.TTFTMS, &r.CostSource, &routing, &r.ConfigRevision, &r.API,
-			&r.SessionKey, &r.SessionAffinity); err != nil {
+			&r.SessionKey, &r.SessionAffinity, &r.CachedTokens, &r.ReasoningTokens); err != nil {
 			return Page{}, fmt.Errorf("requestlog: clickhouse %s: scan: %w", s.addr, err)
 		}
 		r.TS = time.UnixMilli(tsMS).UTC()

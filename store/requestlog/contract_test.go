@@ -89,6 +89,8 @@ func sampleRows(n int) []Row {
 			API:              []string{"chat", "messages", "embeddings", ""}[i%4],
 			SessionKey:       []string{"X-Session-Id", "x-claude-code-session-id", "session-id"}[i%3],
 			SessionAffinity:  []string{"pin", "pin+session_id", "pin+prompt_cache_key"}[i%3],
+			CachedTokens:     int64(i * 3),
+			ReasoningTokens:  int64(i % 5),
 			LatencyMS:        float64(i) + 0.25,
 			TTFTMS:           float64(i) / 2,
 		}

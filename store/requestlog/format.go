@@ -99,7 +99,7 @@ var csvHeader = []string{
 	"attempts", "status", "stream", "cache_hit", "representation_break",
 	"cache_discount_applied", "prompt_tokens", "completion_tokens", "cost_usd",
 	"cost_source", "latency_ms", "ttft_ms", "request_routing", "config_revision", "api",
-	"session_key", "session_affinity",
+	"session_key", "session_affinity", "cached_tokens", "reasoning_tokens",
 }
 
 // csvText guards a text cell against formula injection: a spreadsheet
@@ -134,6 +134,7 @@ func writeCSV(w io.Writer, rows []Row) error {
 			strconv.FormatInt(r.CompletionTokens, 10), f(r.CostUSD), r.CostSource, f(r.LatencyMS), f(r.TTFTMS),
 			strconv.FormatBool(r.RequestRouting), c(r.ConfigRevision), c(r.API),
 			c(r.SessionKey), c(r.SessionAffinity),
+			strconv.FormatInt(r.CachedTokens, 10), strconv.FormatInt(r.ReasoningTokens, 10),
 		})
 	}
 	cw.Flush()

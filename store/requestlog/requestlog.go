@@ -105,6 +105,13 @@ type Row struct {
 	// hit, a refusal before dispatch). An OpenRouter request with a provider order reads
 	// "pin": OpenRouter uses no sticky routing then, so none is claimed.
 	SessionAffinity string `json:"session_affinity"`
+	// CachedTokens is the part of PromptTokens the upstream reported read
+	// from its prompt cache (0 when it reported none), and ReasoningTokens
+	// the part of CompletionTokens it reported spent on reasoning (the
+	// Responses API's output_tokens_details; 0 when not reported). Rows
+	// recorded before the columns existed read 0.
+	CachedTokens    int64 `json:"cached_tokens"`
+	ReasoningTokens int64 `json:"reasoning_tokens"`
 }
 
 // normalized returns r as stores keep it: TS in UTC truncated to the

@@ -76,6 +76,8 @@ var sqliteColumns = []struct{ name, ddl string }{
 	{"api", "ALTER TABLE requests ADD COLUMN api TEXT NOT NULL DEFAULT ''"},
 	{"session_key", "ALTER TABLE requests ADD COLUMN session_key TEXT NOT NULL DEFAULT ''"},
 	{"session_affinity", "ALTER TABLE requests ADD COLUMN session_affinity TEXT NOT NULL DEFAULT ''"},
+	{"cached_tokens", "ALTER TABLE requests ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0"},
+	{"reasoning_tokens", "ALTER TABLE requests ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0"},
 }
 
 // sqliteIndexes follow the columns; every statement is idempotent.
@@ -109,7 +111,7 @@ var rowColumns = []string{
 	"attempts", "status", "stream", "cache_hit", "representation_break",
 	"cache_discount_applied", "prompt_tokens", "completion_tokens", "cost_usd",
 	"latency_ms", "ttft_ms", "cost_source", "request_routing", "config_revision", "api",
-	"session_key", "session_affinity",
+	"session_key", "session_affinity", "cached_tokens", "reasoning_tokens",
 }
 
 // OpenSQLite opens (creating if needed) the SQLite request log at path, in
@@ -344,7 +346,7 @@ func setRowArgs(args []driver.NamedValue, r Row) {
 		int64(r.Attempts), int64(r.Status), r.Stream, r.CacheHit, r.RepresentationBreak,
 		r.CacheDiscountApplied, r.PromptTokens, r.CompletionTokens, r.CostUSD,
 		r.LatencyMS, r.TTFTMS, r.CostSource, r.RequestRouting, r.ConfigRevision, r.API,
-		r.SessionKey, r.SessionAffinity,
+		r.SessionKey, r.SessionAffinity, r.CachedTokens, r.ReasoningTokens,
 	} {
 		args[i].Value = v
 	}
@@ -378,7 +380,7 @@ func (s *sqliteStore) Query(ctx context.Context, f Filter) (Page, error) {
 			&r.Attempts, &r.Status, &r.Stream, &r.CacheHit, &r.RepresentationBreak,
 			&r.CacheDiscountApplied, &r.PromptTokens, &r.CompletionTokens, &r.CostUSD,
 			&r.LatencyMS, &r.TTFTMS, &r.CostSource, &r.RequestRouting, &r.ConfigRevision, &r.API,
-			&r.SessionKey, &r.SessionAffinity); err != nil {
+			&r.SessionKey, &r.SessionAffinity, &r.CachedTokens, &r.ReasoningTokens); err != nil {
 			return Page{}, fmt.Errorf("requestlog: sqlite scan: %w", err)
 		}
 		r.TS = time.UnixMilli(tsMS).UTC()
