@@ -55,11 +55,11 @@ type respStream struct {
 	onChunk func([]byte) error
 	emit    func([]byte) error
 	convErr error
-	tool   *respToolState
-	closed map[string]bool
-	finish string
-	usage  *headUsage
-	frame  []byte
+	tool    *respToolState
+	closed  map[string]bool
+	finish  string
+	usage   *headUsage
+	frame   []byte
 }
 
 // respToolState is the function call being streamed.
