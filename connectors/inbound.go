@@ -261,15 +261,6 @@ func apart[R any](f func() R) R {
 	return <-done
 }
 
-// readApart runs a native answer's read-back apart (see apart).
-func readApart(f func() ([]byte, Result, error)) ([]byte, Result, error) {
-	tr := apart(func() (tr translated) {
-		tr.body, tr.res, tr.err = f()
-		return tr
-	})
-	return tr.body, tr.res, tr.err
-}
-
 // translated is a translation's outcome, carried back by apart.
 type translated struct {
 	body   []byte
@@ -291,14 +282,12 @@ func Respond(c Connector, call *Call, body []byte) ([]byte, Result, error) {
 	switch callAPI(call) {
 	case APIMessages:
 		if n, ok := c.(messagesNative); ok {
-			// Apart: reading a whole Messages answer goes as deep as
-			// translating one (see apart).
-			return readApart(func() ([]byte, Result, error) { return n.messagesResponse(call, body) })
+			return n.messagesResponse(call, body) // a shallow scan: no need to go apart
 		}
 		return respondViaChat(c, call, body)
 	case APIResponses:
 		if n, ok := c.(responsesNative); ok {
-			return readApart(func() ([]byte, Result, error) { return n.responsesResponse(call, body) })
+			return n.responsesResponse(call, body)
 		}
 		return respondViaChat(c, call, body)
 	case APIEmbeddings:

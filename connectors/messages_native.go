@@ -3,6 +3,7 @@ package connectors
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
 	"github.com/sluicegw/sluice/connectors/wire/messages"
@@ -83,11 +84,28 @@ func (s *msgReadBack) usage(raw []byte) error {
 	if raw == nil || anthIsNull(raw) {
 		return nil
 	}
-	var u messages.Usage
-	if err := json.Unmarshal(raw, &u); err != nil {
-		return fmt.Errorf("%w: usage: %w", ErrAnthropicStream, err)
+	return s.tok.scan(raw)
+}
+
+// scan merges a usage object's counts, read by a scan: the members it
+// reports replace the counts so far, as [anthTokens.merge] does.
+func (t *anthTokens) scan(usage []byte) error {
+	for _, f := range [...]struct {
+		key string
+		dst *int64
+	}{{"input_tokens", &t.input}, {"output_tokens", &t.output},
+		{"cache_creation_input_tokens", &t.cacheCreate}, {"cache_read_input_tokens", &t.cacheRead}} {
+		v := jsonscan.Member(usage, f.key)
+		if v == nil || anthIsNull(v) {
+			continue
+		}
+		num := jsonscan.NumberText(v)
+		n, err := strconv.ParseInt(string(num), 10, 64)
+		if num == nil || err != nil {
+			return fmt.Errorf("%w: usage.%s is not an integer", ErrAnthropicStream, f.key)
+		}
+		*f.dst = n
 	}
-	s.tok.merge(u)
 	return nil
 }
 
@@ -124,11 +142,9 @@ func readMessageAnswer(body []byte, provider string) (Result, error) {
 	res.ServedModel = string(jsonscan.StringContent(jsonscan.Member(body, "model")))
 	var tok anthTokens
 	if raw := jsonscan.Member(body, "usage"); raw != nil && !anthIsNull(raw) {
-		var u messages.Usage
-		if err := json.Unmarshal(raw, &u); err != nil {
-			return res, fmt.Errorf("anthropic: decode answer usage: %w", err)
+		if err := tok.scan(raw); err != nil {
+			return res, err
 		}
-		tok.merge(u)
 	}
 	res.Usage = tok.usage()
 	var stop *string

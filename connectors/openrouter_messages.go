@@ -3,6 +3,7 @@ package connectors
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/sluicegw/sluice/compiler"
@@ -64,11 +65,10 @@ func readMessagesCost(usage []byte, res *Result) {
 	if usage == nil {
 		return
 	}
-	var u struct {
-		Cost *float64 `json:"cost"`
-	}
-	if json.Unmarshal(usage, &u) == nil && u.Cost != nil {
-		res.Cost, res.CostReported = *u.Cost, true
+	if num := jsonscan.NumberText(jsonscan.Member(usage, "cost")); num != nil {
+		if c, err := strconv.ParseFloat(string(num), 64); err == nil {
+			res.Cost, res.CostReported = c, true
+		}
 	}
 }
 

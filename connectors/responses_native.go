@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
 	"github.com/sluicegw/sluice/connectors/wire/responses"
@@ -15,20 +16,6 @@ import (
 // usage (input with its cached part, output) and, where a marketplace adds
 // it, the billed cost; the answer itself is relayed as the upstream sent
 // it, with the upstream's own routing report removed.
-
-// respUsageIn is a response's usage as the upstreams report it.
-type respUsageIn struct {
-	InputTokens        int64 `json:"input_tokens"`
-	InputTokensDetails *struct {
-		CachedTokens     int64 `json:"cached_tokens"`
-		CacheWriteTokens int64 `json:"cache_write_tokens"`
-	} `json:"input_tokens_details"`
-	OutputTokens        int64 `json:"output_tokens"`
-	OutputTokensDetails *struct {
-		ReasoningTokens int64 `json:"reasoning_tokens"`
-	} `json:"output_tokens_details"`
-	Cost *float64 `json:"cost"`
-}
 
 // readResponseObject fills the result from a response object: its members
 // found by a scan, and only the usage and an error decoded (a response's
@@ -44,20 +31,16 @@ func readResponseObject(b []byte, res *Result) error {
 		res.ResponseID = string(id)
 		res.Stored = string(jsonscan.Member(b, "store")) == "true"
 	}
-	if raw := jsonscan.Member(b, "usage"); raw != nil && !anthIsNull(raw) {
-		var u respUsageIn
-		if err := json.Unmarshal(raw, &u); err != nil {
-			return fmt.Errorf("connectors: decode response usage: %w", err)
-		}
-		res.Usage = Usage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens}
-		if d := u.InputTokensDetails; d != nil {
-			res.Usage.CachedTokens, res.Usage.CacheWriteTokens = d.CachedTokens, d.CacheWriteTokens
-		}
-		if d := u.OutputTokensDetails; d != nil {
-			res.Usage.ReasoningTokens = d.ReasoningTokens
-		}
-		if u.Cost != nil {
-			res.Cost, res.CostReported = *u.Cost, true
+	if u := jsonscan.Member(b, "usage"); u != nil && !anthIsNull(u) {
+		in, inDetails := jsonscan.Member(u, "input_tokens"), jsonscan.Member(u, "input_tokens_details")
+		outDetails := jsonscan.Member(u, "output_tokens_details")
+		res.Usage = Usage{PromptTokens: scanCount(in), CompletionTokens: scanCount(jsonscan.Member(u, "output_tokens")),
+			CachedTokens: scanCount(jsonscan.Member(inDetails, "cached_tokens")), CacheWriteTokens: scanCount(jsonscan.Member(inDetails, "cache_write_tokens")),
+			ReasoningTokens: scanCount(jsonscan.Member(outDetails, "reasoning_tokens"))}
+		if num := jsonscan.NumberText(jsonscan.Member(u, "cost")); num != nil {
+			if c, err := strconv.ParseFloat(string(num), 64); err == nil {
+				res.Cost, res.CostReported = c, true
+			}
 		}
 	}
 	status := string(jsonscan.StringContent(jsonscan.Member(b, "status")))
@@ -81,6 +64,20 @@ func readResponseObject(b []byte, res *Result) error {
 		}
 	}
 	return nil
+}
+
+// scanCount reads a token count (0 when absent, null or not a
+// non-negative integer).
+func scanCount(v []byte) int64 {
+	num := jsonscan.NumberText(v)
+	if num == nil {
+		return 0
+	}
+	n, err := strconv.ParseInt(string(num), 10, 64)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }
 
 // respReader reads what one upstream adds to its Responses answers.

@@ -89,12 +89,13 @@ func ParseMessages(body Body) (untranslatable, err *TranslateError) {
 // translation ([ParseMessages] is that reading's verdict).
 func CheckMessages(body Body, count bool) *TranslateError {
 	// In the full translation's order: members sorted, the required ones
-	// missing after.
+	// missing after. Scanned, not decoded: this runs on every Messages
+	// request, native ones included.
 	if v, ok := body["max_tokens"]; ok {
 		if count {
 			return invalidRequest("/max_tokens", "a token count takes no max_tokens")
 		}
-		if _, err := anthPositiveInt(v, "max_tokens", false); err != nil {
+		if _, err := anthPositiveInt(v, "max_tokens", true); err != nil {
 			return err.(*TranslateError)
 		}
 	}
@@ -104,14 +105,13 @@ func CheckMessages(body Body, count bool) *TranslateError {
 		}
 	}
 	if v, ok := body["model"]; ok {
-		var model string
-		if json.Unmarshal(v, &model) != nil || strings.TrimSpace(model) == "" {
+		v = jsonscan.TrimSpace(v)
+		if len(v) < 2 || v[0] != '"' || len(bytes.TrimSpace(jsonscan.StringContent(v))) == 0 {
 			return invalidRequest("/model", "model must be a non-empty string")
 		}
 	}
 	if v, ok := body["stream"]; ok {
-		var b bool
-		if json.Unmarshal(v, &b) != nil {
+		if s := string(jsonscan.TrimSpace(v)); s != "true" && s != "false" {
 			return invalidRequest("/stream", "stream must be a boolean")
 		}
 	}
@@ -132,41 +132,102 @@ func CheckMessages(body Body, count bool) *TranslateError {
 	return nil
 }
 
+// eachElement calls f with each element of a JSON array, in order, until f
+// returns false; ok is false when arr is not an array it can walk.
+func eachElement(arr []byte, f func(i int, elem []byte) bool) (n int, ok bool) {
+	arr = jsonscan.TrimSpace(arr)
+	if len(arr) < 2 || arr[0] != '[' {
+		return 0, false
+	}
+	i := jsonscan.SkipSpace(arr, 1)
+	if i < len(arr) && arr[i] == ']' {
+		return 0, true
+	}
+	for {
+		end := jsonscan.SkipValue(arr, i)
+		if end <= i || end > len(arr) {
+			return n, false
+		}
+		if !f(n, arr[i:end]) {
+			return n + 1, true
+		}
+		n++
+		i = jsonscan.SkipSpace(arr, end)
+		switch {
+		case i < len(arr) && arr[i] == ',':
+			i = jsonscan.SkipSpace(arr, i+1)
+		case i < len(arr) && arr[i] == ']':
+			return n, true
+		default:
+			return n, false
+		}
+	}
+}
+
 // checkTurns is [CheckMessages]'s check of the turns, in the words of the
 // full translation's (msgTranslation.messages).
 func checkTurns(v json.RawMessage) *TranslateError {
-	var raw []json.RawMessage
-	if json.Unmarshal(v, &raw) != nil || len(raw) == 0 {
+	if !json.Valid(v) {
 		return invalidRequest("/messages", "messages must be a non-empty array of message objects")
 	}
+	var bad *TranslateError
 	said := false
-	for i, r := range raw {
-		p := "/messages/" + strconv.Itoa(i)
-		var m struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
+	n, ok := eachElement(v, func(i int, m []byte) bool {
+		if len(m) == 0 || m[0] != '{' {
+			bad = invalidRequest("/messages/"+strconv.Itoa(i), "not a valid message object")
+			return false
 		}
-		if json.Unmarshal(r, &m) != nil {
-			return invalidRequest(p, "not a valid message object")
+		content := jsonscan.Member(m, "content")
+		if len(content) == 0 || anthIsNull(content) {
+			bad = invalidRequest("/messages/"+strconv.Itoa(i)+"/content", "a message needs its content")
+			return false
 		}
-		if len(m.Content) == 0 || anthIsNull(m.Content) {
-			return invalidRequest(p+"/content", "a message needs its content")
-		}
-		if !said && !emptyContent(m.Content) {
+		if !said && !scannedEmptyContent(content) {
 			said = true
 		}
-		switch m.Role {
+		role := jsonscan.Member(m, "role")
+		switch string(jsonscan.StringContent(role)) {
 		case "user", "assistant":
 		case "":
-			return invalidRequest(p+"/role", "a message needs a role")
+			bad = invalidRequest("/messages/"+strconv.Itoa(i)+"/role", "a message needs a role")
+			return false
 		default:
-			return invalidRequest(p+"/role", "unsupported role %q (user or assistant)", m.Role)
+			var r string
+			_ = json.Unmarshal(role, &r)
+			bad = invalidRequest("/messages/"+strconv.Itoa(i)+"/role", "unsupported role %q (user or assistant)", r)
+			return false
 		}
-	}
-	if !said {
+		return true
+	})
+	switch {
+	case bad != nil:
+		return bad
+	case !ok || n == 0:
+		return invalidRequest("/messages", "messages must be a non-empty array of message objects")
+	case !said:
 		return invalidRequest("/messages", "every turn of messages has empty content: at least one needs non-blank text or another content block")
 	}
 	return nil
+}
+
+// scannedEmptyContent is [emptyContent] by a scan: a blank string, no
+// blocks, or only text blocks whose text is blank (escapes are read as
+// written, so an escaped character counts as content).
+func scannedEmptyContent(v []byte) bool {
+	v = jsonscan.TrimSpace(v)
+	if len(v) > 0 && v[0] == '"' {
+		return len(bytes.TrimSpace(jsonscan.StringContent(v))) == 0
+	}
+	empty := true
+	eachElement(v, func(_ int, b []byte) bool {
+		if string(jsonscan.StringContent(jsonscan.Member(b, "type"))) != "text" ||
+			len(bytes.TrimSpace(jsonscan.StringContent(jsonscan.Member(b, "text")))) > 0 {
+			empty = false
+			return false
+		}
+		return true
+	})
+	return empty
 }
 
 // ParseCountTokens is [ParseMessages] for a token count, whose request is a

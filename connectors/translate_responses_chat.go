@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
 	"github.com/sluicegw/sluice/connectors/wire/chat"
 )
 
@@ -63,53 +64,61 @@ const (
 // cannot carry (unsupported_parameter) or read (invalid_request) there —
 // the request is read deeply once, and only where that is needed.
 func ParseResponses(body Body) *TranslateError {
-	var model string
-	if json.Unmarshal(body["model"], &model) != nil || strings.TrimSpace(model) == "" {
+	m := jsonscan.TrimSpace(body["model"])
+	if len(m) < 2 || m[0] != '"' || len(bytes.TrimSpace(jsonscan.StringContent(m))) == 0 {
 		return invalidRequest("/model", "model must be a non-empty string")
 	}
 	in, ok := body["input"]
 	if !ok {
 		return invalidRequest("/input", "input is required")
 	}
-	var s string
-	if json.Unmarshal(in, &s) == nil {
-		if s == "" {
+	if in = jsonscan.TrimSpace(in); len(in) > 0 && in[0] == '"' {
+		if len(in) <= 2 {
 			return invalidRequest("/input", "input must not be empty")
 		}
 	} else {
-		var items []struct {
-			Type string `json:"type"`
-			Role string `json:"role"`
-		}
-		if json.Unmarshal(in, &items) != nil {
+		if !json.Valid(in) {
 			return invalidRequest("/input", "input must be a string or an array of input items (objects)")
 		}
-		if len(items) == 0 {
-			return invalidRequest("/input", "input must not be empty")
-		}
-		for i, it := range items {
+		var bad *TranslateError
+		n, ok := eachElement(in, func(i int, it []byte) bool {
 			p := "/input/" + strconv.Itoa(i)
+			if len(it) == 0 || it[0] != '{' {
+				bad = invalidRequest("/input", "input must be a string or an array of input items (objects)")
+				return false
+			}
+			typ := string(jsonscan.StringContent(jsonscan.Member(it, "type")))
+			role := jsonscan.Member(it, "role")
 			switch {
-			case it.Type == "" && it.Role == "":
-				return invalidRequest(p+"/type", "an input item needs a type")
-			case it.Type == "" || it.Type == "message":
-				switch it.Role {
+			case typ == "" && role == nil:
+				bad = invalidRequest(p+"/type", "an input item needs a type")
+			case typ == "" || typ == "message":
+				switch string(jsonscan.StringContent(role)) {
 				case "user", "system", "developer", "assistant":
 				default:
-					return invalidRequest(p+"/role", "unsupported role %q (user, assistant, system or developer)", it.Role)
+					var r string
+					_ = json.Unmarshal(role, &r)
+					bad = invalidRequest(p+"/role", "unsupported role %q (user, assistant, system or developer)", r)
 				}
 			}
+			return bad == nil
+		})
+		switch {
+		case bad != nil:
+			return bad
+		case !ok:
+			return invalidRequest("/input", "input must be a string or an array of input items (objects)")
+		case n == 0:
+			return invalidRequest("/input", "input must not be empty")
 		}
 	}
-	if v, ok := body["max_output_tokens"]; ok {
-		var n *int64
-		if json.Unmarshal(v, &n) != nil || (n != nil && *n < 1) {
-			return invalidRequest("/max_output_tokens", "max_output_tokens must be a positive integer")
+	if v, ok := body["max_output_tokens"]; ok && !anthIsNull(v) {
+		if _, err := anthPositiveInt(v, "max_output_tokens", true); err != nil {
+			return err.(*TranslateError)
 		}
 	}
 	if v, ok := body["stream"]; ok {
-		var b bool
-		if json.Unmarshal(v, &b) != nil {
+		if s := string(jsonscan.TrimSpace(v)); s != "true" && s != "false" {
 			return invalidRequest("/stream", "stream must be a boolean")
 		}
 	}
