@@ -352,26 +352,31 @@ type msgTranslation struct {
 	d    dialect
 	out  Body
 	msgs []json.RawMessage
-	// lost records what the dialect could not carry.
-	lost map[string]bool
-	// first is the first untranslatable member, reported once the whole
-	// request has been checked.
+	verdict
+}
+
+// verdict is what a translation found it cannot carry: the members it
+// degrades (lost, recorded in routing_degraded) and the first one it
+// refuses, reported once the whole request has been read (first), so that
+// a malformed member later in the request is reported before it.
+type verdict struct {
+	lost  map[string]bool
 	first *TranslateError
 }
 
-// unsupported records an untranslatable member and lets the check go on.
-func (t *msgTranslation) unsupported(p, format string, args ...any) {
-	if t.first == nil {
-		t.first = unsupportedParameter(p, format, args...)
+// unsupported records an untranslatable member and lets the reading go on.
+func (v *verdict) unsupported(p, format string, args ...any) {
+	if v.first == nil {
+		v.first = unsupportedParameter(p, format, args...)
 	}
 }
 
-// lose records what the dialect cannot carry.
-func (t *msgTranslation) lose(what string) {
-	if t.lost == nil {
-		t.lost = map[string]bool{}
+// lose records what the target cannot carry.
+func (v *verdict) lose(what string) {
+	if v.lost == nil {
+		v.lost = map[string]bool{}
 	}
-	t.lost[what] = true
+	v.lost[what] = true
 }
 
 // msgBlock is a content block of a Messages request, any type: the members

@@ -267,6 +267,13 @@ func thinkingBlock(thinking, signature string) json.RawMessage {
 // speak the Messages API: the type the API documents for the status, and
 // the upstream's message (its whole body when it has no message member).
 func MessagesError(status int, body []byte) []byte {
+	b, _ := anthMarshal(ErrorEvent(ErrorTypeForStatus(status), upstreamErrorMessage(body), ""))
+	return b
+}
+
+// upstreamErrorMessage is an upstream error answer's message: error.message,
+// or error when it is a string, or the whole body when it has neither.
+func upstreamErrorMessage(body []byte) string {
 	var e struct {
 		Error json.RawMessage `json:"error"`
 	}
@@ -283,6 +290,5 @@ func MessagesError(status int, body []byte) []byte {
 			msg = s
 		}
 	}
-	b, _ := anthMarshal(ErrorEvent(ErrorTypeForStatus(status), msg, ""))
-	return b
+	return msg
 }

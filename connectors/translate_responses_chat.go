@@ -133,21 +133,7 @@ type respTranslation struct {
 	// output items (text, then function calls), written when another role
 	// begins.
 	pending *chatMsg
-	lost    map[string]bool
-	first   *TranslateError
-}
-
-func (t *respTranslation) unsupported(p, format string, args ...any) {
-	if t.first == nil {
-		t.first = unsupportedParameter(p, format, args...)
-	}
-}
-
-func (t *respTranslation) lose(what string) {
-	if t.lost == nil {
-		t.lost = map[string]bool{}
-	}
-	t.lost[what] = true
+	verdict
 }
 
 // flush writes the pending assistant message.

@@ -147,22 +147,7 @@ func respSkeleton(call *Call, chatID, reported string, created int64) responses.
 // Responses API: the upstream's message, and the type the OpenAI APIs use
 // for the status.
 func ResponsesError(status int, body []byte) []byte {
-	msg := strings.TrimSpace(string(body))
-	var e struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(body, &e) == nil && len(e.Error) > 0 {
-		var inner struct {
-			Message string `json:"message"`
-		}
-		var s string
-		switch {
-		case json.Unmarshal(e.Error, &inner) == nil && inner.Message != "":
-			msg = inner.Message
-		case json.Unmarshal(e.Error, &s) == nil && s != "":
-			msg = s
-		}
-	}
+	msg := upstreamErrorMessage(body)
 	typ := "invalid_request_error"
 	switch {
 	case status == 401:
