@@ -174,6 +174,16 @@ func benchServer(b testing.TB, tracing *telemetry.Tracing, t http.RoundTripper, 
 // benchBody is the benchmarks' request.
 const benchBody = `{"model":"openai/gpt-4o","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Summarise the incident report."}],"temperature":0.2`
 
+// messagesBody is benchBody's request on the Messages API, open like it.
+const messagesBody = `{"model":"openai/gpt-4o","max_tokens":256,"system":"You are terse.","messages":[{"role":"user","content":"Summarise the incident report."}]`
+
+// claudeResponses is a Responses request for the claude key (Anthropic's
+// upstream, translated), open like the others.
+const claudeResponses = `{"model":"anthropic/claude-sonnet-4.5","max_output_tokens":256,"instructions":"You are terse.","input":"Summarise the incident report."`
+
+// responsesBody is benchBody's request on the Responses API, open like it.
+const responsesBody = `{"model":"openai/gpt-4o","max_output_tokens":256,"instructions":"You are terse.","input":[{"role":"user","content":[{"type":"input_text","text":"Summarise the incident report."}]}]`
+
 // serveOne serves one request through h and fails unless it answered 200.
 func serveOne(b *testing.B, h http.Handler, body string) {
 	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))

@@ -52,16 +52,6 @@ func TestRequestStackFitsEightKiB(t *testing.T) {
 	}
 }
 
-// messagesBody is benchBody's request on the Messages API, open like it.
-const messagesBody = `{"model":"openai/gpt-4o","max_tokens":256,"system":"You are terse.","messages":[{"role":"user","content":"Summarise the incident report."}]`
-
-// claudeResponses is a Responses request for the claude key (Anthropic's
-// upstream, translated), open like the others.
-const claudeResponses = `{"model":"anthropic/claude-sonnet-4.5","max_output_tokens":256,"instructions":"You are terse.","input":"Summarise the incident report."`
-
-// responsesBody is benchBody's request on the Responses API, open like it.
-const responsesBody = `{"model":"openai/gpt-4o","max_output_tokens":256,"instructions":"You are terse.","input":[{"role":"user","content":[{"type":"input_text","text":"Summarise the incident report."}]}]`
-
 // serveUnderStackLimit serves each kind of request once to warm up, then
 // again with the process's stack limit at 8 KiB.
 func serveUnderStackLimit(t *testing.T) {
