@@ -543,6 +543,14 @@ func FuzzParseMessages(f *testing.F) {
 				t.Fatalf("an error without code or message: %#v", e)
 			}
 		}
+		// The gateway's shallow check is never stricter than the
+		// translation: what it refuses, the translation refuses too.
+		// (Lower-case input only: encoding/json, which the translation
+		// reads with, matches member names regardless of case; the APIs and
+		// the gateway's scan do not.)
+		if shallow := CheckMessages(body, false); perr == nil && shallow != nil && bytes.Equal(bytes.ToLower(raw), raw) {
+			t.Fatalf("the shallow check refuses what translates: %v", shallow)
+		}
 		if perr != nil || untranslatable != nil {
 			return
 		}

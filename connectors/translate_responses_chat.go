@@ -64,15 +64,40 @@ const (
 // cannot carry (unsupported_parameter) or read (invalid_request) there —
 // the request is read deeply once, and only where that is needed.
 func ParseResponses(body Body) *TranslateError {
-	m := jsonscan.TrimSpace(body["model"])
-	if len(m) < 2 || m[0] != '"' || len(bytes.TrimSpace(jsonscan.StringContent(m))) == 0 {
-		return invalidRequest("/model", "model must be a non-empty string")
+	// In the translation's order: members sorted, the required ones
+	// missing after.
+	if in, ok := body["input"]; ok {
+		if err := checkInput(jsonscan.TrimSpace(in)); err != nil {
+			return err
+		}
 	}
-	in, ok := body["input"]
-	if !ok {
-		return invalidRequest("/input", "input is required")
+	if v, ok := body["max_output_tokens"]; ok && !anthIsNull(v) {
+		if _, err := anthPositiveInt(v, "max_output_tokens", true); err != nil {
+			return err.(*TranslateError)
+		}
 	}
-	if in = jsonscan.TrimSpace(in); len(in) > 0 && in[0] == '"' {
+	if m, ok := body["model"]; ok {
+		m = jsonscan.TrimSpace(m)
+		if len(m) < 2 || m[0] != '"' || len(bytes.TrimSpace(jsonscan.StringContent(m))) == 0 {
+			return invalidRequest("/model", "model must be a non-empty string")
+		}
+	}
+	if v, ok := body["stream"]; ok {
+		if s := string(jsonscan.TrimSpace(v)); s != "true" && s != "false" {
+			return invalidRequest("/stream", "stream must be a boolean")
+		}
+	}
+	for _, k := range [...]string{"model", "input"} {
+		if _, ok := body[k]; !ok {
+			return invalidRequest("/"+k, "%s is required", k)
+		}
+	}
+	return nil
+}
+
+// checkInput is [ParseResponses]'s check of the input.
+func checkInput(in []byte) *TranslateError {
+	if len(in) > 0 && in[0] == '"' {
 		if len(in) <= 2 {
 			return invalidRequest("/input", "input must not be empty")
 		}
@@ -110,16 +135,6 @@ func ParseResponses(body Body) *TranslateError {
 			return invalidRequest("/input", "input must be a string or an array of input items (objects)")
 		case n == 0:
 			return invalidRequest("/input", "input must not be empty")
-		}
-	}
-	if v, ok := body["max_output_tokens"]; ok && !anthIsNull(v) {
-		if _, err := anthPositiveInt(v, "max_output_tokens", true); err != nil {
-			return err.(*TranslateError)
-		}
-	}
-	if v, ok := body["stream"]; ok {
-		if s := string(jsonscan.TrimSpace(v)); s != "true" && s != "false" {
-			return invalidRequest("/stream", "stream must be a boolean")
 		}
 	}
 	return nil

@@ -308,3 +308,44 @@ func BenchmarkResponsesStreamTextDelta(b *testing.B) {
 		}
 	}
 }
+
+// FuzzParseResponses: seeded from the corpus's requests, the gateway's
+// shallow check is never stricter than the translation (what it refuses,
+// the translation refuses too; the corpus holds the two to the same member
+// on its cases), and a request the translation takes comes out as a JSON
+// chat body.
+func FuzzParseResponses(f *testing.F) {
+	dirs, _ := filepath.Glob(filepath.Join(respCorpus, "*", "request.json"))
+	for _, p := range dirs {
+		if raw, err := os.ReadFile(p); err == nil {
+			f.Add(raw)
+		}
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		body, err := ParseBody(raw)
+		if err != nil {
+			return
+		}
+		shallow := ParseResponses(body)
+		if shallow != nil && !bytes.Equal(bytes.ToLower(raw), raw) {
+			// encoding/json, which the translation reads with, matches
+			// member names regardless of case ("tYpe" is type); the APIs
+			// and the gateway's scan do not. Only a verdict on lower-case
+			// input is comparable.
+			return
+		}
+		chat, _, terr := chatFromResponses(body)
+		var full *TranslateError
+		if terr != nil {
+			if !errors.As(terr, &full) || full.Code == "" || full.Message == "" {
+				t.Fatalf("a translation error without code or message: %v", terr)
+			}
+		}
+		switch {
+		case full == nil && shallow != nil:
+			t.Fatalf("the shallow check refuses what translates: %v", shallow)
+		case full == nil && !json.Valid(encodeBody(chat)):
+			t.Fatalf("the translation is not JSON")
+		}
+	})
+}
