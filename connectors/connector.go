@@ -153,9 +153,10 @@ type Result struct {
 	// StreamError is set when a stream relayed the upstream's own in-band
 	// error event (the caller has been told; the stream did not complete).
 	StreamError string
-	// ResponseID is a Responses API answer's id, as the upstream that
-	// answered natively named it ("" for any other answer): the id a
-	// continuation (previous_response_id) will name.
+	// ResponseID is a stored Responses API answer's id, as the upstream
+	// that answered natively named it ("" for any other answer, and for a
+	// response the upstream did not store): the id a continuation
+	// (previous_response_id) will name.
 	ResponseID string `json:",omitempty"`
 	// Stored reports that the upstream said it stored the response (its
 	// answer's store member is true).

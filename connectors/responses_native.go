@@ -27,9 +27,12 @@ func readResponseObject(b []byte, res *Result) error {
 	if m := jsonscan.StringContent(jsonscan.Member(b, "model")); len(m) > 0 {
 		res.ServedModel = string(m)
 	}
-	if id := jsonscan.StringContent(jsonscan.Member(b, "id")); len(id) > 0 {
-		res.ResponseID = string(id)
-		res.Stored = string(jsonscan.Member(b, "store")) == "true"
+	if string(jsonscan.Member(b, "store")) == "true" {
+		// Only a stored response's id is kept: it is what a continuation
+		// names (see gateway/holders.go).
+		if id := jsonscan.StringContent(jsonscan.Member(b, "id")); len(id) > 0 {
+			res.ResponseID, res.Stored = string(id), true
+		}
 	}
 	if u := jsonscan.Member(b, "usage"); u != nil && !anthIsNull(u) {
 		in, inDetails := jsonscan.Member(u, "input_tokens"), jsonscan.Member(u, "input_tokens_details")

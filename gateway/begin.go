@@ -157,7 +157,7 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request, t *turn) *apierr.
 		// One sluice cannot use as a session id (longer than 128 bytes,
 		// say) is the upstream's alone.
 		var key string
-		if json.Unmarshal(req.Body["prompt_cache_key"], &key) == nil && validSessionID(key) {
+		if v, ok := req.Body["prompt_cache_key"]; ok && json.Unmarshal(v, &key) == nil && validSessionID(key) {
 			t.session, t.sessionKey = key, SessionKeyPromptCacheKey
 			t.pinKey = t.key.ID + "\x00" + key
 		}

@@ -80,7 +80,12 @@ func recordedAPIs(b testing.TB, chat []byte, stream bool) cannedAPIs {
 // benchAPI serves one request of an API per iteration through the whole
 // handler, against a canned answer in the shape the upstream is asked in.
 func benchAPI(b *testing.B, path, secret, body string) {
-	h := benchServer(b, nil, recordedAPIs(b, cannedChat, false), claudeKeyEdit())
+	benchAPIWith(b, recordedAPIs(b, cannedChat, false), path, secret, body)
+}
+
+// benchAPIWith is benchAPI against the given canned upstream.
+func benchAPIWith(b *testing.B, up http.RoundTripper, path, secret, body string) {
+	h := benchServer(b, nil, up, claudeKeyEdit())
 	b.ReportAllocs()
 	for b.Loop() {
 		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
@@ -99,6 +104,14 @@ func benchAPI(b *testing.B, path, secret, body string) {
 // Anthropic). A native pass-through is held to cost no more than chat.
 func BenchmarkRequestPathPerAPI(b *testing.B) {
 	b.Run("chat/marketplace", func(b *testing.B) { benchAPI(b, "/v1/chat/completions", secretChat, benchBody+"}") })
+	b.Run("chat/marketplace-as-large-as-responses", func(b *testing.B) {
+		// The chat answer padded to the recorded Responses answer's size,
+		// so that the two native paths compare on equal bodies.
+		up := recordedAPIs(b, nil, false)
+		pad := len(up.responses) - len(cannedChat)
+		up.chat = bytes.Replace(cannedChat, []byte("Three bullet points."), []byte("Three bullet points."+strings.Repeat(" ", max(pad, 0))), 1)
+		benchAPIWith(b, up, "/v1/chat/completions", secretChat, benchBody+"}")
+	})
 	b.Run("messages/marketplace-native", func(b *testing.B) { benchAPI(b, "/v1/messages", secretChat, messagesBody+"}") })
 	b.Run("responses/marketplace-native", func(b *testing.B) { benchAPI(b, "/v1/responses", secretChat, responsesBody+"}") })
 	b.Run("messages/openai-translated", func(b *testing.B) { benchAPI(b, "/v1/messages", secretBatch, messagesBody+"}") })

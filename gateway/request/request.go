@@ -140,8 +140,12 @@ func (r *Request) PreviousResponse() string {
 	if r.Inbound == nil || r.Inbound.API != connectors.APIResponses {
 		return ""
 	}
+	v, ok := r.Body["previous_response_id"]
+	if !ok {
+		return ""
+	}
 	var id string
-	_ = json.Unmarshal(r.Body["previous_response_id"], &id)
+	_ = json.Unmarshal(v, &id)
 	return id
 }
 
