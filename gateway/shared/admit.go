@@ -219,8 +219,8 @@ func (c *Client) Write(ctx context.Context, w *Writes) bool {
 			p.Set(rctx, c.key("p", w.PinKey), w.Pin, w.PinTTL)
 		}
 		if w.CacheKey != "" {
-			cachePutScript.EvalSha(rctx, p, []string{c.key("c", w.CacheKey), c.key("ci"), c.key("cs"), c.key("ct")},
-				w.Cache, w.CacheTTL.Milliseconds(), w.CacheMaxBytes, now)
+			cachePutScript.EvalSha(rctx, p, []string{c.key("ci"), c.key("cs"), c.key("ct"), c.key("c", w.CacheKey)},
+				w.CacheTTL.Milliseconds(), w.CacheMaxBytes, now, w.Cache)
 		}
 		if d := w.Depart; d != nil && !d.Local {
 			if keys, args := c.departArgs(d); len(keys) > 0 {
@@ -298,7 +298,8 @@ func (c *Client) departArgs(d *Departure) ([]string, []any) {
 
 // scripts are loaded into a Redis that lost them (a restart) before a
 // pipeline retries.
-var scripts = []*redis.Script{admitScript, settleScript, departScript, cachePutScript, healthScript}
+var scripts = []*redis.Script{admitScript, settleScript, departScript, cachePutScript, healthScript,
+	budgetLeaseScript, rateLeaseScript, parallelLeaseScript}
 
 // pipe runs a pipeline; when a script is missing from the server's cache
 // (NOSCRIPT: Redis restarted), it loads every script and runs it again.
