@@ -55,7 +55,15 @@ type Admitted struct {
 // cached answer and the pin are read in the same pipeline. When Redis does
 // not answer, rate limits and the reservation are decided locally on this
 // replica's share and Local is set.
+//
+// With [Options.Leased], checks and the reservation that this replica's
+// leases cover are decided in memory, and a pin read lately comes from its
+// cache: a request covered by leases whose pin is cached reads only the
+// cached answer (and makes no round trip at all without one).
 func (c *Client) Admit(ctx context.Context, a *Admission) Admitted {
+	if c.lz != nil {
+		return c.admitLeased(ctx, a)
+	}
 	if !c.up.Load() {
 		c.fallback("admit")
 		return c.admitLocal(a)
@@ -107,6 +115,116 @@ func (c *Client) Admit(ctx context.Context, a *Admission) Admitted {
 	}
 	if a.Budget != nil {
 		out.Hold = c.holdFrom(a.ID, *a.Budget, res)
+	}
+	return out
+}
+
+// checkKey is a rate limit's key.
+func (c *Client) checkKey(ch Check) string { return c.key("rl", ch.Scope, ch.Kind.String()) }
+
+// admitLeased is Admit on leases: what they cover is decided here, the rest
+// (and the reads that must go to Redis) in one pipeline.
+func (c *Client) admitLeased(ctx context.Context, a *Admission) Admitted {
+	now := time.Now()
+	mask := c.lz.admitChecks(a.ID, a.Checks, c.checkKey)
+	var hold *Hold
+	if a.Budget != nil {
+		hold = c.lz.reserve(a.ID, *a.Budget)
+	}
+	// What the leases did not cover goes to Redis, as without them.
+	rest := *a
+	rest.Checks, rest.Budget = nil, nil
+	var index []int
+	for i, ch := range a.Checks {
+		if mask&(1<<i) == 0 {
+			rest.Checks = append(rest.Checks, ch)
+			index = append(index, i)
+		}
+	}
+	if hold == nil {
+		rest.Budget = a.Budget
+	}
+	var pinVal []byte
+	pinHit := false
+	if a.PinKey != "" {
+		pinVal, pinHit = c.pins.get(a.PinKey, now)
+		if pinHit {
+			rest.PinKey = ""
+		}
+	}
+	refuse := func(i int, after time.Duration) Admitted {
+		c.lz.undo(a.ID, a.Checks, c.checkKey)
+		if hold != nil {
+			c.lz.release(hold)
+		}
+		return Admitted{Refused: index[i], RetryAfter: after}
+	}
+	scripted := len(rest.Checks) > 0 || rest.Budget != nil
+	if !scripted && rest.CacheKey == "" && rest.PinKey == "" {
+		return Admitted{Refused: -1, Hold: hold, Pin: pinVal}
+	}
+	local := func() Admitted {
+		out := c.admitLocal(&rest)
+		if out.Refused >= 0 {
+			return refuse(out.Refused, out.RetryAfter)
+		}
+		if hold != nil {
+			out.Hold = hold
+		}
+		return out
+	}
+	if !c.up.Load() {
+		c.fallback("admit")
+		return local()
+	}
+	rctx, cancel := c.ctx(ctx)
+	defer cancel()
+	var script *redis.Cmd
+	var cache, pin *redis.StringCmd
+	_, err := c.pipe(rctx, func(p redis.Pipeliner) {
+		if scripted {
+			keys, args := c.admitArgs(&rest)
+			script = admitScript.EvalSha(rctx, p, keys, args...)
+		}
+		if rest.CacheKey != "" {
+			cache = p.Get(rctx, c.key("c", rest.CacheKey))
+		}
+		if rest.PinKey != "" {
+			pin = p.Get(rctx, c.key("p", rest.PinKey))
+		}
+	})
+	if isDown(err) {
+		c.failed("admit", err)
+		return local()
+	}
+	out := Admitted{Refused: -1, Hold: hold, Pin: pinVal}
+	if cache != nil {
+		if b, err := cache.Bytes(); err == nil {
+			out.Cache = b
+		}
+	}
+	if pin != nil {
+		b, err := pin.Bytes()
+		if err != nil {
+			b = nil
+		}
+		out.Pin = b
+		c.pins.seen(a.PinKey, b, now)
+	}
+	if script == nil {
+		return out
+	}
+	res, _ := script.Slice()
+	if len(res) < 4 {
+		return out
+	}
+	if ok, _ := res[0].(int64); ok == 0 {
+		ms, _ := strconv.ParseInt(res[1].(string), 10, 64)
+		idx, _ := res[2].(int64)
+		return refuse(int(idx)-1, time.Duration(ms)*time.Millisecond)
+	}
+	if rest.Budget != nil {
+		out.Hold = c.holdFrom(a.ID, *rest.Budget, res)
 	}
 	return out
 }
@@ -181,7 +299,14 @@ type Writes struct {
 // Write applies the writes in one round trip. It reports false when Redis
 // did not take them (the budget charge is then kept to be pushed later;
 // the caller keeps the pin and the answer locally).
+//
+// With [Options.Leased] nothing waits: a leased hold is settled on its
+// lease, and the rest joins the next batched pipeline (true: queued while
+// Redis answers).
 func (c *Client) Write(ctx context.Context, w *Writes) bool {
+	if c.lz != nil {
+		return c.writeBehind(w)
+	}
 	charge := w.Cost > 0 || w.Hold != nil
 	if w.Hold != nil {
 		done := false
@@ -241,6 +366,43 @@ func (c *Client) Write(ctx context.Context, w *Writes) bool {
 	return true
 }
 
+// writeBehind is Write with leases: settled locally or queued.
+func (c *Client) writeBehind(w *Writes) bool {
+	up := c.up.Load()
+	if !up {
+		c.fallback("write")
+	}
+	switch {
+	case w.Hold != nil:
+		c.settleHold(context.Background(), w.Hold, w.Cost, w.Scopes)
+	case w.Cost > 0:
+		if up {
+			keys, usd, month, cost, scopes := c.budgetKeys(w.Month, w.Scopes), strconv.FormatFloat(w.Cost, 'g', -1, 64), w.Month, w.Cost, w.Scopes
+			c.lz.enqueue(queued{
+				fill: func(ctx context.Context, p redis.Pipeliner) { settleScript.EvalSha(ctx, p, keys, "", usd) },
+				fail: func() { c.outage.add(month, cost, scopes) },
+			}, false)
+		} else {
+			c.outage.add(w.Month, w.Cost, w.Scopes)
+		}
+	}
+	if w.Depart != nil {
+		c.Depart(*w.Depart)
+	}
+	if !up {
+		return false
+	}
+	now := time.Now()
+	if w.PinKey != "" && c.pins.put(w.PinKey, w.Pin, w.PinTTL, now) {
+		key, val, ttl := c.key("p", w.PinKey), w.Pin, w.PinTTL
+		c.lz.enqueue(queued{fill: func(ctx context.Context, p redis.Pipeliner) { p.Set(ctx, key, val, ttl) }}, true)
+	}
+	if w.CacheKey != "" {
+		c.lz.enqueueCache(cacheWrite{key: w.CacheKey, val: w.Cache, ttl: w.CacheTTL, max: w.CacheMaxBytes})
+	}
+	return true
+}
+
 // Departure is what a request gives back when it ends: its parallel slots,
 // and the tokens charged at admission that its answer did not use (or
 // used beyond them).
@@ -256,6 +418,28 @@ type Departure struct {
 // Depart gives back what the request held, in the background: the caller
 // does not wait for it.
 func (c *Client) Depart(d Departure) {
+	if c.lz != nil {
+		mask := c.lz.depart(d.ID, d.Checks, d.Delta, c.checkKey)
+		if mask != 0 {
+			var rest []Check
+			for i, ch := range d.Checks {
+				if mask&(1<<i) == 0 {
+					rest = append(rest, ch)
+				}
+			}
+			d.Checks = rest
+		}
+		if len(d.Checks) == 0 {
+			return
+		}
+		if !d.Local && c.up.Load() {
+			keys, args := c.departArgs(&d)
+			if len(keys) > 0 {
+				c.lz.enqueue(queued{fill: func(ctx context.Context, p redis.Pipeliner) { departScript.EvalSha(ctx, p, keys, args...) }}, false)
+			}
+			return
+		}
+	}
 	if d.Local || !c.up.Load() {
 		c.limiter.Depart(d.ID, d.Checks, d.Delta)
 		return

@@ -54,6 +54,19 @@ type Options struct {
 	// Heartbeat is how often the replica says it is alive (and, while Redis
 	// is down, how often it tries it again). Default 1s.
 	Heartbeat time.Duration
+	// Leased serves budgets and rate limits from leases this replica takes
+	// from Redis (no round trip for most decisions), reads pins through a
+	// local cache and writes settlements, pins and cached answers behind,
+	// in batched pipelines. Default false: every decision is a script in
+	// Redis and every write waits for its round trip. The gateway sets it.
+	Leased bool
+	// LeaseTTL is how long a lease outlives its replica's last word: a
+	// replica that dies holding one loses it then (a budget's counted as
+	// spent, slots freed). Default 30s.
+	LeaseTTL time.Duration
+	// SyncInterval is how often the leases are settled and topped up, and
+	// the writes behind flushed, at the latest. Default 100ms.
+	SyncInterval time.Duration
 }
 
 // Client is the fleet's shared state on Redis, with its local fallbacks.
@@ -76,6 +89,8 @@ type Client struct {
 	health  *mirror
 	limiter *Limiter
 	outage  *outageLedger
+	lz      *leases // nil without Options.Leased
+	pins    *pinCache
 
 	upMetric  prometheus.Gauge
 	fallbacks *prometheus.CounterVec
@@ -128,6 +143,16 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 			Help: "Operations served from local state because Redis did not answer, by what."}, []string{"what"}),
 	}
 	c.replicas.Store(1)
+	if opts.Leased {
+		if opts.LeaseTTL <= 0 {
+			opts.LeaseTTL = 30 * time.Second
+		}
+		if opts.SyncInterval <= 0 {
+			opts.SyncInterval = 100 * time.Millisecond
+		}
+		c.lz = newLeases(c, opts.LeaseTTL, opts.SyncInterval)
+		c.pins = newPinCache()
+	}
 	redisLogOnce.Do(func() { redis.SetLogger(quietLogger{opts.Logger}) })
 	c.health = newMirror(c)
 	if opts.Registerer != nil {
@@ -139,6 +164,9 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 	c.heartbeat(ctx)
 	go c.loop()
 	go c.health.subscribe()
+	if c.lz != nil {
+		go c.lz.run()
+	}
 	return c, nil
 }
 
@@ -147,6 +175,9 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 func (c *Client) Close() error {
 	var err error
 	c.once.Do(func() {
+		if c.lz != nil {
+			c.lz.close() // settles and gives back every lease, flushes the writes
+		}
 		close(c.stop)
 		<-c.done
 		c.health.close()
@@ -156,6 +187,15 @@ func (c *Client) Close() error {
 		err = c.rdb.Close()
 	})
 	return err
+}
+
+// LeaseStats returns what this replica's leases did (zero without
+// [Options.Leased]).
+func (c *Client) LeaseStats() LeaseStats {
+	if c.lz == nil {
+		return LeaseStats{}
+	}
+	return c.lz.Stats()
 }
 
 // Up reports whether Redis answered the last call.

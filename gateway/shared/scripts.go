@@ -77,13 +77,14 @@ end
 if m == 0 then return {1, '0', 0, '0'} end
 local out = {1, '0', 0, '0'}
 local grant = want
+local unbounded = want < 0
 for j = 1, m do
   local h, x = KEYS[n + 2*j - 1], KEYS[n + 2*j]
   expireBudget(h, x, now)
   local v = redis.call('HMGET', h, 'spent', 'held')
   local avail = tonumber(ARGV[a + j - 1]) - tonumber(v[1] or '0') - tonumber(v[2] or '0')
   out[4 + j] = tostring(avail)
-  if grant < 0 or avail < grant then grant = avail end
+  if unbounded or avail < grant then grant = avail; unbounded = false end
 end
 if grant > 0 and want ~= 0 then
   for j = 1, m do
