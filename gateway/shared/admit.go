@@ -225,6 +225,12 @@ func (c *Client) admitLeased(ctx context.Context, a *Admission) Admitted {
 	}
 	if rest.Budget != nil {
 		out.Hold = c.holdFrom(a.ID, *rest.Budget, res)
+		if out.Hold.starved {
+			// Leases elsewhere hold what it lacked: the caller reserves
+			// again (Reserve waits for their return).
+			c.Release(ctx, out.Hold)
+			out.Hold = nil
+		}
 	}
 	return out
 }
@@ -393,12 +399,28 @@ func (c *Client) writeBehind(w *Writes) bool {
 		return false
 	}
 	now := time.Now()
-	if w.PinKey != "" && c.pins.put(w.PinKey, w.Pin, w.PinTTL, now) {
-		key, val, ttl := c.key("p", w.PinKey), w.Pin, w.PinTTL
-		c.lz.enqueue(queued{fill: func(ctx context.Context, p redis.Pipeliner) { p.Set(ctx, key, val, ttl) }}, true)
-	}
 	if w.CacheKey != "" {
 		c.lz.enqueueCache(cacheWrite{key: w.CacheKey, val: w.Cache, ttl: w.CacheTTL, max: w.CacheMaxBytes})
+	}
+	if w.PinKey == "" {
+		return true
+	}
+	key, val, ttl := c.key("p", w.PinKey), w.Pin, w.PinTTL
+	switch changed, stale := c.pins.put(w.PinKey, w.Pin, w.PinTTL, now); {
+	case changed:
+		// A new pin is written before the answer goes out, so that the
+		// session's next turn finds it on any replica: a round trip on a
+		// session's first turn (or a switch), none on the turns that keep
+		// their pin.
+		ctx, cancel := c.ctx(context.Background())
+		defer cancel()
+		if err := c.rdb.Set(ctx, key, val, ttl).Err(); err != nil {
+			c.pins.forget(w.PinKey)
+			c.failed("write", err)
+			return false
+		}
+	case stale:
+		c.lz.enqueue(queued{fill: func(ctx context.Context, p redis.Pipeliner) { p.Set(ctx, key, val, ttl) }}, false)
 	}
 	return true
 }

@@ -23,7 +23,10 @@ type Hold struct {
 	// local: held in the outage ledger (Redis was down when it was made).
 	local bool
 	// leased: reserved on this replica's leases (see lease.go).
-	leased  bool
+	leased bool
+	// starved: Redis granted less than asked while replicas held leases on
+	// a budget (they give them back at their next sync).
+	starved bool
 	release func() // the outage ledger's release
 	once    sync.Once
 }
@@ -87,7 +90,33 @@ func (c *Client) Reserve(ctx context.Context, id string, ask BudgetAsk) *Hold {
 		if h := c.lz.reserve(id, ask); h != nil {
 			return h
 		}
+		return c.reserveExact(ctx, id, ask)
 	}
+	return c.reserve(ctx, id, ask)
+}
+
+// reserveExact reserves in Redis; while what it lacks is held by other
+// replicas' leases, it asks again after their next sync (which gives their
+// rest back), up to three times: a budget's last dollars are never
+// stranded in a lease while a request is refused.
+func (c *Client) reserveExact(ctx context.Context, id string, ask BudgetAsk) *Hold {
+	for try := 0; ; try++ {
+		h := c.reserve(ctx, id, ask)
+		if !h.starved || try == 3 {
+			return h
+		}
+		c.Release(ctx, h)
+		select {
+		case <-ctx.Done():
+			return c.reserve(ctx, id, ask)
+		case <-time.After(2 * c.lz.every):
+		}
+		id += "'"
+	}
+}
+
+// reserve is Reserve in Redis (or on the outage's local share).
+func (c *Client) reserve(ctx context.Context, id string, ask BudgetAsk) *Hold {
 	if !c.up.Load() {
 		c.fallback("budget")
 		return c.outage.reserve(id, ask)
@@ -112,6 +141,9 @@ func (c *Client) holdFrom(id string, ask BudgetAsk, res []any) *Hold {
 		}
 	}
 	h := &Hold{id: id, month: ask.Month, grant: grant}
+	if k := 4 + len(ask.Limits); k < len(res) {
+		h.starved = res[k] == int64(1)
+	}
 	for _, l := range ask.Limits {
 		h.scopes = append(h.scopes, l.Scope)
 	}

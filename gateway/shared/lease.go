@@ -717,21 +717,30 @@ func (p *pinCache) seen(key string, val []byte, now time.Time) {
 	p.m[key] = e
 }
 
-// put records a pin written and reports whether Redis needs the write: the
-// value changed, or it was last written more than a quarter of its ttl
-// (and at most a minute) ago.
-func (p *pinCache) put(key string, val []byte, ttl time.Duration, now time.Time) bool {
+// put records a pin written and reports whether Redis needs the write:
+// changed (a new pin, or another value than this replica knew), or stale
+// (it was last written more than a quarter of its ttl, and at most a
+// minute, ago: the write keeps the session's ttl sliding).
+func (p *pinCache) put(key string, val []byte, ttl time.Duration, now time.Time) (changed, stale bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.m) >= pinMax {
 		clear(p.m)
 	}
 	e := p.m[key]
-	need := string(e.val) != string(val) || e.val == nil || now.Sub(e.wrote) > min(ttl/4, time.Minute)
+	changed = e.val == nil || string(e.val) != string(val)
+	stale = !changed && now.Sub(e.wrote) > min(ttl/4, time.Minute)
 	e.val, e.read = val, now
-	if need {
+	if changed || stale {
 		e.wrote = now
 	}
 	p.m[key] = e
-	return need
+	return changed, stale
+}
+
+// forget drops a pin whose write Redis did not take.
+func (p *pinCache) forget(key string) {
+	p.mu.Lock()
+	delete(p.m, key)
+	p.mu.Unlock()
 }

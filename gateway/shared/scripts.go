@@ -33,8 +33,13 @@ import "github.com/redis/go-redis/v9"
 // L:<replica> per replica's lease of slots, whose count is in the hash
 // <set>:l.
 //
+// A reservation that comes up short while replicas hold leases on the
+// budget (field lh, their total) puts the budget in exact mode for 10 s
+// (field ex): the replicas return what their leases have left at their next
+// sync, and starved tells the caller to ask again after it.
+//
 // Returns {admitted 0|1, retry_after_ms, index of the limit refused (1-based,
-// 0 none), grant, remaining per budget...}.
+// 0 none), grant, remaining per budget..., starved 0|1}.
 var admitScript = redis.NewScript(expireLua + `
 local now = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])
@@ -76,15 +81,23 @@ for i = 1, n do
 end
 if m == 0 then return {1, '0', 0, '0'} end
 local out = {1, '0', 0, '0'}
+local starved = 0
 local grant = want
 local unbounded = want < 0
 for j = 1, m do
   local h, x = KEYS[n + 2*j - 1], KEYS[n + 2*j]
   expireBudget(h, x, now)
-  local v = redis.call('HMGET', h, 'spent', 'held')
+  local v = redis.call('HMGET', h, 'spent', 'held', 'lh')
   local avail = tonumber(ARGV[a + j - 1]) - tonumber(v[1] or '0') - tonumber(v[2] or '0')
   out[4 + j] = tostring(avail)
   if unbounded or avail < grant then grant = avail; unbounded = false end
+  if want > 0 and avail < want and tonumber(v[3] or '0') > 0 then
+    -- Short, while replicas hold leases on it: every replica reserves
+    -- exactly from now on (they return their leases' rest at their next
+    -- sync), and the caller may ask again once they did.
+    redis.call('HSET', h, 'ex', tostring(now + 10000))
+    starved = 1
+  end
 end
 if grant > 0 and want ~= 0 then
   for j = 1, m do
@@ -99,6 +112,7 @@ else
   if want == 0 then grant = 0 end
 end
 out[4] = tostring(grant)
+out[5 + m] = starved
 return out
 `)
 
@@ -240,6 +254,7 @@ local function expireBudget(h, x, now)
         redis.call('HINCRBYFLOAT', h, 'held', -tonumber(amt))
         redis.call('HINCRBYFLOAT', h, 'spent', tonumber(amt))
         redis.call('HINCRBYFLOAT', h, 'x:' .. who, tonumber(amt))
+        redis.call('HINCRBYFLOAT', h, 'lh', -tonumber(amt))
         redis.call('HDEL', h, 'l:' .. who)
       end
     else
@@ -272,7 +287,8 @@ end
 // more than no one holds. Settled spend plus every reservation and lease
 // stays within the limit. When what remains (its lease included) is below
 // 2 × replicas × the largest single reservation seen on the budget
-// (field mw), nothing is granted and exact is answered: the replica then
+// (field mw), or while the budget is in exact mode (field ex, set by a
+// reservation that came up short), nothing is granted and exact is answered: the replica then
 // reserves each request in Redis, as without leases, so that the last
 // dollars are never overrun.
 //
@@ -291,6 +307,7 @@ local n, maxw, ttl = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 expireBudget(h, x, now)
 local lf, member = 'l:' .. who, 'L:' .. who
 local own = tonumber(redis.call('HGET', h, lf) or '0')
+local own0 = own
 local dheld, dspent = 0, 0
 if d > 0 then
   local from = math.min(d, own)
@@ -310,7 +327,7 @@ if d > 0 then
 end
 if ret > own then ret = own end
 if ret > 0 then own = own - ret; dheld = dheld - ret end
-local v = redis.call('HMGET', h, 'spent', 'held', 'mw')
+local v = redis.call('HMGET', h, 'spent', 'held', 'mw', 'ex')
 local spent = tonumber(v[1] or '0') + dspent
 local held = tonumber(v[2] or '0') + dheld
 local mw = tonumber(v[3] or '0')
@@ -318,13 +335,14 @@ if maxw > mw then mw = maxw; redis.call('HSET', h, 'mw', tostring(mw)) end
 local free = limit - spent - held
 local pool = free + own
 local exact = 0
-if pool < 2 * n * mw then exact = 1 end
+if pool < 2 * n * mw or tonumber(v[4] or '0') > now then exact = 1 end
 if exact == 0 and ask > 0 then
   local grant = math.min(ask, pool / n - own, free)
   if grant > 0 then own = own + grant; dheld = dheld + grant; free = free - grant end
 end
 if dspent ~= 0 then redis.call('HINCRBYFLOAT', h, 'spent', dspent) end
 if dheld ~= 0 then redis.call('HINCRBYFLOAT', h, 'held', dheld) end
+if own ~= own0 then redis.call('HINCRBYFLOAT', h, 'lh', own - own0) end
 if own > 0 then
   redis.call('HSET', h, lf, tostring(own))
   redis.call('ZADD', x, now + ttl, member)
