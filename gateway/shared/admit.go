@@ -177,6 +177,11 @@ func (c *Client) admitLeased(ctx context.Context, a *Admission) Admitted {
 		c.fallback("admit")
 		return local()
 	}
+	if !scripted {
+		// The common case on leases: only reads, coalesced with the other
+		// requests' in flight.
+		return c.readLeased(ctx, a, &rest, hold, pinVal, now, local)
+	}
 	rctx, cancel := c.ctx(ctx)
 	defer cancel()
 	var script *redis.Cmd
@@ -231,6 +236,40 @@ func (c *Client) admitLeased(ctx context.Context, a *Admission) Admitted {
 			c.Release(ctx, out.Hold)
 			out.Hold = nil
 		}
+	}
+	return out
+}
+
+// readLeased reads the cached answer and the pin (when not cached here)
+// with the reader's batch.
+func (c *Client) readLeased(ctx context.Context, a, rest *Admission, hold *Hold, pinVal []byte, now time.Time, local func() Admitted) Admitted {
+	keys := make([]string, 0, 2)
+	if rest.CacheKey != "" {
+		keys = append(keys, c.key("c", rest.CacheKey))
+	}
+	if rest.PinKey != "" {
+		keys = append(keys, c.key("p", rest.PinKey))
+	}
+	vals, err := c.reads.get(ctx, keys)
+	if isDown(err) {
+		c.failed("admit", err)
+		return local()
+	}
+	out := Admitted{Refused: -1, Hold: hold, Pin: pinVal}
+	i := 0
+	if rest.CacheKey != "" {
+		if s, ok := vals[i].(string); ok {
+			out.Cache = []byte(s)
+		}
+		i++
+	}
+	if rest.PinKey != "" {
+		var b []byte
+		if s, ok := vals[i].(string); ok {
+			b = []byte(s)
+		}
+		out.Pin = b
+		c.pins.seen(a.PinKey, b, now)
 	}
 	return out
 }
@@ -350,8 +389,7 @@ func (c *Client) Write(ctx context.Context, w *Writes) bool {
 			p.Set(rctx, c.key("p", w.PinKey), w.Pin, w.PinTTL)
 		}
 		if w.CacheKey != "" {
-			cachePutScript.EvalSha(rctx, p, []string{c.key("ci"), c.key("cs"), c.key("ct"), c.key("c", w.CacheKey)},
-				w.CacheTTL.Milliseconds(), w.CacheMaxBytes, now, w.Cache)
+			c.fillCaches(rctx, p, []cacheWrite{{key: w.CacheKey, val: w.Cache, ttl: w.CacheTTL, max: w.CacheMaxBytes}}, now, true)
 		}
 		if d := w.Depart; d != nil && !d.Local {
 			if keys, args := c.departArgs(d); len(keys) > 0 {
@@ -504,7 +542,7 @@ func (c *Client) departArgs(d *Departure) ([]string, []any) {
 
 // scripts are loaded into a Redis that lost them (a restart) before a
 // pipeline retries.
-var scripts = []*redis.Script{admitScript, settleScript, departScript, cachePutScript, healthScript,
+var scripts = []*redis.Script{admitScript, settleScript, departScript, cacheEvictScript, healthScript,
 	budgetLeaseScript, rateLeaseScript, parallelLeaseScript}
 
 // pipe runs a pipeline; when a script is missing from the server's cache

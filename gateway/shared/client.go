@@ -91,6 +91,7 @@ type Client struct {
 	outage  *outageLedger
 	lz      *leases // nil without Options.Leased
 	pins    *pinCache
+	reads   *reader
 
 	upMetric  prometheus.Gauge
 	fallbacks *prometheus.CounterVec
@@ -152,6 +153,7 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 		}
 		c.lz = newLeases(c, opts.LeaseTTL, opts.SyncInterval)
 		c.pins = newPinCache()
+		c.reads = &reader{c: c}
 	}
 	redisLogOnce.Do(func() { redis.SetLogger(quietLogger{opts.Logger}) })
 	c.health = newMirror(c)

@@ -67,9 +67,16 @@ type leases struct {
 	caches  []cacheWrite
 	stats   LeaseStats
 
-	wake chan struct{}
-	stop chan struct{}
-	done chan struct{}
+	// The cache's total after the last batch, and when it was last kept
+	// within its bound (syncer only).
+	cacheSum   *redis.IntCmd
+	cacheTotal int64
+	evicted    time.Time
+
+	wake  chan struct{} // a write to land now
+	lwake chan struct{} // a lease below its low-water mark
+	stop  chan struct{}
+	done  chan struct{}
 }
 
 // queued is one write-behind operation: fill adds it to a pipeline, fail
@@ -141,12 +148,22 @@ func newLeases(c *Client, ttl, every time.Duration) *leases {
 	return &leases{c: c, ttl: ttl, every: every,
 		budgets: map[scopeMonth]*budgetLease{}, rates: map[string]*rateLease{}, pars: map[string]*parLease{},
 		taken: map[string]uint64{}, spend: map[scopeMonth]float64{},
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		wake: make(chan struct{}, 1), lwake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
-// poke wakes the syncer (a lease below its low-water mark, a write to
-// land soon).
+// poke wakes the syncer for a lease below its low-water mark (or one that
+// could not serve a request): its leases are synced at once.
 func (l *leases) poke() {
+	select {
+	case l.lwake <- struct{}{}:
+	default:
+	}
+}
+
+// flushSoon wakes the syncer for a write that should land now (an exact
+// reservation's release): the queue goes at once, the leases wait for
+// their tick.
+func (l *leases) flushSoon() {
 	select {
 	case l.wake <- struct{}{}:
 	default:
@@ -375,15 +392,19 @@ func (l *leases) enqueue(q queued, soon bool) {
 	l.queue = append(l.queue, q)
 	l.mu.Unlock()
 	if soon {
-		l.poke()
+		l.flushSoon()
 	}
 }
 
+// enqueueCache queues an answer for the cache: answers go at the next
+// tick, many in one script call.
 func (l *leases) enqueueCache(w cacheWrite) {
+	if w.max <= 0 || w.ttl <= 0 {
+		return
+	}
 	l.mu.Lock()
 	l.caches = append(l.caches, w)
 	l.mu.Unlock()
-	l.poke()
 }
 
 // run is the syncer: a pipeline every interval, or at once when poked.
@@ -392,13 +413,16 @@ func (l *leases) run() {
 	t := time.NewTicker(l.every)
 	defer t.Stop()
 	for {
+		leases := true
 		select {
 		case <-l.stop:
 			return
 		case <-t.C:
+		case <-l.lwake:
 		case <-l.wake:
+			leases = false
 		}
-		l.sync(false)
+		l.sync(leases, false)
 	}
 }
 
@@ -406,7 +430,7 @@ func (l *leases) run() {
 func (l *leases) close() {
 	close(l.stop)
 	<-l.done
-	l.sync(true)
+	l.sync(true, true)
 }
 
 // leaseOp is one lease's part of a sync: its command, and what to do with
@@ -418,9 +442,10 @@ type leaseOp struct {
 	fail func()          // under l.mu
 }
 
-// sync sends one pipeline: every lease's settlement, top-up or return that
-// is due, and the write-behind queue. final returns every lease.
-func (l *leases) sync(final bool) {
+// sync sends one pipeline: the write-behind queue and, with leases, every
+// lease's settlement, top-up or return that is due. final returns every
+// lease.
+func (l *leases) sync(leases, final bool) {
 	c := l.c
 	if !c.up.Load() {
 		// The queue's writes fail over to local state; the leases keep
@@ -440,7 +465,12 @@ func (l *leases) sync(final bool) {
 	l.mu.Lock()
 	q, caches := l.queue, l.caches
 	l.queue, l.caches = nil, nil
-	ops := l.plan(now, final)
+	var ops []*leaseOp
+	if leases {
+		ops = l.plan(now, final)
+	} else {
+		caches, l.caches = nil, caches // they wait for the tick
+	}
 	l.mu.Unlock()
 	if len(q) == 0 && len(caches) == 0 && len(ops) == 0 {
 		return
@@ -448,11 +478,15 @@ func (l *leases) sync(final bool) {
 	ctx, cancel := c.ctx(context.Background())
 	defer cancel()
 	ms := now.UnixMilli()
+	evict := len(caches) > 0 && now.Sub(l.evicted) > time.Second
+	if evict {
+		l.evicted = now
+	}
 	_, err := c.pipe(ctx, func(p redis.Pipeliner) {
 		for _, w := range q {
 			w.fill(ctx, p)
 		}
-		c.fillCaches(ctx, p, caches, ms)
+		c.fillCaches(ctx, p, caches, ms, evict)
 		for _, op := range ops {
 			op.cmd = op.fill(ctx, p)
 		}
@@ -472,6 +506,9 @@ func (l *leases) sync(final bool) {
 		}
 		return
 	}
+	if l.cacheSum != nil {
+		l.cacheTotal, l.cacheSum = l.cacheSum.Val(), nil
+	}
 	for _, op := range ops {
 		res, err := op.cmd.Slice()
 		if err != nil {
@@ -483,26 +520,37 @@ func (l *leases) sync(final bool) {
 	l.mu.Unlock()
 }
 
-// fillCaches adds the queued answers, one script call for each ttl and
-// bound.
-func (c *Client) fillCaches(ctx context.Context, p redis.Pipeliner, caches []cacheWrite, now int64) {
-	for len(caches) > 0 {
-		ttl, bound := caches[0].ttl, caches[0].max
-		keys := []string{c.key("ci"), c.key("cs"), c.key("ct")}
-		args := []any{ttl.Milliseconds(), bound, now}
-		rest := caches[:0:0]
-		for _, w := range caches {
-			if w.ttl != ttl || w.max != bound {
-				rest = append(rest, w)
-				continue
-			}
-			keys = append(keys, c.key("c", w.key))
-			args = append(args, w.val)
-		}
-		cachePutScript.EvalSha(ctx, p, keys, args...)
-		caches = rest
+// fillCaches adds the queued answers with plain commands (one SET each,
+// one ZADD and one INCRBY for the batch) and, when evict is set, the
+// script that keeps the cache within its bytes.
+func (c *Client) fillCaches(ctx context.Context, p redis.Pipeliner, caches []cacheWrite, now int64, evict bool) {
+	if len(caches) == 0 {
+		return
+	}
+	idx, total := c.key("ci"), c.key("ct")
+	members := make([]redis.Z, 0, len(caches))
+	var add int64
+	ttl, bound := caches[0].ttl, caches[0].max
+	for _, w := range caches {
+		k := c.key("c", w.key)
+		p.Set(ctx, k, w.val, w.ttl)
+		members = append(members, redis.Z{Score: float64(now), Member: k + "|" + strconv.Itoa(len(w.val))})
+		add += int64(len(w.val))
+		ttl, bound = min(ttl, w.ttl), min(bound, w.max)
+	}
+	p.ZAdd(ctx, idx, members...)
+	sum := p.IncrBy(ctx, total, add)
+	if evict || len(caches) > 0 && c.lz != nil && c.lz.cacheOver(bound) {
+		cacheEvictScript.EvalSha(ctx, p, []string{idx, total}, ttl.Milliseconds(), bound, now)
+	}
+	if c.lz != nil {
+		c.lz.cacheSum = sum
 	}
 }
+
+// cacheOver reports whether the cache was past its bound after the last
+// batch (syncer only).
+func (l *leases) cacheOver(bound int64) bool { return l.cacheTotal > bound }
 
 // plan decides every lease's sync and applies locally what it gives back
 // before Redis takes it (so the replica never spends what it returns).
@@ -743,4 +791,86 @@ func (p *pinCache) forget(key string) {
 	p.mu.Lock()
 	delete(p.m, key)
 	p.mu.Unlock()
+}
+
+// reader coalesces the reads of requests in flight together (the cache's
+// answer, a pin missing from the local cache) into one MGET: one round
+// trip, one write and one read on each side, for every request that
+// arrived while the previous batch was out. At most readers batches are in
+// flight; a request that finds fewer runs its batch itself, so an idle
+// replica's read waits for nothing but its own round trip.
+type reader struct {
+	c        *Client
+	mu       sync.Mutex
+	q        []*readReq
+	inflight int
+}
+
+// readers bounds the batches in flight (two keep Redis busy while the
+// replica prepares the next).
+const readers = 2
+
+type readReq struct {
+	keys []string
+	vals []any
+	err  error
+	done chan struct{}
+}
+
+// get reads keys (nil values: missing) with the batch.
+func (r *reader) get(ctx context.Context, keys []string) ([]any, error) {
+	req := &readReq{keys: keys, done: make(chan struct{})}
+	r.mu.Lock()
+	r.q = append(r.q, req)
+	run := r.inflight < readers
+	if run {
+		r.inflight++
+	}
+	r.mu.Unlock()
+	if run {
+		r.flush(ctx)
+	}
+	select {
+	case <-req.done:
+		return req.vals, req.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// flush sends what is queued as one MGET and hands the answers out; what
+// queued meanwhile goes in a batch of its own goroutine.
+func (r *reader) flush(ctx context.Context) {
+	r.mu.Lock()
+	batch := r.q
+	r.q = nil
+	r.mu.Unlock()
+	if len(batch) > 0 {
+		var keys []string
+		for _, q := range batch {
+			keys = append(keys, q.keys...)
+		}
+		rctx, cancel := r.c.ctx(ctx)
+		vals, err := r.c.rdb.MGet(rctx, keys...).Result()
+		cancel()
+		i := 0
+		for _, q := range batch {
+			if err != nil {
+				q.err = err
+			} else {
+				q.vals = vals[i : i+len(q.keys)]
+			}
+			i += len(q.keys)
+			close(q.done)
+		}
+	}
+	r.mu.Lock()
+	more := len(r.q) > 0
+	if !more {
+		r.inflight--
+	}
+	r.mu.Unlock()
+	if more {
+		go r.flush(context.Background())
+	}
 }

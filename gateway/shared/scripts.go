@@ -168,42 +168,42 @@ end
 return 1
 `)
 
-// cachePutScript stores answers and keeps the cache within its bytes: a
-// batch of them in one call, so that the write-behind queue pays the
-// script's fixed cost once for every answer settled meanwhile.
+// cacheEvictScript keeps the cache within its bytes. Answers are stored
+// with plain commands (SET with the ttl, ZADD of entry|size to the index
+// scored by the insertion ms, INCRBY of the total: see [Client.fillCaches]),
+// so that a batch of them interleaves with other clients' reads instead of
+// holding Redis's one thread for its whole length; this script then runs
+// now and then (at most a second apart, and whenever the total is past the
+// bound). Entries older than the ttl leave the books first, then the oldest
+// go until the total fits: a bounded cache evicting by age. An entry stored
+// twice (two replicas missed it together) is counted twice until its older
+// record is evicted, which deletes the entry: the bound holds, the entry is
+// a miss before its ttl.
 //
-// KEYS: the index (entry key → insertion ms), the sizes hash, the total,
-// then the entries. ARGV: ttl_ms, max_bytes, now_ms, then the values in the
-// entries' order. Entries older than the ttl leave the books first, then
-// the oldest go until the total fits: a bounded cache evicting by age.
-var cachePutScript = redis.NewScript(`
-local idx, sizes, total = KEYS[1], KEYS[2], KEYS[3]
+// KEYS: the index, the total. ARGV: ttl_ms, max_bytes, now_ms.
+var cacheEvictScript = redis.NewScript(`
+local idx, total = KEYS[1], KEYS[2]
 local ttl, max, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local t = 0
-for i = 4, #KEYS do
-  local key, val = KEYS[i], ARGV[i]
-  local old = redis.call('HGET', sizes, key)
-  if old then redis.call('DECRBY', total, tonumber(old)) end
-  redis.call('SET', key, val, 'PX', ttl)
-  redis.call('ZADD', idx, now, key)
-  redis.call('HSET', sizes, key, #val)
-  t = redis.call('INCRBY', total, #val)
-end
-local function drop(k)
-  local s = redis.call('HGET', sizes, k)
-  if s then t = redis.call('DECRBY', total, tonumber(s)) end
-  redis.call('HDEL', sizes, k)
-  redis.call('ZREM', idx, k)
-  redis.call('DEL', k)
+local t = tonumber(redis.call('GET', total) or '0')
+local function drop(m)
+  local k, size = string.match(m, '^(.*)|(%d+)$')
+  if k then
+    t = redis.call('DECRBY', total, tonumber(size))
+    redis.call('DEL', k)
+  end
+  redis.call('ZREM', idx, m)
 end
 local expired = redis.call('ZRANGEBYSCORE', idx, '-inf', now - ttl, 'LIMIT', 0, 1000)
-for _, k in ipairs(expired) do drop(k) end
+for _, m in ipairs(expired) do drop(m) end
 local guard = 0
 while t > max and guard < 1000 do
-  local oldest = redis.call('ZRANGE', idx, 0, 0)
+  local oldest = redis.call('ZRANGE', idx, 0, 9)
   if #oldest == 0 then break end
-  drop(oldest[1])
-  guard = guard + 1
+  for _, m in ipairs(oldest) do
+    if t <= max then break end
+    drop(m)
+    guard = guard + 1
+  end
 end
 return t
 `)
