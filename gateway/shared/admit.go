@@ -164,6 +164,20 @@ func (c *Client) admitLeased(ctx context.Context, a *Admission) Admitted {
 		return Admitted{Refused: -1, Hold: hold, Pin: pinVal}
 	}
 	local := func() Admitted {
+		// A leased replica's local share of max_parallel counts the slots
+		// it leases: in flight on it stays within ⌈limit / replicas⌉.
+		n := max(c.replicas.Load(), 1)
+		for i, ch := range rest.Checks {
+			if ch.Kind != Parallel {
+				continue
+			}
+			share := (int64(ch.Limit) + n - 1) / n
+			left := share - int64(c.lz.slots(c.checkKey(ch)))
+			if left <= 0 {
+				return refuse(i, time.Second)
+			}
+			rest.Checks[i].Limit = int(left * n)
+		}
 		out := c.admitLocal(&rest)
 		if out.Refused >= 0 {
 			return refuse(out.Refused, out.RetryAfter)

@@ -383,6 +383,16 @@ func (l *leases) undo(id string, checks []Check, key func(Check) string) {
 	}
 }
 
+// slots is the max_parallel slots this replica leases on a limit.
+func (l *leases) slots(key string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p := l.pars[key]; p != nil {
+		return p.slots
+	}
+	return 0
+}
+
 // release frees a leased hold whose attempt cost nothing.
 func (l *leases) release(h *Hold) { l.settle(h, 0, nil) }
 
