@@ -1,9 +1,17 @@
 // Package shared is the hot state a fleet of gateways shares through Redis
-// 7 ([shared] redis_url): budgets (reserved and settled atomically, each in
-// one round trip, by Lua scripts), rate limits (GCRA and lease sets, also
-// Lua), session pins, the response cache (bounded in bytes) and targets'
-// health (the failover planner's cold windows, mirrored in every replica's
-// memory and kept current by pub/sub).
+// 7 ([shared] redis_url): budgets (reserved and settled atomically by Lua
+// scripts), rate limits (GCRA and sets of slots, also Lua), session pins,
+// the response cache (bounded in bytes) and targets' health (the failover
+// planner's cold windows, mirrored in every replica's memory and kept
+// current by pub/sub).
+//
+// With [Options.Leased] (the gateway's choice) budgets and rate limits are
+// leased: each replica takes a slice of each from Redis and decides
+// requests on it in memory, a background syncer settles, tops up and
+// returns the slices in one pipeline every [Options.SyncInterval], and the
+// writes a request leaves go behind in the same pipeline. Near a limit's
+// end the replicas fall back to a script per request, so the overrun bound
+// of docs/scaling.md holds (lease.go).
 //
 // Redis is never in the way of a request: every call is bounded by
 // [Options.Timeout], and while Redis does not answer the [Client] serves
