@@ -225,11 +225,18 @@ type Status struct {
 	Error string `json:"error,omitempty"`
 	// Replicas is the number of live replicas Redis last reported.
 	Replicas int64 `json:"replicas"`
+	// Leases is what this replica's leases did (absent without
+	// [Options.Leased]): decisions served from them and sent to Redis.
+	Leases *LeaseStats `json:"leases,omitempty"`
 }
 
 // Status returns the state of the connection.
 func (c *Client) Status() Status {
 	st := Status{Up: c.up.Load(), Replicas: c.replicas.Load()}
+	if c.lz != nil {
+		ls := c.lz.Stats()
+		st.Leases = &ls
+	}
 	if !st.Up {
 		c.mu.Lock()
 		st.DownSince, st.Error = c.downSince, c.lastErr

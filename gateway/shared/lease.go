@@ -39,16 +39,17 @@ const (
 type LeaseStats struct {
 	// Local counts decisions (a budget reservation or a rate limit's check)
 	// served from a lease without a round trip; Exact those sent to Redis.
-	Local, Exact int64
+	Local int64 `json:"local"`
+	Exact int64 `json:"exact"`
 	// MaxBudget is the largest budget lease (USD) this replica held,
 	// MaxTokens the largest rpm or tpm lease (requests or tokens), MaxSlots
 	// the largest max_parallel lease: the L of the overrun bound
 	// (docs/scaling.md).
-	MaxBudget float64
-	MaxTokens int64
-	MaxSlots  int
+	MaxBudget float64 `json:"max_budget_usd"`
+	MaxTokens int64   `json:"max_tokens"`
+	MaxSlots  int     `json:"max_slots"`
 	// Syncs counts the syncer's pipelines.
-	Syncs int64
+	Syncs int64 `json:"syncs"`
 }
 
 // leases is one replica's leased capacity and its write-behind queue.
