@@ -35,14 +35,14 @@ const newModel = "meta-llama/llama-4-scout"
 // refreshRig is a gateway whose [catalog] refreshes from the simulator's
 // OpenRouter listing, through a proxy that can break the listing.
 type refreshRig struct {
-	dir    string
-	sim    *simulator.Server
-	srv    *gateway.Server
-	ts     *httptest.Server
+	dir     string
+	sim     *simulator.Server
+	srv     *gateway.Server
+	ts      *httptest.Server
 	broken  atomic.Bool  // the proxy answers the model list in a shape that fails validation
 	fetches atomic.Int64 // the model list's fetches
-	logs   *syncBuffer
-	level  *slog.LevelVar // set from [server] log_level on every swap
+	logs    *syncBuffer
+	level   *slog.LevelVar // set from [server] log_level on every swap
 }
 
 func newRefreshRig(t testing.TB, dir string) *refreshRig {
