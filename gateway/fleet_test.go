@@ -128,6 +128,7 @@ func TestFleet(t *testing.T) {
 			}()
 		}
 		wg.Wait()
+		t.Logf("%d answered, %d refused", ok.Load(), refused.Load())
 		require.Positive(t, ok.Load())
 		require.Positive(t, refused.Load(), "the budget bound the fleet")
 		// Replicas settle their leases behind the answers (within a sync

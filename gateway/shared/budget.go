@@ -97,12 +97,13 @@ func (c *Client) Reserve(ctx context.Context, id string, ask BudgetAsk) *Hold {
 
 // reserveExact reserves in Redis; while what it lacks is held by other
 // replicas' leases, it asks again after their next sync (which gives their
-// rest back), up to three times: a budget's last dollars are never
-// stranded in a lease while a request is refused.
+// rest back: every replica syncs a lease at least every leaseRenew), up to
+// five times: a budget's last dollars are not stranded in a lease while a
+// request is refused.
 func (c *Client) reserveExact(ctx context.Context, id string, ask BudgetAsk) *Hold {
 	for try := 0; ; try++ {
 		h := c.reserve(ctx, id, ask)
-		if !h.starved || try == 3 {
+		if !h.starved || try == 5 {
 			return h
 		}
 		c.Release(ctx, h)

@@ -26,8 +26,9 @@ const (
 	leaseSeconds = 2.0
 	// leaseIdle: a lease unused this long goes back to Redis.
 	leaseIdle = 5 * time.Second
-	// leaseRenew: a held lease's expiry is pushed on at least this often.
-	leaseRenew = time.Second
+	// leaseRenew: a held lease's expiry is pushed on at least this often
+	// (and so an idle replica hears within it that a budget went exact).
+	leaseRenew = 500 * time.Millisecond
 	// pinFresh is how long a pin read from (or written to) Redis is served
 	// from the replica's memory without reading it again.
 	pinFresh = 2 * time.Second
