@@ -91,7 +91,7 @@ for j = 1, m do
   local avail = tonumber(ARGV[a + j - 1]) - tonumber(v[1] or '0') - tonumber(v[2] or '0')
   out[4 + j] = tostring(avail)
   if unbounded or avail < grant then grant = avail; unbounded = false end
-  if want > 0 and avail < want and tonumber(v[3] or '0') > 0 then
+  if want > 0 and avail < want and tonumber(v[3] or '0') > 1e-9 then
     -- Short, while replicas hold leases on it: every replica reserves
     -- exactly from now on (they return their leases' rest at their next
     -- sync), and the caller may ask again once they did.
@@ -340,6 +340,7 @@ if exact == 0 and ask > 0 then
   local grant = math.min(ask, pool / n - own, free)
   if grant > 0 then own = own + grant; dheld = dheld + grant; free = free - grant end
 end
+if own < 1e-12 then dheld = dheld - own; own = 0 end
 if dspent ~= 0 then redis.call('HINCRBYFLOAT', h, 'spent', dspent) end
 if dheld ~= 0 then redis.call('HINCRBYFLOAT', h, 'held', dheld) end
 if own ~= own0 then redis.call('HINCRBYFLOAT', h, 'lh', own - own0) end
