@@ -180,7 +180,7 @@ func TestFleet(t *testing.T) {
 
 	t.Run("a cached answer on one replica is a hit on another", func(t *testing.T) {
 		body := chatBody("openai/gpt-4o", `,"user":"cache-across"`)
-		entries := func() int64 { n, _ := rdb.ZCard(context.Background(), "sluice:ci").Result(); return n }
+		entries := func() int64 { n, _ := rdb.ZCard(context.Background(), "sluice:cx").Result(); return n }
 		before := entries()
 		first, _ := fleetPost(t, lb, secretChat, body)
 		require.Equal(t, 200, first.StatusCode)
@@ -274,7 +274,7 @@ func TestFleet(t *testing.T) {
 			within(t, 10*time.Second, fmt.Sprintf("replica %d back on Redis", i), func() bool { return readiness(t, h).Shared.Up })
 		}
 		body := chatBody("openai/gpt-4o", `,"user":"after-the-outage"`)
-		entries := func() int64 { n, _ := rdb.ZCard(context.Background(), "sluice:ci").Result(); return n }
+		entries := func() int64 { n, _ := rdb.ZCard(context.Background(), "sluice:cx").Result(); return n }
 		before := entries()
 		first, _ := fleetPost(t, lb, secretChat, body)
 		require.Equal(t, 200, first.StatusCode)

@@ -539,7 +539,10 @@ func (c *Client) fillCaches(ctx context.Context, p redis.Pipeliner, caches []cac
 	if len(caches) == 0 {
 		return
 	}
-	idx, total := c.key("ci"), c.key("ct")
+	// cx and cb, not the ci, cs and ct of the per-answer script before
+	// them: an upgraded fleet starts the books afresh (the old entries
+	// expire with their ttl) instead of counting bytes it cannot evict.
+	idx, total := c.key("cx"), c.key("cb")
 	members := make([]redis.Z, 0, len(caches))
 	var add int64
 	ttl, bound := caches[0].ttl, caches[0].max
