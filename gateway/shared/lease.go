@@ -3,6 +3,7 @@ package shared
 import (
 	"context"
 	"math"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -856,6 +857,9 @@ func (r *reader) get(ctx context.Context, keys []string) ([]any, error) {
 // flush sends what is queued as one MGET and hands the answers out; what
 // queued meanwhile goes in a batch of its own goroutine.
 func (r *reader) flush(ctx context.Context) {
+	// Let the requests already running reach their reads first: the batch
+	// grows, the syscalls a request fall.
+	runtime.Gosched()
 	r.mu.Lock()
 	batch := r.q
 	r.q = nil
