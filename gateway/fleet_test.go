@@ -128,8 +128,17 @@ func TestFleet(t *testing.T) {
 			}()
 		}
 		wg.Wait()
+		t.Logf("%d answered, %d refused", ok.Load(), refused.Load())
 		require.Positive(t, ok.Load())
 		require.Positive(t, refused.Load(), "the budget bound the fleet")
+		// Replicas settle their leases behind the answers (within a sync
+		// interval, 100 ms): wait for the spend to land.
+		var spent float64
+		within(t, 3*time.Second, "the spend is settled in Redis", func() bool {
+			spent, _ = rdb.HGet(context.Background(), "sluice:b:key:k-budget:"+budget.Month(time.Now()), "spent").Float64()
+			return spent > fleetBudget/2
+		})
+		time.Sleep(300 * time.Millisecond) // every replica's pending spend
 		spent, err := rdb.HGet(context.Background(), "sluice:b:key:k-budget:"+budget.Month(time.Now()), "spent").Float64()
 		require.NoError(t, err)
 		// One attempt's worst case: the prompt and max_tokens at the
@@ -171,9 +180,13 @@ func TestFleet(t *testing.T) {
 
 	t.Run("a cached answer on one replica is a hit on another", func(t *testing.T) {
 		body := chatBody("openai/gpt-4o", `,"user":"cache-across"`)
+		entries := func() int64 { n, _ := rdb.ZCard(context.Background(), "sluice:cx").Result(); return n }
+		before := entries()
 		first, _ := fleetPost(t, lb, secretChat, body)
 		require.Equal(t, 200, first.StatusCode)
 		require.Empty(t, first.Header.Get(gateway.HeaderCache))
+		// The answer is cached behind it (the next sync, 100 ms at most).
+		within(t, 2*time.Second, "the answer lands in the shared cache", func() bool { return entries() > before })
 		again, _ := fleetPost(t, lb, secretChat, body)
 		require.Equal(t, "hit", again.Header.Get(gateway.HeaderCache))
 		require.NotEqual(t, lb.served[first.Header.Get(gateway.HeaderRequestID)], lb.served[again.Header.Get(gateway.HeaderRequestID)])
@@ -261,8 +274,11 @@ func TestFleet(t *testing.T) {
 			within(t, 10*time.Second, fmt.Sprintf("replica %d back on Redis", i), func() bool { return readiness(t, h).Shared.Up })
 		}
 		body := chatBody("openai/gpt-4o", `,"user":"after-the-outage"`)
+		entries := func() int64 { n, _ := rdb.ZCard(context.Background(), "sluice:cx").Result(); return n }
+		before := entries()
 		first, _ := fleetPost(t, lb, secretChat, body)
 		require.Equal(t, 200, first.StatusCode)
+		within(t, 2*time.Second, "the answer lands in the shared cache", func() bool { return entries() > before })
 		again, _ := fleetPost(t, lb, secretChat, body)
 		require.Equal(t, "hit", again.Header.Get(gateway.HeaderCache), "the cache is shared again")
 	})

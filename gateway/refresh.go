@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -118,7 +119,9 @@ func (s *Server) RefreshCatalog(ctx context.Context) error {
 	}
 	client := &listing.Client{HTTP: &http.Client{Transport: s.client.Transport, Timeout: listing.DefaultTimeout}, APIKey: key}
 	start := time.Now()
-	imp, err := (&listing.OpenRouter{BaseURL: base, Client: client, Only: cc.Only}).Import(ctx)
+	imp, err := s.fleetListing(ctx, cc, func() (*listing.Import, error) {
+		return (&listing.OpenRouter{BaseURL: base, Client: client, Only: cc.Only}).Import(ctx)
+	})
 	if err != nil {
 		var es listing.Errors
 		lines := []string{err.Error()}
@@ -167,6 +170,58 @@ func (s *Server) RefreshCatalog(ctx context.Context) error {
 	}
 	s.log.Info("catalog refreshed", attrs...)
 	return nil
+}
+
+// listingWait bounds how long a replica waits for the listing another
+// replica of the fleet is fetching before it fetches it itself.
+const listingWait = 10 * time.Second
+
+// fleetListing returns the listing to refresh with. Without a fleet it
+// fetches it. With [shared] redis_url the fleet fetches it once a refresh
+// interval: a listing another replica fetched less than an interval ago is
+// taken from Redis; otherwise the replica that takes the fleet's lock
+// fetches it and stores it for the others, which wait for it (at most
+// listingWait, then fetch it themselves). Redis down: each fetches its own.
+func (s *Server) fleetListing(ctx context.Context, cc profiles.Catalog, fetch func() (*listing.Import, error)) (*listing.Import, error) {
+	if s.fleet == nil {
+		return fetch()
+	}
+	name := "catalog:" + cc.Source
+	shared := func() *listing.Import {
+		b, ok := s.fleet.Blob(ctx, name)
+		if !ok {
+			return nil
+		}
+		var imp listing.Import
+		if json.Unmarshal(b, &imp) != nil || imp.Source != cc.Source || time.Since(imp.FetchedAt) >= cc.Refresh.Duration {
+			return nil
+		}
+		return &imp
+	}
+	if imp := shared(); imp != nil {
+		return imp, nil
+	}
+	if !s.fleet.TryLock(ctx, name, listingWait) {
+		for end := time.Now().Add(listingWait); time.Now().Before(end); {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+			if imp := shared(); imp != nil {
+				return imp, nil
+			}
+		}
+	}
+	defer s.fleet.Unlock(context.Background(), name)
+	imp, err := fetch()
+	if err != nil {
+		return nil, err
+	}
+	if b, err := json.Marshal(imp); err == nil {
+		s.fleet.PutBlob(ctx, name, b, cc.Refresh.Duration)
+	}
+	return imp, nil
 }
 
 // refreshFailed records a failed refresh: the last good catalog keeps

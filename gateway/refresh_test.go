@@ -35,13 +35,14 @@ const newModel = "meta-llama/llama-4-scout"
 // refreshRig is a gateway whose [catalog] refreshes from the simulator's
 // OpenRouter listing, through a proxy that can break the listing.
 type refreshRig struct {
-	dir    string
-	sim    *simulator.Server
-	srv    *gateway.Server
-	ts     *httptest.Server
-	broken atomic.Bool // the proxy answers the model list in a shape that fails validation
-	logs   *syncBuffer
-	level  *slog.LevelVar // set from [server] log_level on every swap
+	dir     string
+	sim     *simulator.Server
+	srv     *gateway.Server
+	ts      *httptest.Server
+	broken  atomic.Bool  // the proxy answers the model list in a shape that fails validation
+	fetches atomic.Int64 // the model list's fetches
+	logs    *syncBuffer
+	level   *slog.LevelVar // set from [server] log_level on every swap
 }
 
 func newRefreshRig(t testing.TB, dir string) *refreshRig {
@@ -67,6 +68,9 @@ func newRefreshRig(t testing.TB, dir string) *refreshRig {
 	require.NoError(t, err)
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
+		if q.URL.Path == "/openrouter/api/v1/models" {
+			r.fetches.Add(1)
+		}
 		if r.broken.Load() && q.URL.Path == "/openrouter/api/v1/models" {
 			_, _ = w.Write([]byte(`{"data":[{"id":"openai/gpt-4o","pricing":{"prompt":"0.0000025","completion":"ten dollars"}}]}`))
 			return

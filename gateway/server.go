@@ -170,7 +170,10 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("shared: [shared] redis_password_env: %w", err)
 		}
 		fleet, err := shared.Open(context.Background(), shared.Options{URL: sc.RedisURL, Password: pw, Prefix: sc.KeyPrefix,
-			Timeout: sc.Timeout.Duration, Logger: opts.Logger, Registerer: opts.Registry})
+			Timeout: sc.Timeout.Duration, Logger: opts.Logger, Registerer: opts.Registry,
+			// Budgets and rate limits on leases, writes behind: most requests
+			// make no round trip for them (docs/scaling.md).
+			Leased: true})
 		if err != nil {
 			return nil, fmt.Errorf("shared: %w", err)
 		}

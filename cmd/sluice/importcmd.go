@@ -59,7 +59,8 @@ func storeDiffers(cfg *profiles.Config) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := state.Open(ctx, cfg)
+	// Read only: a check never migrates a fleet's shared PostgreSQL.
+	st, err := state.OpenToRead(ctx, cfg)
 	if err != nil {
 		return fmt.Sprintf("warning: the state store (%s) cannot be read: %v", path, err)
 	}

@@ -55,7 +55,15 @@ type Admitted struct {
 // cached answer and the pin are read in the same pipeline. When Redis does
 // not answer, rate limits and the reservation are decided locally on this
 // replica's share and Local is set.
+//
+// With [Options.Leased], checks and the reservation that this replica's
+// leases cover are decided in memory, and a pin read lately comes from its
+// cache: a request covered by leases whose pin is cached reads only the
+// cached answer (and makes no round trip at all without one).
 func (c *Client) Admit(ctx context.Context, a *Admission) Admitted {
+	if c.lz != nil {
+		return c.admitLeased(ctx, a)
+	}
 	if !c.up.Load() {
 		c.fallback("admit")
 		return c.admitLocal(a)
@@ -107,6 +115,175 @@ func (c *Client) Admit(ctx context.Context, a *Admission) Admitted {
 	}
 	if a.Budget != nil {
 		out.Hold = c.holdFrom(a.ID, *a.Budget, res)
+	}
+	return out
+}
+
+// checkKey is a rate limit's key.
+func (c *Client) checkKey(ch Check) string { return c.key("rl", ch.Scope, ch.Kind.String()) }
+
+// admitLeased is Admit on leases: what they cover is decided here, the rest
+// (and the reads that must go to Redis) in one pipeline.
+func (c *Client) admitLeased(ctx context.Context, a *Admission) Admitted {
+	now := time.Now()
+	mask := c.lz.admitChecks(a.ID, a.Checks, c.checkKey)
+	var hold *Hold
+	if a.Budget != nil {
+		hold = c.lz.reserve(a.ID, *a.Budget)
+	}
+	// What the leases did not cover goes to Redis, as without them.
+	rest := *a
+	rest.Checks, rest.Budget = nil, nil
+	var index []int
+	for i, ch := range a.Checks {
+		if mask&(1<<i) == 0 {
+			rest.Checks = append(rest.Checks, ch)
+			index = append(index, i)
+		}
+	}
+	if hold == nil {
+		rest.Budget = a.Budget
+	}
+	var pinVal []byte
+	pinHit := false
+	if a.PinKey != "" {
+		pinVal, pinHit = c.pins.get(a.PinKey, now)
+		if pinHit {
+			rest.PinKey = ""
+		}
+	}
+	refuse := func(i int, after time.Duration) Admitted {
+		c.lz.undo(a.ID, a.Checks, c.checkKey)
+		if hold != nil {
+			c.lz.release(hold)
+		}
+		return Admitted{Refused: index[i], RetryAfter: after}
+	}
+	scripted := len(rest.Checks) > 0 || rest.Budget != nil
+	if !scripted && rest.CacheKey == "" && rest.PinKey == "" {
+		return Admitted{Refused: -1, Hold: hold, Pin: pinVal}
+	}
+	local := func() Admitted {
+		// A leased replica's local share of max_parallel counts the slots
+		// it leases: in flight on it stays within ⌈limit / replicas⌉.
+		n := max(c.replicas.Load(), 1)
+		for i, ch := range rest.Checks {
+			if ch.Kind != Parallel {
+				continue
+			}
+			share := (int64(ch.Limit) + n - 1) / n
+			left := share - int64(c.lz.slots(c.checkKey(ch)))
+			if left <= 0 {
+				return refuse(i, time.Second)
+			}
+			rest.Checks[i].Limit = int(left * n)
+		}
+		out := c.admitLocal(&rest)
+		if out.Refused >= 0 {
+			return refuse(out.Refused, out.RetryAfter)
+		}
+		if hold != nil {
+			out.Hold = hold
+		}
+		return out
+	}
+	if !c.up.Load() {
+		c.fallback("admit")
+		return local()
+	}
+	if !scripted {
+		// The common case on leases: only reads, coalesced with the other
+		// requests' in flight.
+		return c.readLeased(ctx, a, &rest, hold, pinVal, now, local)
+	}
+	rctx, cancel := c.ctx(ctx)
+	defer cancel()
+	var script *redis.Cmd
+	var cache, pin *redis.StringCmd
+	_, err := c.pipe(rctx, func(p redis.Pipeliner) {
+		if scripted {
+			keys, args := c.admitArgs(&rest)
+			script = admitScript.EvalSha(rctx, p, keys, args...)
+		}
+		if rest.CacheKey != "" {
+			cache = p.Get(rctx, c.key("c", rest.CacheKey))
+		}
+		if rest.PinKey != "" {
+			pin = p.Get(rctx, c.key("p", rest.PinKey))
+		}
+	})
+	if isDown(err) {
+		c.failed("admit", err)
+		return local()
+	}
+	out := Admitted{Refused: -1, Hold: hold, Pin: pinVal}
+	if cache != nil {
+		if b, err := cache.Bytes(); err == nil {
+			out.Cache = b
+		}
+	}
+	if pin != nil {
+		b, err := pin.Bytes()
+		if err != nil {
+			b = nil
+		}
+		out.Pin = b
+		c.pins.seen(a.PinKey, b, now)
+	}
+	if script == nil {
+		return out
+	}
+	res, _ := script.Slice()
+	if len(res) < 4 {
+		return out
+	}
+	if ok, _ := res[0].(int64); ok == 0 {
+		ms, _ := strconv.ParseInt(res[1].(string), 10, 64)
+		idx, _ := res[2].(int64)
+		return refuse(int(idx)-1, time.Duration(ms)*time.Millisecond)
+	}
+	if rest.Budget != nil {
+		out.Hold = c.holdFrom(a.ID, *rest.Budget, res)
+		if out.Hold.starved {
+			// Leases elsewhere hold what it lacked: the caller reserves
+			// again (Reserve waits for their return).
+			c.Release(ctx, out.Hold)
+			out.Hold = nil
+		}
+	}
+	return out
+}
+
+// readLeased reads the cached answer and the pin (when not cached here)
+// with the reader's batch.
+func (c *Client) readLeased(ctx context.Context, a, rest *Admission, hold *Hold, pinVal []byte, now time.Time, local func() Admitted) Admitted {
+	keys := make([]string, 0, 2)
+	if rest.CacheKey != "" {
+		keys = append(keys, c.key("c", rest.CacheKey))
+	}
+	if rest.PinKey != "" {
+		keys = append(keys, c.key("p", rest.PinKey))
+	}
+	vals, err := c.reads.get(ctx, keys)
+	if isDown(err) {
+		c.failed("admit", err)
+		return local()
+	}
+	out := Admitted{Refused: -1, Hold: hold, Pin: pinVal}
+	i := 0
+	if rest.CacheKey != "" {
+		if s, ok := vals[i].(string); ok {
+			out.Cache = []byte(s)
+		}
+		i++
+	}
+	if rest.PinKey != "" {
+		var b []byte
+		if s, ok := vals[i].(string); ok {
+			b = []byte(s)
+		}
+		out.Pin = b
+		c.pins.seen(a.PinKey, b, now)
 	}
 	return out
 }
@@ -181,7 +358,14 @@ type Writes struct {
 // Write applies the writes in one round trip. It reports false when Redis
 // did not take them (the budget charge is then kept to be pushed later;
 // the caller keeps the pin and the answer locally).
+//
+// With [Options.Leased] nothing waits: a leased hold is settled on its
+// lease, and the rest joins the next batched pipeline (true: queued while
+// Redis answers).
 func (c *Client) Write(ctx context.Context, w *Writes) bool {
+	if c.lz != nil {
+		return c.writeBehind(w)
+	}
 	charge := w.Cost > 0 || w.Hold != nil
 	if w.Hold != nil {
 		done := false
@@ -219,8 +403,7 @@ func (c *Client) Write(ctx context.Context, w *Writes) bool {
 			p.Set(rctx, c.key("p", w.PinKey), w.Pin, w.PinTTL)
 		}
 		if w.CacheKey != "" {
-			cachePutScript.EvalSha(rctx, p, []string{c.key("c", w.CacheKey), c.key("ci"), c.key("cs"), c.key("ct")},
-				w.Cache, w.CacheTTL.Milliseconds(), w.CacheMaxBytes, now)
+			c.fillCaches(rctx, p, []cacheWrite{{key: w.CacheKey, val: w.Cache, ttl: w.CacheTTL, max: w.CacheMaxBytes}}, now, true)
 		}
 		if d := w.Depart; d != nil && !d.Local {
 			if keys, args := c.departArgs(d); len(keys) > 0 {
@@ -241,6 +424,59 @@ func (c *Client) Write(ctx context.Context, w *Writes) bool {
 	return true
 }
 
+// writeBehind is Write with leases: settled locally or queued.
+func (c *Client) writeBehind(w *Writes) bool {
+	up := c.up.Load()
+	if !up {
+		c.fallback("write")
+	}
+	switch {
+	case w.Hold != nil:
+		c.settleHold(context.Background(), w.Hold, w.Cost, w.Scopes)
+	case w.Cost > 0:
+		if up {
+			keys, usd, month, cost, scopes := c.budgetKeys(w.Month, w.Scopes), strconv.FormatFloat(w.Cost, 'g', -1, 64), w.Month, w.Cost, w.Scopes
+			c.lz.enqueue(queued{
+				fill: func(ctx context.Context, p redis.Pipeliner) { settleScript.EvalSha(ctx, p, keys, "", usd) },
+				fail: func() { c.outage.add(month, cost, scopes) },
+			}, false)
+		} else {
+			c.outage.add(w.Month, w.Cost, w.Scopes)
+		}
+	}
+	if w.Depart != nil {
+		c.Depart(*w.Depart)
+	}
+	if !up {
+		return false
+	}
+	now := time.Now()
+	if w.CacheKey != "" {
+		c.lz.enqueueCache(cacheWrite{key: w.CacheKey, val: w.Cache, ttl: w.CacheTTL, max: w.CacheMaxBytes})
+	}
+	if w.PinKey == "" {
+		return true
+	}
+	key, val, ttl := c.key("p", w.PinKey), w.Pin, w.PinTTL
+	switch changed, stale := c.pins.put(w.PinKey, w.Pin, w.PinTTL, now); {
+	case changed:
+		// A new pin is written before the answer goes out, so that the
+		// session's next turn finds it on any replica: a round trip on a
+		// session's first turn (or a switch), none on the turns that keep
+		// their pin.
+		ctx, cancel := c.ctx(context.Background())
+		defer cancel()
+		if err := c.rdb.Set(ctx, key, val, ttl).Err(); err != nil {
+			c.pins.forget(w.PinKey)
+			c.failed("write", err)
+			return false
+		}
+	case stale:
+		c.lz.enqueue(queued{fill: func(ctx context.Context, p redis.Pipeliner) { p.Set(ctx, key, val, ttl) }}, false)
+	}
+	return true
+}
+
 // Departure is what a request gives back when it ends: its parallel slots,
 // and the tokens charged at admission that its answer did not use (or
 // used beyond them).
@@ -256,6 +492,28 @@ type Departure struct {
 // Depart gives back what the request held, in the background: the caller
 // does not wait for it.
 func (c *Client) Depart(d Departure) {
+	if c.lz != nil {
+		mask := c.lz.depart(d.ID, d.Checks, d.Delta, c.checkKey)
+		if mask != 0 {
+			var rest []Check
+			for i, ch := range d.Checks {
+				if mask&(1<<i) == 0 {
+					rest = append(rest, ch)
+				}
+			}
+			d.Checks = rest
+		}
+		if len(d.Checks) == 0 {
+			return
+		}
+		if !d.Local && c.up.Load() {
+			keys, args := c.departArgs(&d)
+			if len(keys) > 0 {
+				c.lz.enqueue(queued{fill: func(ctx context.Context, p redis.Pipeliner) { departScript.EvalSha(ctx, p, keys, args...) }}, false)
+			}
+			return
+		}
+	}
 	if d.Local || !c.up.Load() {
 		c.limiter.Depart(d.ID, d.Checks, d.Delta)
 		return
@@ -298,7 +556,8 @@ func (c *Client) departArgs(d *Departure) ([]string, []any) {
 
 // scripts are loaded into a Redis that lost them (a restart) before a
 // pipeline retries.
-var scripts = []*redis.Script{admitScript, settleScript, departScript, cachePutScript, healthScript}
+var scripts = []*redis.Script{admitScript, settleScript, departScript, cacheEvictScript, healthScript,
+	budgetLeaseScript, rateLeaseScript, parallelLeaseScript}
 
 // pipe runs a pipeline; when a script is missing from the server's cache
 // (NOSCRIPT: Redis restarted), it loads every script and runs it again.

@@ -21,7 +21,12 @@ type Hold struct {
 	scopes []budget.Scope
 	grant  float64
 	// local: held in the outage ledger (Redis was down when it was made).
-	local   bool
+	local bool
+	// leased: reserved on this replica's leases (see lease.go).
+	leased bool
+	// starved: Redis granted less than asked while replicas held leases on
+	// a budget (they give them back at their next sync).
+	starved bool
 	release func() // the outage ledger's release
 	once    sync.Once
 }
@@ -77,7 +82,42 @@ func wantArg(want float64) string {
 // that remains) and what the limits have left across the fleet, on every
 // limit's scope, in one round trip. id names the reservation (unique per
 // attempt). Without Redis it holds on this replica's share.
+//
+// With [Options.Leased] the hold is made on this replica's leases when they
+// cover it, with no round trip.
 func (c *Client) Reserve(ctx context.Context, id string, ask BudgetAsk) *Hold {
+	if c.lz != nil {
+		if h := c.lz.reserve(id, ask); h != nil {
+			return h
+		}
+		return c.reserveExact(ctx, id, ask)
+	}
+	return c.reserve(ctx, id, ask)
+}
+
+// reserveExact reserves in Redis; while what it lacks is held by other
+// replicas' leases, it asks again after their next sync (which gives their
+// rest back: every replica syncs a lease at least every leaseRenew), up to
+// five times: a budget's last dollars are not stranded in a lease while a
+// request is refused.
+func (c *Client) reserveExact(ctx context.Context, id string, ask BudgetAsk) *Hold {
+	for try := 0; ; try++ {
+		h := c.reserve(ctx, id, ask)
+		if !h.starved || try == 5 {
+			return h
+		}
+		c.Release(ctx, h)
+		select {
+		case <-ctx.Done():
+			return c.reserve(ctx, id, ask)
+		case <-time.After(2 * c.lz.every):
+		}
+		id += "'"
+	}
+}
+
+// reserve is Reserve in Redis (or on the outage's local share).
+func (c *Client) reserve(ctx context.Context, id string, ask BudgetAsk) *Hold {
 	if !c.up.Load() {
 		c.fallback("budget")
 		return c.outage.reserve(id, ask)
@@ -102,6 +142,9 @@ func (c *Client) holdFrom(id string, ask BudgetAsk, res []any) *Hold {
 		}
 	}
 	h := &Hold{id: id, month: ask.Month, grant: grant}
+	if k := 4 + len(ask.Limits); k < len(res) {
+		h.starved = res[k] == int64(1)
+	}
 	for _, l := range ask.Limits {
 		h.scopes = append(h.scopes, l.Scope)
 	}
@@ -125,6 +168,9 @@ func (c *Client) Available(ctx context.Context, month string, limits []budget.Li
 			for j, l := range limits {
 				a := parseFloat(res[4+j])
 				c.outage.remember(l.Scope, month, a)
+				if c.lz != nil {
+					a += c.lz.free(month, l.Scope) // this replica's own to spend
+				}
 				avail = math.Min(avail, a)
 			}
 			return avail
@@ -132,7 +178,13 @@ func (c *Client) Available(ctx context.Context, month string, limits []budget.Li
 		c.failed("budget", err)
 	}
 	c.fallback("budget")
-	return c.outage.available(month, limits)
+	avail := c.outage.available(month, limits)
+	if c.lz != nil {
+		for _, l := range limits {
+			avail = math.Min(avail, c.outage.available(month, []budget.Limit{l})+c.lz.free(month, l.Scope))
+		}
+	}
+	return avail
 }
 
 // Release frees a hold whose attempt cost nothing (it failed). Safe on nil
@@ -151,6 +203,10 @@ func (c *Client) settleHold(ctx context.Context, h *Hold, cost float64, scopes [
 	if !done {
 		return
 	}
+	if h.leased {
+		c.lz.settle(h, cost, scopes)
+		return
+	}
 	if h.local {
 		c.outage.add(h.month, cost, scopes)
 		h.release()
@@ -161,6 +217,15 @@ func (c *Client) settleHold(ctx context.Context, h *Hold, cost float64, scopes [
 		// pushed when Redis is back.
 		c.fallback("budget")
 		c.outage.add(h.month, cost, scopes)
+		return
+	}
+	if c.lz != nil {
+		// Write-behind: the reservation is released in the next pipeline.
+		keys, id, usd, month := c.budgetKeys(h.month, union(h.scopes, scopes)), h.id, strconv.FormatFloat(cost, 'g', -1, 64), h.month
+		c.lz.enqueue(queued{
+			fill: func(ctx context.Context, p redis.Pipeliner) { settleScript.EvalSha(ctx, p, keys, id, usd) },
+			fail: func() { c.outage.add(month, cost, scopes) },
+		}, true)
 		return
 	}
 	rctx, cancel := c.ctx(ctx)

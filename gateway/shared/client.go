@@ -1,9 +1,17 @@
 // Package shared is the hot state a fleet of gateways shares through Redis
-// 7 ([shared] redis_url): budgets (reserved and settled atomically, each in
-// one round trip, by Lua scripts), rate limits (GCRA and lease sets, also
-// Lua), session pins, the response cache (bounded in bytes) and targets'
-// health (the failover planner's cold windows, mirrored in every replica's
-// memory and kept current by pub/sub).
+// 7 ([shared] redis_url): budgets (reserved and settled atomically by Lua
+// scripts), rate limits (GCRA and sets of slots, also Lua), session pins,
+// the response cache (bounded in bytes) and targets' health (the failover
+// planner's cold windows, mirrored in every replica's memory and kept
+// current by pub/sub).
+//
+// With [Options.Leased] (the gateway's choice) budgets and rate limits are
+// leased: each replica takes a slice of each from Redis and decides
+// requests on it in memory, a background syncer settles, tops up and
+// returns the slices in one pipeline every [Options.SyncInterval], and the
+// writes a request leaves go behind in the same pipeline. Near a limit's
+// end the replicas fall back to a script per request, so the overrun bound
+// of docs/scaling.md holds (lease.go).
 //
 // Redis is never in the way of a request: every call is bounded by
 // [Options.Timeout], and while Redis does not answer the [Client] serves
@@ -54,6 +62,19 @@ type Options struct {
 	// Heartbeat is how often the replica says it is alive (and, while Redis
 	// is down, how often it tries it again). Default 1s.
 	Heartbeat time.Duration
+	// Leased serves budgets and rate limits from leases this replica takes
+	// from Redis (no round trip for most decisions), reads pins through a
+	// local cache and writes settlements, pins and cached answers behind,
+	// in batched pipelines. Default false: every decision is a script in
+	// Redis and every write waits for its round trip. The gateway sets it.
+	Leased bool
+	// LeaseTTL is how long a lease outlives its replica's last word: a
+	// replica that dies holding one loses it then (a budget's counted as
+	// spent, slots freed). Default 30s.
+	LeaseTTL time.Duration
+	// SyncInterval is how often the leases are settled and topped up, and
+	// the writes behind flushed, at the latest. Default 100ms.
+	SyncInterval time.Duration
 }
 
 // Client is the fleet's shared state on Redis, with its local fallbacks.
@@ -76,6 +97,9 @@ type Client struct {
 	health  *mirror
 	limiter *Limiter
 	outage  *outageLedger
+	lz      *leases // nil without Options.Leased
+	pins    *pinCache
+	reads   *reader
 
 	upMetric  prometheus.Gauge
 	fallbacks *prometheus.CounterVec
@@ -128,6 +152,17 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 			Help: "Operations served from local state because Redis did not answer, by what."}, []string{"what"}),
 	}
 	c.replicas.Store(1)
+	if opts.Leased {
+		if opts.LeaseTTL <= 0 {
+			opts.LeaseTTL = 30 * time.Second
+		}
+		if opts.SyncInterval <= 0 {
+			opts.SyncInterval = 100 * time.Millisecond
+		}
+		c.lz = newLeases(c, opts.LeaseTTL, opts.SyncInterval)
+		c.pins = newPinCache()
+		c.reads = &reader{c: c}
+	}
 	redisLogOnce.Do(func() { redis.SetLogger(quietLogger{opts.Logger}) })
 	c.health = newMirror(c)
 	if opts.Registerer != nil {
@@ -139,6 +174,9 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 	c.heartbeat(ctx)
 	go c.loop()
 	go c.health.subscribe()
+	if c.lz != nil {
+		go c.lz.run()
+	}
 	return c, nil
 }
 
@@ -147,6 +185,9 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 func (c *Client) Close() error {
 	var err error
 	c.once.Do(func() {
+		if c.lz != nil {
+			c.lz.close() // settles and gives back every lease, flushes the writes
+		}
 		close(c.stop)
 		<-c.done
 		c.health.close()
@@ -156,6 +197,15 @@ func (c *Client) Close() error {
 		err = c.rdb.Close()
 	})
 	return err
+}
+
+// LeaseStats returns what this replica's leases did (zero without
+// [Options.Leased]).
+func (c *Client) LeaseStats() LeaseStats {
+	if c.lz == nil {
+		return LeaseStats{}
+	}
+	return c.lz.Stats()
 }
 
 // Up reports whether Redis answered the last call.
@@ -175,11 +225,18 @@ type Status struct {
 	Error string `json:"error,omitempty"`
 	// Replicas is the number of live replicas Redis last reported.
 	Replicas int64 `json:"replicas"`
+	// Leases is what this replica's leases did (absent without
+	// [Options.Leased]): decisions served from them and sent to Redis.
+	Leases *LeaseStats `json:"leases,omitempty"`
 }
 
 // Status returns the state of the connection.
 func (c *Client) Status() Status {
 	st := Status{Up: c.up.Load(), Replicas: c.replicas.Load()}
+	if c.lz != nil {
+		ls := c.lz.Stats()
+		st.Leases = &ls
+	}
 	if !st.Up {
 		c.mu.Lock()
 		st.DownSince, st.Error = c.downSince, c.lastErr

@@ -135,7 +135,7 @@ func TestCacheAndPinsShared(t *testing.T) {
 	require.Nil(t, b.Admit(context.Background(), &shared.Admission{ID: "y", CacheKey: "k0"}).Cache, "the oldest answer was evicted")
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer rdb.Close()
-	total, err := rdb.Get(context.Background(), "sluice:ct").Int64()
+	total, err := rdb.Get(context.Background(), "sluice:cb").Int64()
 	require.NoError(t, err)
 	require.LessOrEqual(t, total, int64(2000))
 }

@@ -51,6 +51,18 @@ var (
 // OpenPostgres connects to PostgreSQL (url without its password, which is
 // passed apart and never logged) and applies the pending migrations.
 func OpenPostgres(ctx context.Context, url, password string) (Store, error) {
+	return openPostgres(ctx, url, password, true)
+}
+
+// OpenPostgresToRead connects to PostgreSQL as OpenPostgres does but
+// applies no migration: for a tool that only reads (sluice check), which
+// must never change a fleet's shared schema. On a store not migrated yet
+// its reads fail.
+func OpenPostgresToRead(ctx context.Context, url, password string) (Store, error) {
+	return openPostgres(ctx, url, password, false)
+}
+
+func openPostgres(ctx context.Context, url, password string, migrate bool) (Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("state: postgres_url: %w", err)
@@ -65,6 +77,9 @@ func OpenPostgres(ctx context.Context, url, password string) (Store, error) {
 		return nil, fmt.Errorf("state: postgres: %w", err)
 	}
 	s := &postgresStore{pool: pool, cfg: cfg}
+	if !migrate {
+		return s, nil
+	}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err

@@ -86,3 +86,24 @@ func TestPostgresStore(t *testing.T) {
 	require.Eventually(t, func() bool { return a.Ping(ctx) == nil }, 10*time.Second, 50*time.Millisecond)
 	require.NoError(t, a.Replace(ctx, routes, state.AuditEntry{Actor: "import", Action: "import"}))
 }
+
+// TestPostgresToReadNeverMigrates: a store opened to read (sluice check)
+// leaves an unmigrated database as it found it, and reads a migrated one.
+func TestPostgresToReadNeverMigrates(t *testing.T) {
+	pg := pgtest.Start(t)
+	ctx := context.Background()
+	ro, err := state.OpenPostgresToRead(ctx, pg.URL(), "")
+	require.NoError(t, err)
+	_, err = ro.Seeded(ctx)
+	require.Error(t, err, "nothing was migrated, so there is nothing to read")
+	require.NoError(t, ro.Close())
+	rw, err := state.OpenPostgres(ctx, pg.URL(), "")
+	require.NoError(t, err)
+	defer rw.Close()
+	ro, err = state.OpenPostgresToRead(ctx, pg.URL(), "")
+	require.NoError(t, err)
+	defer ro.Close()
+	seeded, err := ro.Seeded(ctx)
+	require.NoError(t, err)
+	require.False(t, seeded)
+}

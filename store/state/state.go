@@ -61,6 +61,20 @@ type Notifier interface {
 	Watch(ctx context.Context, changed func())
 }
 
+// OpenToRead opens the configured store for reading only: PostgreSQL
+// without applying its migrations (see [OpenPostgresToRead]), SQLite as
+// [Open] does (its file is the replica's own).
+func OpenToRead(ctx context.Context, cfg *profiles.Config) (Store, error) {
+	if cfg.State.Kind == "postgres" {
+		pw, err := cfg.State.PostgresPassword()
+		if err != nil {
+			return nil, fmt.Errorf("state: [state] postgres_password_env: %w", err)
+		}
+		return OpenPostgresToRead(ctx, cfg.State.PostgresURL, pw)
+	}
+	return Open(ctx, cfg)
+}
+
 // Open opens the state store a configuration's [state] names: SQLite in
 // data_dir (creating it), or PostgreSQL (applying its migrations). The
 // gateway, sluice import and sluice check all open it here.
