@@ -165,8 +165,56 @@ func eachElement(arr []byte, f func(i int, elem []byte) bool) (n int, ok bool) {
 }
 
 // checkTurns is [CheckMessages]'s check of the turns, in the words of the
-// full translation's (msgTranslation.messages).
+// full translation's (msgTranslation.messages). It scans; a turn the scan
+// finds at fault is judged again by decoding (checkTurnsDecoded), so that
+// the verdict is encoding/json's, as the translation's is, even where the
+// two readings differ (a member written twice: the scan sees the first,
+// encoding/json keeps the last).
 func checkTurns(v json.RawMessage) *TranslateError {
+	if err := scanTurns(v); err != nil {
+		return checkTurnsDecoded(v)
+	}
+	return nil
+}
+
+// checkTurnsDecoded is checkTurns by decoding, for its refusals.
+func checkTurnsDecoded(v json.RawMessage) *TranslateError {
+	var raw []json.RawMessage
+	if json.Unmarshal(v, &raw) != nil || len(raw) == 0 {
+		return invalidRequest("/messages", "messages must be a non-empty array of message objects")
+	}
+	said := false
+	for i, r := range raw {
+		p := "/messages/" + strconv.Itoa(i)
+		var m struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		}
+		if json.Unmarshal(r, &m) != nil {
+			return invalidRequest(p, "not a valid message object")
+		}
+		if len(m.Content) == 0 || anthIsNull(m.Content) {
+			return invalidRequest(p+"/content", "a message needs its content")
+		}
+		if !said && !emptyContent(m.Content) {
+			said = true
+		}
+		switch m.Role {
+		case "user", "assistant":
+		case "":
+			return invalidRequest(p+"/role", "a message needs a role")
+		default:
+			return invalidRequest(p+"/role", "unsupported role %q (user or assistant)", m.Role)
+		}
+	}
+	if !said {
+		return invalidRequest("/messages", "every turn of messages has empty content: at least one needs non-blank text or another content block")
+	}
+	return nil
+}
+
+// scanTurns is checkTurns's scan.
+func scanTurns(v json.RawMessage) *TranslateError {
 	if !json.Valid(v) {
 		return invalidRequest("/messages", "messages must be a non-empty array of message objects")
 	}

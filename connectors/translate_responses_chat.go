@@ -95,8 +95,55 @@ func ParseResponses(body Body) *TranslateError {
 	return nil
 }
 
-// checkInput is [ParseResponses]'s check of the input.
+// checkInput is [ParseResponses]'s check of the input. It scans; an input
+// the scan finds at fault is judged again by decoding, so that the verdict
+// is encoding/json's, as the translation's is, even where the two readings
+// differ (a member written twice: the scan sees the first, encoding/json
+// keeps the last; a member name in another case).
 func checkInput(in []byte) *TranslateError {
+	if err := scanInput(in); err != nil {
+		return checkInputDecoded(in)
+	}
+	return nil
+}
+
+// checkInputDecoded is checkInput by decoding, for its refusals.
+func checkInputDecoded(in []byte) *TranslateError {
+	var s string
+	if json.Unmarshal(in, &s) == nil {
+		if s == "" {
+			return invalidRequest("/input", "input must not be empty")
+		}
+		return nil
+	}
+	var items []struct {
+		Type string `json:"type"`
+		Role string `json:"role"`
+	}
+	if json.Unmarshal(in, &items) != nil {
+		return invalidRequest("/input", "input must be a string or an array of input items (objects)")
+	}
+	if len(items) == 0 {
+		return invalidRequest("/input", "input must not be empty")
+	}
+	for i, it := range items {
+		p := "/input/" + strconv.Itoa(i)
+		switch {
+		case it.Type == "" && it.Role == "":
+			return invalidRequest(p+"/type", "an input item needs a type")
+		case it.Type == "" || it.Type == "message":
+			switch it.Role {
+			case "user", "system", "developer", "assistant":
+			default:
+				return invalidRequest(p+"/role", "unsupported role %q (user, assistant, system or developer)", it.Role)
+			}
+		}
+	}
+	return nil
+}
+
+// scanInput is checkInput's scan.
+func scanInput(in []byte) *TranslateError {
 	if len(in) > 0 && in[0] == '"' {
 		if len(in) <= 2 {
 			return invalidRequest("/input", "input must not be empty")
