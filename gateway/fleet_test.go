@@ -106,6 +106,28 @@ func TestFleet(t *testing.T) {
 		require.True(t, r.State.Reachable)
 	}
 
+	t.Run("a stored response is placed from any replica", func(t *testing.T) {
+		resp, b := replicas[0].do(http.MethodPost, "/v1/responses", secretBatch, `{"model": "openai/gpt-4o", "input": "Remember 7."}`, "Content-Type", "application/json")
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+		var stored struct {
+			ID string `json:"id"`
+		}
+		require.NoError(t, json.Unmarshal(b, &stored))
+		require.NotEmpty(t, stored.ID)
+		// In Redis before the answer went out, with the key that stored it.
+		v, err := rdb.Get(context.Background(), "sluice:resp:"+stored.ID).Result()
+		require.NoError(t, err)
+		require.Equal(t, "openai\x00k-batch", v)
+		// Another replica knows it: another key is told it does not exist
+		// (not that no upstream stores responses, as for an unknown id).
+		resp, b = replicas[1].do(http.MethodPost, "/v1/responses", secretChat,
+			`{"model": "openai/gpt-4o", "input": "Which?", "previous_response_id": "`+stored.ID+`"}`, "Content-Type", "application/json")
+		require.Equal(t, http.StatusNotFound, resp.StatusCode, "%s", b)
+		resp, b = replicas[1].do(http.MethodPost, "/v1/responses", secretChat,
+			`{"model": "openai/gpt-4o", "input": "Which?", "previous_response_id": "resp_never_stored"}`, "Content-Type", "application/json")
+		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "%s", b)
+	})
+
 	t.Run("one budget across the fleet", func(t *testing.T) {
 		const workers, each, maxTokens = 9, 6, 50
 		var ok, refused atomic.Int64

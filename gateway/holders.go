@@ -25,19 +25,19 @@ import (
 // endpoints are stateless: they never hold a response, and a continuation
 // is never sent to them.
 
-// keepHolder records the upstream that stored the turn's response.
-func (s *Server) keepHolder(t *turn, a *attempt) {
+// keepHolder records, in this replica's table, the upstream that stored
+// the turn's response, and returns the id and the value the fleet's table
+// takes (settle writes them with the turn's other shared writes); "" when
+// the response was not stored.
+func (s *Server) keepHolder(t *turn, a *attempt) (id, value string) {
 	res := &a.out.result
 	if t.api != connectors.APIResponses || res.ResponseID == "" || !res.Stored ||
 		!connectors.ResponsesStateful(a.compiled.Upstream.Connector) {
-		return
+		return "", ""
 	}
 	h := holder{upstream: a.target.Upstream, key: t.key.ID}
 	s.holders.Put(res.ResponseID, h)
-	if s.fleet != nil {
-		ttl := t.snap.Config.Responses.TTL.Duration
-		go s.fleet.PutHolder(context.Background(), res.ResponseID, h.upstream+"\x00"+h.key, ttl)
-	}
+	return res.ResponseID, h.upstream + "\x00" + h.key
 }
 
 // holder is where a stored response is: the upstream that stored it, and

@@ -53,9 +53,9 @@ func (s *Server) settle(t *turn) {
 	sv.model, sv.provider = who.Model, who.Provider
 	sv.price(t, who.Endpoint, res)
 	now := snapshot.Pin{Model: sv.model, Provider: sv.provider}
-	s.keepHolder(t, a)
+	holderID, holder := s.keepHolder(t, a)
 	if s.fleet != nil {
-		s.settleShared(t, a, now)
+		s.settleShared(t, a, now, holderID, holder)
 		return
 	}
 	if t.pinKey != "" && sv.model != "" {
@@ -96,11 +96,15 @@ func (sv *settled) price(t *turn, ep *guardrails.Endpoint, res connectors.Result
 
 // settleShared writes what the request leaves in the fleet's shared state,
 // in one round trip: the charge with the release of its reservation, the
-// session's pin, the answer for the cache. Whatever Redis did not take
+// session's pin, the answer for the cache, where a stored response is.
+// Whatever Redis did not take
 // stays in this replica (the charge is pushed when Redis is back).
-func (s *Server) settleShared(t *turn, a *attempt, pin snapshot.Pin) {
+func (s *Server) settleShared(t *turn, a *attempt, pin snapshot.Pin, holderID, holder string) {
 	sv := &t.served
 	w := shared.Writes{Month: budget.Month(t.start)}
+	if holderID != "" {
+		w.HolderID, w.Holder, w.HolderTTL = holderID, holder, t.snap.Config.Responses.TTL.Duration
+	}
 	if a.metered {
 		w.Hold, w.Cost = a.hold, sv.cost
 		w.Scopes = []budget.Scope{budget.KeyScope(t.key.ID), budget.TeamScope(t.key.Org, t.key.Team)}

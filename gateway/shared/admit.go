@@ -353,6 +353,13 @@ type Writes struct {
 	// Depart, when set, gives back what admission held in the same round
 	// trip (the request is answered; nothing is left to wait for).
 	Depart *Departure
+	// HolderID and Holder record, for HolderTTL, where a stored Responses
+	// API response is (see [Client.Holder]). Written before the answer
+	// goes out, on leases too, so that a continuation on any replica finds
+	// it.
+	HolderID  string
+	Holder    string
+	HolderTTL time.Duration
 }
 
 // Write applies the writes in one round trip. It reports false when Redis
@@ -401,6 +408,9 @@ func (c *Client) Write(ctx context.Context, w *Writes) bool {
 		}
 		if w.PinKey != "" {
 			p.Set(rctx, c.key("p", w.PinKey), w.Pin, w.PinTTL)
+		}
+		if w.HolderID != "" {
+			p.Set(rctx, c.key("resp", w.HolderID), w.Holder, w.HolderTTL)
 		}
 		if w.CacheKey != "" {
 			c.fillCaches(rctx, p, []cacheWrite{{key: w.CacheKey, val: w.Cache, ttl: w.CacheTTL, max: w.CacheMaxBytes}}, now, true)
@@ -453,6 +463,11 @@ func (c *Client) writeBehind(w *Writes) bool {
 	now := time.Now()
 	if w.CacheKey != "" {
 		c.lz.enqueueCache(cacheWrite{key: w.CacheKey, val: w.Cache, ttl: w.CacheTTL, max: w.CacheMaxBytes})
+	}
+	if w.HolderID != "" {
+		// Like a new pin, before the answer goes out: the client's next
+		// request may continue the response on another replica at once.
+		c.PutHolder(context.Background(), w.HolderID, w.Holder, w.HolderTTL)
 	}
 	if w.PinKey == "" {
 		return true
