@@ -165,52 +165,30 @@ func eachElement(arr []byte, f func(i int, elem []byte) bool) (n int, ok bool) {
 }
 
 // checkTurns is [CheckMessages]'s check of the turns, in the words of the
-// full translation's (msgTranslation.messages). It scans; a turn the scan
-// finds at fault is judged again by decoding (checkTurnsDecoded), so that
-// the verdict is encoding/json's, as the translation's is, even where the
-// two readings differ (a member written twice: the scan sees the first,
-// encoding/json keeps the last).
+// full translation's (msgTranslation.messages). It scans; turns the scan
+// finds at fault are read again by the translation itself, whose verdict is
+// the one given, so that the two never differ where a scan and encoding/json
+// read a body differently (a member written twice: the scan sees the first,
+// encoding/json keeps the last; a member name in another case).
 func checkTurns(v json.RawMessage) *TranslateError {
-	if err := scanTurns(v); err != nil {
-		return checkTurnsDecoded(v)
+	if scanTurns(v) == nil {
+		return nil
 	}
-	return nil
+	t := msgTranslation{d: fullDialect, out: Body{}}
+	return asTranslateError(t.messages(v), "/messages")
 }
 
-// checkTurnsDecoded is checkTurns by decoding, for its refusals.
-func checkTurnsDecoded(v json.RawMessage) *TranslateError {
-	var raw []json.RawMessage
-	if json.Unmarshal(v, &raw) != nil || len(raw) == 0 {
-		return invalidRequest("/messages", "messages must be a non-empty array of message objects")
+// asTranslateError is a translation's error as a [TranslateError] (an
+// invalid_request at param for any other error); nil for nil.
+func asTranslateError(err error, param string) *TranslateError {
+	if err == nil {
+		return nil
 	}
-	said := false
-	for i, r := range raw {
-		p := "/messages/" + strconv.Itoa(i)
-		var m struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		}
-		if json.Unmarshal(r, &m) != nil {
-			return invalidRequest(p, "not a valid message object")
-		}
-		if len(m.Content) == 0 || anthIsNull(m.Content) {
-			return invalidRequest(p+"/content", "a message needs its content")
-		}
-		if !said && !emptyContent(m.Content) {
-			said = true
-		}
-		switch m.Role {
-		case "user", "assistant":
-		case "":
-			return invalidRequest(p+"/role", "a message needs a role")
-		default:
-			return invalidRequest(p+"/role", "unsupported role %q (user or assistant)", m.Role)
-		}
+	var te *TranslateError
+	if errors.As(err, &te) {
+		return te
 	}
-	if !said {
-		return invalidRequest("/messages", "every turn of messages has empty content: at least one needs non-blank text or another content block")
-	}
-	return nil
+	return invalidRequest(param, "%s", err.Error())
 }
 
 // scanTurns is checkTurns's scan.

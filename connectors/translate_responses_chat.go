@@ -96,50 +96,16 @@ func ParseResponses(body Body) *TranslateError {
 }
 
 // checkInput is [ParseResponses]'s check of the input. It scans; an input
-// the scan finds at fault is judged again by decoding, so that the verdict
-// is encoding/json's, as the translation's is, even where the two readings
-// differ (a member written twice: the scan sees the first, encoding/json
-// keeps the last; a member name in another case).
+// the scan finds at fault is read again by the translation itself
+// (respTranslation.input), whose verdict is the one given, so that the two
+// never differ where a scan and encoding/json read a body differently (a
+// member written twice, a member name in another case).
 func checkInput(in []byte) *TranslateError {
-	if err := scanInput(in); err != nil {
-		return checkInputDecoded(in)
-	}
-	return nil
-}
-
-// checkInputDecoded is checkInput by decoding, for its refusals.
-func checkInputDecoded(in []byte) *TranslateError {
-	var s string
-	if json.Unmarshal(in, &s) == nil {
-		if s == "" {
-			return invalidRequest("/input", "input must not be empty")
-		}
+	if scanInput(in) == nil {
 		return nil
 	}
-	var items []struct {
-		Type string `json:"type"`
-		Role string `json:"role"`
-	}
-	if json.Unmarshal(in, &items) != nil {
-		return invalidRequest("/input", "input must be a string or an array of input items (objects)")
-	}
-	if len(items) == 0 {
-		return invalidRequest("/input", "input must not be empty")
-	}
-	for i, it := range items {
-		p := "/input/" + strconv.Itoa(i)
-		switch {
-		case it.Type == "" && it.Role == "":
-			return invalidRequest(p+"/type", "an input item needs a type")
-		case it.Type == "" || it.Type == "message":
-			switch it.Role {
-			case "user", "system", "developer", "assistant":
-			default:
-				return invalidRequest(p+"/role", "unsupported role %q (user, assistant, system or developer)", it.Role)
-			}
-		}
-	}
-	return nil
+	t := respTranslation{out: Body{}}
+	return asTranslateError(t.input(in), "/input")
 }
 
 // scanInput is checkInput's scan.
