@@ -68,13 +68,49 @@ func (c *Client) Admit(ctx context.Context, a *Admission) Admitted {
 		c.fallback("admit")
 		return c.admitLocal(a)
 	}
+	ex, err := c.exact(ctx, a)
+	if isDown(err) {
+		c.failed("admit", err)
+		return c.admitLocal(a)
+	}
+	out := Admitted{Refused: -1, Cache: ex.cache, Pin: ex.pin}
+	if !ex.scripted {
+		return out
+	}
+	if ex.refused >= 0 {
+		out.Refused, out.RetryAfter = ex.refused, ex.retryAfter
+		return out
+	}
+	if a.Budget != nil {
+		out.Hold = c.holdFrom(a.ID, *a.Budget, ex.res)
+	}
+	return out
+}
+
+// exactAdmission is what one exact round trip read: the cached answer and
+// the pin (nil for a miss or not asked), and the admission script's verdict
+// when it ran (scripted): refused is the index of the check that refused
+// (-1 when all admitted), res the script's result for the reservation.
+type exactAdmission struct {
+	cache, pin []byte
+	pinRead    bool
+	scripted   bool
+	refused    int
+	retryAfter time.Duration
+	res        []any
+}
+
+// exact runs the exact admission in one pipeline: the admission script
+// when a's checks or budget ask for it, and the reads of the cached answer
+// and the pin. err is the pipeline's (isDown tells an outage).
+func (c *Client) exact(ctx context.Context, a *Admission) (exactAdmission, error) {
 	rctx, cancel := c.ctx(ctx)
 	defer cancel()
 	var script *redis.Cmd
 	var cache, pin *redis.StringCmd
-	scripted := len(a.Checks) > 0 || a.Budget != nil
+	ex := exactAdmission{refused: -1, scripted: len(a.Checks) > 0 || a.Budget != nil}
 	_, err := c.pipe(rctx, func(p redis.Pipeliner) {
-		if scripted {
+		if ex.scripted {
 			keys, args := c.admitArgs(a)
 			script = admitScript.EvalSha(rctx, p, keys, args...)
 		}
@@ -86,37 +122,35 @@ func (c *Client) Admit(ctx context.Context, a *Admission) Admitted {
 		}
 	})
 	if isDown(err) {
-		c.failed("admit", err)
-		return c.admitLocal(a)
+		return ex, err
 	}
-	out := Admitted{Refused: -1}
 	if cache != nil {
 		if b, err := cache.Bytes(); err == nil {
-			out.Cache = b
+			ex.cache = b
 		}
 	}
 	if pin != nil {
+		ex.pinRead = true
 		if b, err := pin.Bytes(); err == nil {
-			out.Pin = b
+			ex.pin = b
 		}
 	}
 	if script == nil {
-		return out
+		ex.scripted = false
+		return ex, nil
 	}
 	res, _ := script.Slice()
 	if len(res) < 4 {
-		return out
+		ex.scripted = false
+		return ex, nil
 	}
+	ex.res = res
 	if ok, _ := res[0].(int64); ok == 0 {
 		ms, _ := strconv.ParseInt(res[1].(string), 10, 64)
 		idx, _ := res[2].(int64)
-		out.Refused, out.RetryAfter = int(idx)-1, time.Duration(ms)*time.Millisecond
-		return out
+		ex.refused, ex.retryAfter = int(idx)-1, time.Duration(ms)*time.Millisecond
 	}
-	if a.Budget != nil {
-		out.Hold = c.holdFrom(a.ID, *a.Budget, res)
-	}
-	return out
+	return ex, nil
 }
 
 // checkKey is a rate limit's key.
@@ -196,54 +230,24 @@ func (c *Client) admitLeased(ctx context.Context, a *Admission) Admitted {
 		// requests' in flight.
 		return c.readLeased(ctx, a, &rest, hold, pinVal, now, local)
 	}
-	rctx, cancel := c.ctx(ctx)
-	defer cancel()
-	var script *redis.Cmd
-	var cache, pin *redis.StringCmd
-	_, err := c.pipe(rctx, func(p redis.Pipeliner) {
-		if scripted {
-			keys, args := c.admitArgs(&rest)
-			script = admitScript.EvalSha(rctx, p, keys, args...)
-		}
-		if rest.CacheKey != "" {
-			cache = p.Get(rctx, c.key("c", rest.CacheKey))
-		}
-		if rest.PinKey != "" {
-			pin = p.Get(rctx, c.key("p", rest.PinKey))
-		}
-	})
+	ex, err := c.exact(ctx, &rest)
 	if isDown(err) {
 		c.failed("admit", err)
 		return local()
 	}
-	out := Admitted{Refused: -1, Hold: hold, Pin: pinVal}
-	if cache != nil {
-		if b, err := cache.Bytes(); err == nil {
-			out.Cache = b
-		}
+	out := Admitted{Refused: -1, Hold: hold, Pin: pinVal, Cache: ex.cache}
+	if ex.pinRead {
+		out.Pin = ex.pin
+		c.pins.seen(a.PinKey, ex.pin, now)
 	}
-	if pin != nil {
-		b, err := pin.Bytes()
-		if err != nil {
-			b = nil
-		}
-		out.Pin = b
-		c.pins.seen(a.PinKey, b, now)
-	}
-	if script == nil {
+	if !ex.scripted {
 		return out
 	}
-	res, _ := script.Slice()
-	if len(res) < 4 {
-		return out
-	}
-	if ok, _ := res[0].(int64); ok == 0 {
-		ms, _ := strconv.ParseInt(res[1].(string), 10, 64)
-		idx, _ := res[2].(int64)
-		return refuse(int(idx)-1, time.Duration(ms)*time.Millisecond)
+	if ex.refused >= 0 {
+		return refuse(ex.refused, ex.retryAfter)
 	}
 	if rest.Budget != nil {
-		out.Hold = c.holdFrom(a.ID, *rest.Budget, res)
+		out.Hold = c.holdFrom(a.ID, *rest.Budget, ex.res)
 		if out.Hold.starved {
 			// Leases elsewhere hold what it lacked: the caller reserves
 			// again (Reserve waits for their return).
