@@ -1,7 +1,6 @@
 package connectors
 
 import (
-	"errors"
 	"sort"
 
 	"github.com/sluicegw/sluice/compiler"
@@ -417,46 +416,3 @@ func MergeDegraded(check []string, native *Native) []string {
 	}
 	return mergeDegraded(check, native.Degraded)
 }
-
-// chunkTeller is what a translated stream (chat chunks told as another
-// API's events: msgStream, respStream) shares: the connector's own chat
-// stream it reads, and the callback that passes each chunk it emits to the
-// translation, made once per stream so that an event allocates no closure.
-// A chunk the translation finds has no form in the other API (an error
-// wrapping sentinel) stops the telling: the rest of the event's chunks are
-// dropped and Event reports it.
-type chunkTeller struct {
-	inner    Stream
-	sentinel error
-	tell     func(chunk []byte, emit func([]byte) error) error
-	onChunk  func([]byte) error
-	emit     func([]byte) error
-	convErr  error
-}
-
-// read reads one upstream event through the inner stream, telling each
-// chunk with emit; convErr is the chunk without a form, if one was met.
-func (c *chunkTeller) read(event, data []byte, emit func([]byte) error) (done bool, err, convErr error) {
-	if c.onChunk == nil {
-		c.onChunk = func(chunk []byte) error {
-			if c.convErr != nil {
-				return nil
-			}
-			if err := c.tell(chunk, c.emit); err != nil {
-				if errors.Is(err, c.sentinel) {
-					c.convErr = err
-					return nil
-				}
-				return err
-			}
-			return nil
-		}
-	}
-	c.emit = emit
-	done, err = c.inner.Event(event, data, c.onChunk)
-	c.emit = nil
-	return done, err, c.convErr
-}
-
-// Result implements [Stream.Result].
-func (c *chunkTeller) Result() Result { return c.inner.Result() }

@@ -27,8 +27,8 @@ var ErrMessagesStream = errors.New("connectors: the chat stream cannot be told a
 // (chat chunks, already stripped of routing reports) is turned into
 // Messages events, and its result is the stream's.
 type msgStream struct {
-	chunkTeller
-	call *Call
+	inner Stream
+	call  *Call
 	// dec holds the chunk being read: in the stream rather than in chunk's
 	// frame, which is on the stack at the bottom of the attempt loop for a
 	// stream's first chunk (see decodeChunk).
@@ -53,20 +53,34 @@ type msgStream struct {
 }
 
 func newMessagesStream(inner Stream, call *Call) Stream {
-	s := &msgStream{call: call}
-	s.chunkTeller = chunkTeller{inner: inner, sentinel: ErrMessagesStream, tell: s.chunk}
-	return s
+	return &msgStream{inner: inner, call: call}
 }
 
 // Event implements [Stream.Event].
 func (s *msgStream) Event(event, data []byte, emit func([]byte) error) (bool, error) {
-	done, err, convErr := s.read(event, data, emit)
+	var convErr error
+	done, err := s.inner.Event(event, data, func(chunk []byte) error {
+		if convErr != nil {
+			return nil
+		}
+		if err := s.chunk(chunk, emit); err != nil {
+			if errors.Is(err, ErrMessagesStream) {
+				convErr = err
+				return nil
+			}
+			return err
+		}
+		return nil
+	})
 	if convErr != nil {
 		_ = s.emitError(emit, "api_error", convErr.Error())
 		return false, convErr
 	}
 	return done, err
 }
+
+// Result implements [Stream.Result].
+func (s *msgStream) Result() Result { return s.inner.Result() }
 
 // msgChunk is the part of a chat chunk the translation reads.
 type msgChunk struct {

@@ -29,9 +29,9 @@ var ErrResponsesStream = errors.New("connectors: the chat stream cannot be told 
 
 // respStream wraps the connector's own chat stream translator.
 type respStream struct {
-	chunkTeller
-	call *Call
-	dec  struct {
+	inner Stream
+	call  *Call
+	dec   struct {
 		c     msgChunk
 		usage *headUsage
 		ch    msgChoice
@@ -50,6 +50,11 @@ type respStream struct {
 	// carried it (escapes never span chunks); scratch escapes a piece.
 	text    []byte
 	scratch []byte
+	// onChunk receives the inner stream's chunks for the event being read,
+	// whose emit is emit; convErr is a chunk without a Responses form.
+	onChunk func([]byte) error
+	emit    func([]byte) error
+	convErr error
 	tool    *respToolState
 	closed  map[string]bool
 	finish  string
@@ -64,9 +69,7 @@ type respToolState struct {
 }
 
 func newResponsesStream(inner Stream, call *Call) Stream {
-	s := &respStream{call: call}
-	s.chunkTeller = chunkTeller{inner: inner, sentinel: ErrResponsesStream, tell: s.chunk}
-	return s
+	return &respStream{inner: inner, call: call}
 }
 
 // Event implements [Stream.Event].
@@ -86,15 +89,37 @@ func (s *respStream) Event(event, data []byte, emit func([]byte) error) (bool, e
 	return s.event(event, data, emit)
 }
 
-// event is Event's work.
+// event is Event's work. The inner stream's chunks come back through
+// s.onChunk, made once, so that an event allocates no closure.
 func (s *respStream) event(event, data []byte, emit func([]byte) error) (bool, error) {
-	done, err, convErr := s.read(event, data, emit)
-	if convErr != nil {
-		_ = s.emitError(emit, "server_error", convErr.Error())
-		return false, convErr
+	if s.onChunk == nil {
+		s.onChunk = func(chunk []byte) error {
+			if s.convErr != nil {
+				return nil
+			}
+			if err := s.chunk(chunk, s.emit); err != nil {
+				if errors.Is(err, ErrResponsesStream) {
+					s.convErr = err
+					return nil
+				}
+				return err
+			}
+			return nil
+		}
+	}
+	s.emit = emit
+	done, err := s.inner.Event(event, data, s.onChunk)
+	s.emit = nil
+	if s.convErr != nil {
+		err := s.convErr
+		_ = s.emitError(emit, "server_error", err.Error())
+		return false, err
 	}
 	return done, err
 }
+
+// Result implements [Stream.Result].
+func (s *respStream) Result() Result { return s.inner.Result() }
 
 // chunk translates one chat chunk (or the end marker).
 func (s *respStream) chunk(p []byte, emit func([]byte) error) error {
