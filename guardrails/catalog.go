@@ -108,6 +108,24 @@ type Endpoint struct {
 	// provider's prompt cache (cache creation). Default: unset, and such
 	// tokens are priced at PriceIn.
 	PriceCacheWrite *float64 `json:"price_cache_write,omitempty"`
+	// ZeroRetention is whether the endpoint keeps no prompt or completion
+	// once it has answered: true, false, or nil (unknown, which no data
+	// policy counts as compliant). Default: unknown.
+	ZeroRetention *bool `json:"zero_retention,omitempty"`
+	// NoTraining is whether the endpoint neither trains on nor collects
+	// prompts: true, false, or nil (unknown, never counted as compliant).
+	// Default: unknown.
+	NoTraining *bool `json:"no_training,omitempty"`
+	// Quantization is the numeric precision the endpoint serves at
+	// ("fp8", "bf16", ...), lower-cased. Default: "" (unknown, which no
+	// quantizations list admits).
+	Quantization string `json:"quantization,omitempty"`
+	// Pinned names the data facts ("zero_retention", "no_training",
+	// "quantization") written here by hand: an import never changes them,
+	// even where its listing says otherwise. Default: none (an import
+	// updates each fact its listing publishes; a fact it does not publish
+	// keeps its value).
+	Pinned []string `json:"pinned,omitempty"`
 	// Source says where the endpoint came from: "openrouter" or "vercel"
 	// (imported from that marketplace's listing: a re-import of it updates
 	// the endpoint's prices and measurements and removes it once it is no
