@@ -79,6 +79,17 @@ type Capabilities struct {
 	// DirectProvider is the one provider a direct upstream serves, or "" for a
 	// marketplace.
 	DirectProvider string `json:"direct_provider,omitempty"`
+	// ZeroRetention, NoTraining, Quantizations and MaxPrice: the upstream
+	// has a knob that restricts serving to endpoints meeting that data
+	// restriction, and enforces it.
+	ZeroRetention bool `json:"zero_retention,omitempty"`
+	NoTraining    bool `json:"no_training,omitempty"`
+	Quantizations bool `json:"quantizations,omitempty"`
+	MaxPrice      bool `json:"max_price,omitempty"`
+	// DataKnobsCallerKey: the upstream enforces its zero-retention and
+	// no-training knobs on a request made with a caller's own key too.
+	// Without it such a request cannot be held to them.
+	DataKnobsCallerKey bool `json:"data_knobs_caller_key,omitempty"`
 }
 
 // Upstream is what the check needs to know of one configured upstream.
@@ -92,6 +103,13 @@ type Upstream struct {
 	Capabilities Capabilities
 	// ContentFilters are the filters it is known to run.
 	ContentFilters []string
+	// Agreement is the data terms declared for the upstream's own account
+	// (a direct upstream's zero-retention contract); they do not hold on
+	// a caller's own key.
+	Agreement Agreement
+	// CallerKey reports that the request goes out on the caller's own key
+	// for this upstream, not the platform key.
+	CallerKey bool
 }
 
 // Outcome is the check's verdict for one plan on one upstream.
@@ -114,6 +132,12 @@ type Outcome struct {
 	Providers Providers `json:"-"`
 	// AutoModels are the plan's auto-mode models in the upstream's ids.
 	AutoModels []string `json:"-"`
+	// Data are the data restrictions to send in the upstream's own knobs.
+	Data DataKnobs `json:"-"`
+	// DataVia records how each of the plan's data restrictions is held on
+	// this upstream, "field=how" comma-separated in the plan's field order
+	// (how is [ViaNative], [ViaAllowList] or [ViaLocal]); "" without any.
+	DataVia string `json:"data_via,omitempty"`
 }
 
 var noneDegraded = []string{}
@@ -185,6 +209,12 @@ func Check(p *Plan, u Upstream, cat *guardrails.Catalog) Outcome {
 		}
 		if p.AutoModels != nil {
 			out.AutoModels = upstreamIDs(cat, u.Connector, p.AutoModels)
+		}
+	}
+	if !p.Data.Empty() {
+		if r := checkData(p, u, cat, &out); r != nil {
+			out.Refused = r
+			return out
 		}
 	}
 	switch {

@@ -87,6 +87,11 @@ type Plan struct {
 	// Refused is set when the plan is refused before any upstream is
 	// considered (a guardrail forbids the decided model).
 	Refused *Refusal `json:"refused,omitempty"`
+	// Data are the data restrictions that bind the plan: the merged
+	// profile's, tightened by the guardrail's.
+	Data DataPolicy `json:"data"`
+	// GuardrailData has a bit for each data restriction a guardrail set.
+	GuardrailData uint8 `json:"-"`
 	// Session is the request's session id ([Request.Session]), "" without
 	// one. Connectors whose upstream has a stickiness knob send it there
 	// (OpenRouter's session_id, OpenAI's prompt_cache_key).
@@ -156,6 +161,7 @@ func DecideMerged(req Request, m *profiles.Merged, d *guardrails.Decision) *Plan
 		p.Chain = []string{}
 	}
 
+	decideData(p, m, d)
 	p.Providers.RankBy = m.RankBy.Value
 	p.Providers.Allowed, p.Providers.Denied = guardrails.CombineProviders(m.Allowed.Value, m.Denied.Value, m.Allowed.Set, d)
 	if d != nil {
@@ -211,6 +217,25 @@ func (p *Plan) Provenance() map[string]string {
 	}
 	if p.GuardrailDenied {
 		out["providers.denied"] = joinRung(out["providers.denied"])
+	}
+	for _, g := range []struct {
+		bit  uint8
+		keys []string
+	}{
+		{guardZeroRetention, []string{"data.zero_retention"}},
+		{guardNoTraining, []string{"data.no_training"}},
+		{guardQuantizations, []string{"providers.quantizations"}},
+		{guardMaxPrice, []string{"providers.max_price.input", "providers.max_price.output"}},
+	} {
+		if p.GuardrailData&g.bit == 0 {
+			continue
+		}
+		for i, k := range g.keys {
+			if i == 1 && p.Data.MaxPriceOut == nil || i == 0 && g.bit == guardMaxPrice && p.Data.MaxPriceIn == nil {
+				continue
+			}
+			out[k] = joinRung(out[k])
+		}
 	}
 	return out
 }

@@ -50,6 +50,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 
 	"github.com/sluicegw/sluice/compiler"
 	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
@@ -378,6 +379,12 @@ func (o *object) str(name, s string) {
 		o.field(name)
 		o.buf = jsonscan.AppendString(o.buf, s)
 	}
+}
+
+// boolean adds a boolean member.
+func (o *object) boolean(name string, v bool) {
+	o.field(name)
+	o.buf = strconv.AppendBool(o.buf, v)
 }
 
 // raw adds a member whose value is already JSON.

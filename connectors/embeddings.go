@@ -110,12 +110,13 @@ func (*openAI) embeddingsResponse(_ *Call, body []byte) ([]byte, Result, error) 
 // embeddingsCapabilities: the embeddings endpoint takes the provider object
 // (order, only, ignore, sort) but no models list, and has no auto router.
 func (*openRouter) embeddingsCapabilities() compiler.Capabilities {
-	return compiler.Capabilities{Ranking: true, PreferredOrder: true, AllowList: true, DenyList: true}
+	return compiler.Capabilities{Ranking: true, PreferredOrder: true, AllowList: true, DenyList: true,
+		ZeroRetention: true, NoTraining: true, Quantizations: true, MaxPrice: true, DataKnobsCallerKey: true}
 }
 
 func (*openRouter) translateEmbeddings(body Body, _ *compiler.Plan, out *compiler.Outcome) (*Native, error) {
 	set := []member{{"model", jsonscan.AppendString(nil, out.NativeModel)}}
-	if b := openRouterProvider(out.Providers); b != nil {
+	if b := openRouterProvider(out); b != nil {
 		set = append(set, member{"provider", b})
 	}
 	return &Native{Path: embeddingsPath, Header: noHeaders, Body: encodeBody(body, set...)}, nil
@@ -131,13 +132,52 @@ func (*openRouter) embeddingsResponse(_ *Call, body []byte) ([]byte, Result, err
 
 // openRouterProvider is the provider object (order, only, ignore, sort),
 // nil when it has no member.
-func openRouterProvider(ps compiler.Providers) []byte {
+func openRouterProvider(out *compiler.Outcome) []byte {
+	ps := &out.Providers
 	var prov object
 	prov.list("order", ps.Preferred)
 	prov.list("only", ps.Allowed)
 	prov.list("ignore", ps.Denied)
 	prov.str("sort", openRouterSort[ps.RankBy])
+	if k := &out.Data; k.Any() {
+		// The data restrictions the check left to the upstream, in its
+		// ProviderPreferences members (OpenRouterTeam/typescript-sdk
+		// .speakeasy/in.openapi.yaml at cb9393a8: zdr; data_collection
+		// "deny", only providers that do not collect user data;
+		// quantizations; max_price with prompt and completion as strings
+		// of USD per million tokens).
+		if k.ZeroRetention {
+			prov.boolean("zdr", true)
+		}
+		if k.NoTraining {
+			prov.str("data_collection", "deny")
+		}
+		if k.Quantizations != nil {
+			prov.field("quantizations")
+			prov.buf = appendStringList(prov.buf, k.Quantizations)
+		}
+		if k.MaxPriceIn != nil || k.MaxPriceOut != nil {
+			var mp object
+			if k.MaxPriceIn != nil {
+				mp.field("prompt")
+				mp.buf = appendPriceString(mp.buf, *k.MaxPriceIn)
+			}
+			if k.MaxPriceOut != nil {
+				mp.field("completion")
+				mp.buf = appendPriceString(mp.buf, *k.MaxPriceOut)
+			}
+			prov.raw("max_price", mp.bytes())
+		}
+	}
 	return prov.bytes()
+}
+
+// appendPriceString appends a price as a JSON string of its shortest
+// decimal form ("3", "0.15").
+func appendPriceString(buf []byte, v float64) []byte {
+	buf = append(buf, '"')
+	buf = strconv.AppendFloat(buf, v, 'f', -1, 64)
+	return append(buf, '"')
 }
 
 // --- Vercel AI Gateway --------------------------------------------------------

@@ -30,7 +30,10 @@ func (*openRouter) Kind() string { return "openrouter" }
 // Capabilities implements [Connector.Capabilities].
 func (*openRouter) Capabilities() compiler.Capabilities {
 	return compiler.Capabilities{Ranking: true, PreferredOrder: true, AllowList: true, DenyList: true,
-		Chain: true, MaxChain: openRouterMaxModels, Auto: true}
+		Chain: true, MaxChain: openRouterMaxModels, Auto: true,
+		// The provider object's data members bind whichever key the
+		// request carries: they are the request's own routing filter.
+		ZeroRetention: true, NoTraining: true, Quantizations: true, MaxPrice: true, DataKnobsCallerKey: true}
 }
 
 // Authorize implements [Connector.Authorize].
@@ -71,7 +74,7 @@ func openRouterRouting(body Body, plan *compiler.Plan, out *compiler.Outcome) ([
 	if len(out.Chain) > 0 {
 		set = append(set, member{"models", appendStringList(nil, out.Chain)})
 	}
-	if b := openRouterProvider(out.Providers); b != nil {
+	if b := openRouterProvider(out); b != nil {
 		set = append(set, member{"provider", b})
 	}
 	sticky, affinity := openRouterSession(body, plan.Session, out.Providers)

@@ -24,7 +24,11 @@ func (*vercel) Kind() string { return "vercel" }
 // so a denied list is refused by the check before translation. Its sort
 // ranks the providers an explicit order leaves.
 func (*vercel) Capabilities() compiler.Capabilities {
-	return compiler.Capabilities{Ranking: true, RankingWithOrder: true, PreferredOrder: true, AllowList: true, Chain: true}
+	return compiler.Capabilities{Ranking: true, RankingWithOrder: true, PreferredOrder: true, AllowList: true, Chain: true,
+		// zeroDataRetention and disallowPromptTraining; its docs say
+		// neither is enforced for requests on the caller's own
+		// provider credentials, so no DataKnobsCallerKey.
+		ZeroRetention: true, NoTraining: true}
 }
 
 // Authorize implements [Connector.Authorize].
@@ -44,6 +48,12 @@ func vercelRouting(set []member, out *compiler.Outcome, chain []string) []member
 	g.list("only", ps.Allowed)
 	g.list("models", chain)
 	g.str("sort", vercelSort[ps.RankBy])
+	if out.Data.ZeroRetention {
+		g.boolean("zeroDataRetention", true)
+	}
+	if out.Data.NoTraining {
+		g.boolean("disallowPromptTraining", true)
+	}
 	set = append(set, member{"model", jsonscan.AppendString(nil, out.NativeModel)})
 	if gb := g.bytes(); gb != nil {
 		var po object

@@ -2,6 +2,7 @@ package guardrails
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -84,6 +85,22 @@ type Patterns struct {
 	AllowProviders []string `json:"allow_providers,omitempty"`
 	DenyProviders  []string `json:"deny_providers,omitempty"`
 	ContentFilter  string   `json:"content_filter,omitempty"`
+	// ZeroRetention and NoTraining are the data restrictions the policy
+	// requires (rules zero_retention and no_training); they bind like
+	// the provider lists, whatever the profiles say.
+	ZeroRetention bool `json:"zero_retention,omitempty"`
+	NoTraining    bool `json:"no_training,omitempty"`
+	// Quantizations admits only endpoints at these precisions (rule
+	// quantizations); nil when the policy does not restrict them.
+	Quantizations []string `json:"quantizations,omitempty"`
+	// MaxPrice is the policy's price ceiling (rule max_price, an object
+	// with input and/or output in USD per million tokens); nil when none.
+	MaxPrice *profiles.MaxPrice `json:"max_price,omitempty"`
+}
+
+// HasData reports whether the policy sets any data restriction.
+func (p *Patterns) HasData() bool {
+	return p.ZeroRetention || p.NoTraining || p.Quantizations != nil || p.MaxPrice != nil
 }
 
 // Counts are the sizes of a decision's literal sets, for explain output.
@@ -136,6 +153,10 @@ func (d *Decision) Revision() string { return d.revision }
 
 // Patterns returns the rule values that applied to the principal, before expansion.
 func (d *Decision) Patterns() Patterns { return d.patterns }
+
+// PatternsRef returns the rule values without copying them; the caller
+// must not modify them.
+func (d *Decision) PatternsRef() *Patterns { return &d.patterns }
 
 // ContentFilter returns the name of the content filter that must run on the
 // principal's traffic, or "" when none is required.
@@ -396,7 +417,68 @@ func readPatterns(doc map[string]any) (Patterns, error) {
 		}
 		pats.ContentFilter = s
 	}
+	for _, f := range []struct {
+		name string
+		dst  *bool
+	}{{"zero_retention", &pats.ZeroRetention}, {"no_training", &pats.NoTraining}} {
+		if v, ok := doc[f.name]; ok {
+			b, isBool := v.(bool)
+			if !isBool {
+				return pats, fmt.Errorf("%s must be a boolean, got %T", f.name, v)
+			}
+			*f.dst = b
+		}
+	}
+	if pats.Quantizations, err = stringSet("quantizations", doc["quantizations"]); err != nil {
+		return pats, err
+	}
+	if v, ok := doc["max_price"]; ok {
+		if pats.MaxPrice, err = readMaxPrice(v); err != nil {
+			return pats, err
+		}
+	}
 	return pats, nil
+}
+
+// readMaxPrice reads a max_price rule value: an object with input and/or
+// output, each a number of USD per million tokens, at least zero.
+func readMaxPrice(v any) (*profiles.MaxPrice, error) {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("max_price must be an object with input and/or output, got %T", v)
+	}
+	var mp profiles.MaxPrice
+	for k, x := range obj {
+		var f float64
+		switch n := x.(type) {
+		case json.Number:
+			var err error
+			if f, err = n.Float64(); err != nil {
+				return nil, fmt.Errorf("max_price.%s: %v", k, err)
+			}
+		case float64:
+			f = n
+		case int:
+			f = float64(n)
+		default:
+			return nil, fmt.Errorf("max_price.%s must be a number, got %T", k, x)
+		}
+		if f < 0 {
+			return nil, fmt.Errorf("max_price.%s must be at least 0, got %g", k, f)
+		}
+		switch k {
+		case "input":
+			mp.Input = &f
+		case "output":
+			mp.Output = &f
+		default:
+			return nil, fmt.Errorf("max_price has an unknown member %q (it takes input and output)", k)
+		}
+	}
+	if mp.Input == nil && mp.Output == nil {
+		return nil, fmt.Errorf("max_price must set input or output")
+	}
+	return &mp, nil
 }
 
 func stringSet(name string, v any) ([]string, error) {

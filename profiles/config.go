@@ -315,6 +315,14 @@ type Upstream struct {
 	APIKeyEnv string `toml:"api_key_env" json:"api_key_env"`
 	// ContentFilters names the content filters this upstream runs. Default none.
 	ContentFilters []string `toml:"content_filters" json:"content_filters"`
+	// ZeroRetention declares that the account behind this direct upstream
+	// has a zero-retention agreement with its provider: a data policy's
+	// zero_retention is then met on it (for platform-key requests; a
+	// caller's own key is not the account that signed). Default false.
+	ZeroRetention bool `toml:"zero_retention" json:"zero_retention,omitempty"`
+	// NoTraining declares the same of an agreement that the provider
+	// neither trains on nor collects the account's prompts. Default false.
+	NoTraining bool `toml:"no_training" json:"no_training,omitempty"`
 	// Timeout is the total deadline of one attempt. Default 120s.
 	Timeout Duration `toml:"timeout" json:"timeout"`
 	// FirstByteTimeout is the deadline for response headers. Default 30s.
@@ -541,6 +549,7 @@ func Load(dir string) (*Config, Diagnostics) {
 					Message: fmt.Sprintf("profile for key %q, but sluice.toml defines no key with that id", rung.name)})
 			}
 		}
+		diags = append(diags, set.checkTightening(cfg.Keys)...)
 	}
 	if len(diags) > 0 {
 		diags.Sort()
@@ -791,6 +800,14 @@ func (c *Config) crossCheck(pos positions, diags *Diagnostics) {
 			continue
 		}
 		c.upstreams[u.Name] = u
+		if (u.ZeroRetention || u.NoTraining) && (u.Connector == "openrouter" || u.Connector == "vercel") {
+			field := "zero_retention"
+			if !u.ZeroRetention {
+				field = "no_training"
+			}
+			at(CodeMarketplaceAgreement, []string{"upstreams", itoa(i), field},
+				"upstream %q is a marketplace (%s): an account agreement is declared only for a direct upstream; a marketplace expresses the data policy per request, endpoint by endpoint", u.Name, u.Connector)
+		}
 	}
 	known := func(name string, tokens []string, what string) {
 		if c.upstreams[name] == nil {

@@ -127,4 +127,8 @@ const (
 	// CodeInvalidSessionHeader: [sessions] headers holds a name that is no
 	// HTTP token, or one name twice (regardless of case).
 	CodeInvalidSessionHeader = "invalid_session_header"
+	// CodeMarketplaceAgreement: an [[upstreams]] entry of a marketplace
+	// connector declares a data agreement (zero_retention, no_training),
+	// which only a direct upstream's account can have.
+	CodeMarketplaceAgreement = "agreement_on_marketplace"
 )

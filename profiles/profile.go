@@ -37,12 +37,41 @@ type Profile struct {
 		Preferred *[]string `toml:"preferred" json:"preferred,omitempty"`
 		Allowed   *[]string `toml:"allowed" json:"allowed,omitempty"`
 		Denied    *[]string `toml:"denied" json:"denied,omitempty"`
+		// Quantizations admits only endpoints serving at one of these
+		// precisions ("fp8", "bf16", ...; an endpoint of unknown precision
+		// is never admitted). Default: unset (any precision); an empty list
+		// is the same as unset.
+		Quantizations *[]string `toml:"quantizations" json:"quantizations,omitempty"`
+		// MaxPrice admits only endpoints priced at or under it. Default:
+		// unset (no ceiling).
+		MaxPrice *MaxPrice `toml:"max_price" json:"max_price,omitempty"`
 	} `toml:"providers" json:"providers"`
+	// Data is what the endpoints that serve may do with the traffic.
+	Data struct {
+		// ZeroRetention admits only endpoints that keep no prompt or
+		// completion once they have answered. Default: unset (false).
+		ZeroRetention *bool `toml:"zero_retention" json:"zero_retention,omitempty"`
+		// NoTraining admits only endpoints that neither train on nor
+		// collect prompts. Default: unset (false).
+		NoTraining *bool `toml:"no_training" json:"no_training,omitempty"`
+	} `toml:"data" json:"data"`
+
+	// pos locates the profile's keys in its file (nil for the request rung).
+	pos positions
+}
+
+// MaxPrice is a price ceiling in USD per million tokens; a nil side has no
+// ceiling.
+type MaxPrice struct {
+	// Input is the ceiling on the input (prompt) price. Default: unset.
+	Input *float64 `toml:"input" json:"input,omitempty"`
+	// Output is the ceiling on the output (completion) price. Default: unset.
+	Output *float64 `toml:"output" json:"output,omitempty"`
 }
 
 // normalize lower-cases every slug: matching is case-insensitive.
 func (p *Profile) normalize() {
-	for _, l := range []*[]string{p.Fallbacks, p.Providers.Preferred, p.Providers.Allowed, p.Providers.Denied} {
+	for _, l := range []*[]string{p.Fallbacks, p.Providers.Preferred, p.Providers.Allowed, p.Providers.Denied, p.Providers.Quantizations} {
 		if l == nil {
 			continue
 		}
@@ -78,6 +107,7 @@ func (p *Profile) check(file string, line func(string) int, pointerOnly bool) Di
 		{"providers.preferred", "/providers/preferred", p.Providers.Preferred},
 		{"providers.allowed", "/providers/allowed", p.Providers.Allowed},
 		{"providers.denied", "/providers/denied", p.Providers.Denied},
+		{"providers.quantizations", "/providers/quantizations", p.Providers.Quantizations},
 	}
 	for _, l := range lists {
 		if l.l == nil {
@@ -127,6 +157,7 @@ func ParseProfile(file string, data []byte) (*Profile, Diagnostics) {
 	if diags := p.check(file, pos.line, false); len(diags) > 0 {
 		return nil, diags
 	}
+	p.pos = pos
 	return &p, nil
 }
 
@@ -205,6 +236,34 @@ func (s *ProfileSet) Layers(p Principal) []Layer {
 	for _, l := range []*Layer{s.teams[p.Team], s.projects[p.Project], s.keys[p.Key]} {
 		if l != nil {
 			out = append(out, *l)
+		}
+	}
+	return out
+}
+
+// checkTightening checks every ladder the set can build — the org above
+// each team and project, and each key's whole ladder — for a rung that
+// loosens a data restriction; each loosening is reported once.
+func (s *ProfileSet) checkTightening(keys []Key) Diagnostics {
+	var ladders [][]Layer
+	for _, in := range []map[string]*Layer{s.teams, s.projects} {
+		for _, l := range in {
+			if s.org != nil {
+				ladders = append(ladders, []Layer{*s.org, *l})
+			}
+		}
+	}
+	for i := range keys {
+		ladders = append(ladders, s.Layers(keys[i].Principal()))
+	}
+	var out Diagnostics
+	seen := map[Diagnostic]bool{}
+	for _, ladder := range ladders {
+		for _, d := range CheckTightening(ladder) {
+			if !seen[d] {
+				seen[d] = true
+				out = append(out, d)
+			}
 		}
 	}
 	return out

@@ -5,6 +5,8 @@ package profiles
 type ProfileView struct {
 	Fallbacks []string      `json:"fallbacks"`
 	Providers ProvidersView `json:"providers"`
+	// Data is omitted when no rung set a data restriction.
+	Data *DataView `json:"data,omitempty"`
 }
 
 // ProvidersView is the providers section of a [ProfileView].
@@ -13,6 +15,15 @@ type ProvidersView struct {
 	Preferred []string `json:"preferred"`
 	Allowed   []string `json:"allowed"`
 	Denied    []string `json:"denied"`
+	// Quantizations and MaxPrice are omitted when no rung set them.
+	Quantizations []string  `json:"quantizations,omitempty"`
+	MaxPrice      *MaxPrice `json:"max_price,omitempty"`
+}
+
+// DataView is the data section of a [ProfileView]: the merged restrictions.
+type DataView struct {
+	ZeroRetention *bool `json:"zero_retention,omitempty"`
+	NoTraining    *bool `json:"no_training,omitempty"`
 }
 
 // View renders the merged profile.
@@ -28,6 +39,31 @@ func (m *Merged) View() ProfileView {
 	if m.RankBy.Set {
 		r := m.RankBy.Value
 		v.Providers.RankBy = &r
+	}
+	if m.Quantizations.Set {
+		v.Providers.Quantizations = listView(m.Quantizations)
+	}
+	if m.MaxPriceIn.Set || m.MaxPriceOut.Set {
+		v.Providers.MaxPrice = &MaxPrice{}
+		if m.MaxPriceIn.Set {
+			in := m.MaxPriceIn.Value
+			v.Providers.MaxPrice.Input = &in
+		}
+		if m.MaxPriceOut.Set {
+			out := m.MaxPriceOut.Value
+			v.Providers.MaxPrice.Output = &out
+		}
+	}
+	if m.ZeroRetention.Set || m.NoTraining.Set {
+		v.Data = &DataView{}
+		if m.ZeroRetention.Set {
+			z := m.ZeroRetention.Value
+			v.Data.ZeroRetention = &z
+		}
+		if m.NoTraining.Set {
+			n := m.NoTraining.Value
+			v.Data.NoTraining = &n
+		}
 	}
 	return v
 }

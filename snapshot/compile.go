@@ -83,6 +83,7 @@ func (s *Snapshot) CompileFor(plan *compiler.Plan, upstream string, body connect
 		api = in.API
 	}
 	check := u.Check
+	check.CallerKey = s.CallerKey(plan.Principal.Key, upstream) != ""
 	if api != connectors.APIChat {
 		// The upstream's endpoint for the API may take fewer knobs than
 		// its chat endpoint (Vercel's Messages endpoint takes none).
@@ -174,7 +175,11 @@ type Explanation struct {
 	Providers     *compiler.Providers  `json:"providers,omitempty"`
 	Provenance    map[string]string    `json:"provenance"`
 	ContentFilter string               `json:"content_filter"`
-	Compiled      []CompiledView       `json:"compiled"`
+	// Data is the data policy that binds the plan (the profile's tightened
+	// by the guardrail's), omitted when there is none; who set each field
+	// is in Provenance.
+	Data     *compiler.DataPolicy `json:"data,omitempty"`
+	Compiled []CompiledView       `json:"compiled"`
 	// Route is present when the request's model is a route alias: the
 	// planned attempts, and Compiled then holds one entry per target.
 	Route *RouteView `json:"route,omitempty"`
@@ -232,6 +237,9 @@ type CompiledView struct {
 	// Asked is how the upstream is asked for the request's API
 	// ([connectors.Asked]): "native", "via chat", ...
 	Asked string `json:"asked"`
+	// DataVia is how each data restriction is held on this upstream
+	// ("zero_retention=native,max_price=allow_list"), omitted without one.
+	DataVia string `json:"data_via,omitempty"`
 }
 
 // Explain explains a key's routing: the merged profile with provenance and the
@@ -308,6 +316,9 @@ func (s *Snapshot) ExplainModel(ctx context.Context, key *profiles.Key, model st
 // was dropped from it, the effective provider lists and their provenance.
 func (e *Explanation) setPlan(p *compiler.Plan) {
 	e.DecidedModel, e.Chain, e.Providers, e.Provenance = p.DecidedModel, p.Chain, &p.Providers, p.Provenance()
+	if !p.Data.Empty() {
+		e.Data = &p.Data
+	}
 	if p.Dropped != nil {
 		e.Dropped = p.Dropped
 	}
@@ -317,7 +328,7 @@ func (e *Explanation) setPlan(p *compiler.Plan) {
 // the exact native body. model is set for route targets only.
 func view(c *Compiled, model string) CompiledView {
 	v := CompiledView{Upstream: c.Upstream.Config.Name, Model: model, Connector: c.Upstream.Config.Connector, Refused: c.Refused(), Degraded: c.Degraded(),
-		Asked: connectors.Asked(c.Upstream.Connector, c.api)}
+		Asked: connectors.Asked(c.Upstream.Connector, c.api), DataVia: c.Outcome.DataVia}
 	if c.Native != nil {
 		v.Path, v.Native, v.Affinity = c.Native.Path, c.Native.Body, c.Native.Affinity
 	}

@@ -113,6 +113,7 @@ func (m *Memo) Plan(model string) *compiler.Plan {
 		req.PinnedProvider = m.pin.Provider
 	}
 	p := keepKind(compiler.DecideMerged(req, &m.merged, m.decision), m.snap.Catalog, m.in)
+	p = compiler.KeepSatisfiable(p, m.snap.Catalog, m.snap.agreements)
 	if m.nplans < len(m.planBuf) {
 		m.planBuf[m.nplans] = memoPlan{model, p}
 		m.nplans++

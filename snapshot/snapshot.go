@@ -47,9 +47,18 @@ type Snapshot struct {
 
 	// fileRevision is the revision of the files alone, before WithRoutes.
 	fileRevision string
-	routeRevs    map[string]string            // by lower-cased alias: the route's own revision
-	layers       map[string][]profiles.Layer  // by key id: the ladder above the request
-	callerKeys   map[string]map[string]string // by key id, then upstream: the caller's own key
+	routeRevs    map[string]string             // by lower-cased alias: the route's own revision
+	layers       map[string][]profiles.Layer   // by key id: the ladder above the request
+	callerKeys   map[string]map[string]string  // by key id, then upstream: the caller's own key
+	agreements   map[string]compiler.Agreement // by direct provider: the terms declared for its upstream
+}
+
+// CheckRequestRung reports a request rung (a body's routing object) that
+// loosens a data restriction the key's ladder sets: located by pointer
+// under /routing.
+func (s *Snapshot) CheckRequestRung(keyID string, routing *profiles.Profile) profiles.Diagnostics {
+	layers := s.layers[keyID]
+	return profiles.CheckTightening(append(layers[:len(layers):len(layers)], profiles.Layer{Rung: "request", File: profiles.RequestFile, Profile: routing}))
 }
 
 // CallerKey returns the caller's own key for an upstream, read from the
@@ -131,7 +140,17 @@ func LoadWith(dir string, opts Options) (*Snapshot, profiles.Diagnostics) {
 			diags = append(diags, profiles.Diagnostic{File: profiles.ConfigFile, Pointer: schemas.Pointer("upstreams", fmt.Sprint(i), "connector"), Code: profiles.CodeSchema, Message: err.Error()})
 			continue
 		}
-		up := &Upstream{Config: u, Connector: c, Check: compiler.Upstream{Name: u.Name, Connector: c.Kind(), Capabilities: c.Capabilities(), ContentFilters: u.ContentFilters}}
+		up := &Upstream{Config: u, Connector: c, Check: compiler.Upstream{Name: u.Name, Connector: c.Kind(), Capabilities: c.Capabilities(), ContentFilters: u.ContentFilters,
+			Agreement: compiler.Agreement{ZeroRetention: u.ZeroRetention, NoTraining: u.NoTraining}}}
+		if dp := c.Capabilities().DirectProvider; dp != "" && (u.ZeroRetention || u.NoTraining) {
+			if s.agreements == nil {
+				s.agreements = map[string]compiler.Agreement{}
+			}
+			a := s.agreements[dp]
+			a.ZeroRetention = a.ZeroRetention || u.ZeroRetention
+			a.NoTraining = a.NoTraining || u.NoTraining
+			s.agreements[dp] = a
+		}
 		if u.APIKeyEnv != "" {
 			up.APIKey = os.Getenv(u.APIKeyEnv)
 		}

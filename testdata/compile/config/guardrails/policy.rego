@@ -22,3 +22,6 @@ allow_providers contains p if {
 
 # The locked team's allow rule matches no model of the catalog.
 allow_models contains "retired/*" if input.principal.team == "locked"
+
+# The notrain team's traffic may reach no endpoint that trains on or collects prompts.
+no_training := true if input.principal.team == "notrain"
