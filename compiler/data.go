@@ -68,15 +68,31 @@ func (d *DataPolicy) Empty() bool {
 // fixed order (zero_retention, no_training, quantizations, max_price): the
 // row's data_policy. "" when none is.
 func (d *DataPolicy) Fields() string {
-	var b strings.Builder
-	d.each(func(f string) {
-		if b.Len() > 0 {
-			b.WriteByte(',')
+	i := 0
+	for bit, on := range [...]bool{d.ZeroRetention, d.NoTraining, d.Quantizations != nil, d.MaxPriceIn != nil || d.MaxPriceOut != nil} {
+		if on {
+			i |= 1 << bit
 		}
-		b.WriteString(f)
-	})
-	return b.String()
+	}
+	return fieldSets[i]
 }
+
+// fieldSets holds [DataPolicy.Fields] for each combination of the four
+// restrictions (bit 0 zero_retention ... bit 3 max_price), so that a row
+// names its policy without an allocation.
+var fieldSets = func() (out [16]string) {
+	names := [...]string{DataZeroRetention, DataNoTraining, DataQuantizations, DataMaxPrice}
+	for i := range out {
+		var parts []string
+		for bit, n := range names {
+			if i&(1<<bit) != 0 {
+				parts = append(parts, n)
+			}
+		}
+		out[i] = strings.Join(parts, ",")
+	}
+	return out
+}()
 
 func (d *DataPolicy) each(fn func(field string)) {
 	if d.ZeroRetention {

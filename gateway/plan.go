@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicegw/sluice/compiler/failover"
 	"github.com/sluicegw/sluice/gateway/apierr"
+	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/snapshot"
 )
 
@@ -30,6 +31,11 @@ func (s *Server) decide(r *http.Request, t *turn) error {
 // target alike, and a target the request may not be sent to at all is
 // skipped, not failed over to.
 func (s *Server) plan(r *http.Request, t *turn) *apierr.Error {
+	if rt := t.req.Routing; rt != nil && rt.SetsData() {
+		if diags := t.snap.CheckRequestRung(t.key.ID, rt); len(diags) > 0 {
+			return loosened(diags)
+		}
+	}
 	if err := s.decide(r, t); err != nil {
 		s.log.Error("guardrail decision failed", "request_id", t.id, "key", t.key.ID, "err", err)
 		return internalError()
@@ -107,4 +113,17 @@ func (t *turn) routeName() string {
 		return ""
 	}
 	return t.route.Model
+}
+
+// loosened answers a request whose routing object loosens a data
+// restriction the key's ladder sets: 400 invalid_routing, each loosening
+// located by pointer.
+//
+//go:noinline
+func loosened(diags profiles.Diagnostics) *apierr.Error {
+	e := &apierr.Error{Code: apierr.CodeInvalidRouting, Param: diags[0].Pointer, Message: "invalid routing object: " + diags[0].Message}
+	for _, d := range diags {
+		e.Details = append(e.Details, apierr.Detail{Pointer: d.Pointer, Code: d.Code, Message: d.Message})
+	}
+	return e
 }

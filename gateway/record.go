@@ -138,6 +138,9 @@ func (s *Server) row(t *turn, r *requestlog.Row) {
 	if t.chain != nil {
 		r.Chain = t.chain
 	}
+	if t.decided != "" && t.memo.Snapshot() != nil {
+		r.DataPolicy = t.memo.Plan(t.decided).Data.Fields()
+	}
 	r.Upstream = t.first.Upstream
 	if hit := t.cached; hit != nil {
 		r.CacheHit = true
@@ -150,6 +153,7 @@ func (s *Server) row(t *turn, r *requestlog.Row) {
 	}
 	if at := t.at; at.compiled != nil {
 		r.Upstream, r.RoutingDegraded, r.FallbackReason = at.compiled.Upstream.Config.Name, at.compiled.Degraded(), at.reason
+		r.DataPolicyVia = at.compiled.Outcome.DataVia
 	}
 	r.Attempts = t.sent
 	a := t.final

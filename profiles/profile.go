@@ -60,6 +60,13 @@ type Profile struct {
 	pos positions
 }
 
+// SetsData reports whether the profile sets a data restriction
+// (data.zero_retention, data.no_training, providers.quantizations or
+// providers.max_price).
+func (p *Profile) SetsData() bool {
+	return p.Data.ZeroRetention != nil || p.Data.NoTraining != nil || p.Providers.Quantizations != nil || p.Providers.MaxPrice != nil
+}
+
 // MaxPrice is a price ceiling in USD per million tokens; a nil side has no
 // ceiling.
 type MaxPrice struct {

@@ -57,32 +57,37 @@ const (
 	// (previous_response_id) stored by an upstream the request may not be
 	// sent to, or by no upstream that stores responses.
 	CodeResponseElsewhere = "previous_response_elsewhere"
+	// CodeDataPolicyUnsatisfiable: a data restriction (zero retention, no
+	// training, quantizations, a price ceiling) cannot be held on the
+	// upstream; the message names the field and who set it.
+	CodeDataPolicyUnsatisfiable = compiler.CodeDataPolicyUnsatisfiable
 )
 
 // statuses maps every code to its HTTP status; a code missing here is a bug
 // caught by this package's tests.
 var statuses = map[string]int{
-	CodeUnauthorized:          http.StatusUnauthorized,
-	CodeBodyTooLarge:          http.StatusRequestEntityTooLarge,
-	CodeInvalidJSON:           http.StatusBadRequest,
-	CodeInvalidRequest:        http.StatusBadRequest,
-	CodeRawRoutingField:       http.StatusBadRequest,
-	CodeInvalidRouting:        http.StatusBadRequest,
-	CodeUnknownRoute:          http.StatusNotFound,
-	CodeUnsupportedParameter:  http.StatusBadRequest,
-	CodeModelKindMismatch:     http.StatusBadRequest,
-	CodeAPIUnsupported:        http.StatusUnprocessableEntity,
-	CodeUpstreamUnavailable:   http.StatusBadGateway,
-	CodeUpstreamTimeout:       http.StatusGatewayTimeout,
-	CodeUpstreamBadResponse:   http.StatusBadGateway,
-	CodeBudgetExhausted:       http.StatusPaymentRequired,
-	CodeSafetyNetNotPermitted: http.StatusForbidden,
-	CodeNotFound:              http.StatusNotFound,
-	CodeInternal:              http.StatusInternalServerError,
-	CodeServiceUnavailable:    http.StatusServiceUnavailable,
-	CodePermissionDenied:      http.StatusForbidden,
-	CodeRateLimited:           http.StatusTooManyRequests,
-	CodeResponseElsewhere:     http.StatusUnprocessableEntity,
+	CodeUnauthorized:            http.StatusUnauthorized,
+	CodeBodyTooLarge:            http.StatusRequestEntityTooLarge,
+	CodeInvalidJSON:             http.StatusBadRequest,
+	CodeInvalidRequest:          http.StatusBadRequest,
+	CodeRawRoutingField:         http.StatusBadRequest,
+	CodeInvalidRouting:          http.StatusBadRequest,
+	CodeUnknownRoute:            http.StatusNotFound,
+	CodeUnsupportedParameter:    http.StatusBadRequest,
+	CodeModelKindMismatch:       http.StatusBadRequest,
+	CodeAPIUnsupported:          http.StatusUnprocessableEntity,
+	CodeUpstreamUnavailable:     http.StatusBadGateway,
+	CodeUpstreamTimeout:         http.StatusGatewayTimeout,
+	CodeUpstreamBadResponse:     http.StatusBadGateway,
+	CodeBudgetExhausted:         http.StatusPaymentRequired,
+	CodeSafetyNetNotPermitted:   http.StatusForbidden,
+	CodeNotFound:                http.StatusNotFound,
+	CodeInternal:                http.StatusInternalServerError,
+	CodeServiceUnavailable:      http.StatusServiceUnavailable,
+	CodePermissionDenied:        http.StatusForbidden,
+	CodeRateLimited:             http.StatusTooManyRequests,
+	CodeResponseElsewhere:       http.StatusUnprocessableEntity,
+	CodeDataPolicyUnsatisfiable: http.StatusUnprocessableEntity,
 	// Governance refusals: somebody's policy forbids it.
 	CodeModelForbidden:       http.StatusForbidden,
 	CodeProviderNotPermitted: http.StatusForbidden,

@@ -477,7 +477,7 @@ func appendColumns(b driver.Batch, rows []Row) error {
 		stream, cacheHit, reprBreak, discount = make([]uint8, n), make([]uint8, n), make([]uint8, n), make([]uint8, n)
 		routing                               = make([]uint8, n)
 		cost, latency, ttft                   = make([]float64, n), make([]float64, n), make([]float64, n)
-		strs                                  [19][]string
+		strs                                  [21][]string
 	)
 	for i := range strs {
 		strs[i] = make([]string, n)
@@ -493,7 +493,7 @@ func appendColumns(b driver.Batch, rows []Row) error {
 		for j, v := range []string{r.RequestID, r.Org, r.Team, r.Project, r.KeyID, r.SessionID, r.Route,
 			r.Upstream, r.DecidedModel, r.ServedModel, r.ServedProvider, r.RoutingSwitchReason,
 			r.RefusedCode, r.FallbackReason, r.CostSource, r.ConfigRevision, r.API,
-			r.SessionKey, r.SessionAffinity} {
+			r.SessionKey, r.SessionAffinity, r.DataPolicy, r.DataPolicyVia} {
 			strs[j][i] = v
 		}
 		chain[i], degraded[i] = r.Chain, r.RoutingDegraded
@@ -511,7 +511,7 @@ func appendColumns(b driver.Batch, rows []Row) error {
 		chain, strs[9], strs[10], strs[11], degraded, strs[12], strs[13],
 		attempts, status, stream, cacheHit, reprBreak, discount,
 		prompt, completion, cost, latency, ttft, strs[14], routing, strs[15], strs[16],
-		strs[17], strs[18], cached, reasoning}
+		strs[17], strs[18], cached, reasoning, strs[19], strs[20]}
 	for i, c := range cols {
 		if err := b.Column(i).Append(c); err != nil {
 			return fmt.Errorf("column %d: %w", i, err)
@@ -526,7 +526,7 @@ func (s *clickhouseStore) Query(ctx context.Context, f Filter) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	w := filterWhere(f, c, "length(routing_degraded) > 0")
+	w := filterWhere(f, c, clickhouseDialect)
 	limit := f.limit()
 	q := "SELECT " + strings.Join(rowColumns, ", ") + " FROM requests" + w.sql() +
 		" ORDER BY ts_ms DESC, request_id DESC LIMIT " + strconv.Itoa(limit+1)
@@ -550,7 +550,8 @@ func (s *clickhouseStore) Query(ctx context.Context, f Filter) (Page, error) {
 			&attempts, &status, &stream, &cacheHit, &reprBreak,
 			&discount, &r.PromptTokens, &r.CompletionTokens, &r.CostUSD,
 			&r.LatencyMS, &r.TTFTMS, &r.CostSource, &routing, &r.ConfigRevision, &r.API,
-			&r.SessionKey, &r.SessionAffinity, &r.CachedTokens, &r.ReasoningTokens); err != nil {
+			&r.SessionKey, &r.SessionAffinity, &r.CachedTokens, &r.ReasoningTokens,
+			&r.DataPolicy, &r.DataPolicyVia); err != nil {
 			return Page{}, fmt.Errorf("requestlog: clickhouse %s: scan: %w", s.addr, err)
 		}
 		r.TS = time.UnixMilli(tsMS).UTC()

@@ -6,6 +6,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,6 +92,8 @@ func sampleRows(n int) []Row {
 			SessionAffinity:  []string{"pin", "pin+session_id", "pin+prompt_cache_key"}[i%3],
 			CachedTokens:     int64(i * 3),
 			ReasoningTokens:  int64(i % 5),
+			DataPolicy:       []string{"", "zero_retention,no_training", "quantizations,max_price"}[i%3],
+			DataPolicyVia:    []string{"", "zero_retention=native,no_training=allow_list", "quantizations=native,max_price=local"}[i%3],
 			LatencyMS:        float64(i) + 0.25,
 			TTFTMS:           float64(i) / 2,
 		}
@@ -135,7 +138,10 @@ func matches(r Row, f Filter) bool {
 		f.SessionID != "" && r.SessionID != f.SessionID,
 		f.Degraded && len(r.RoutingDegraded) == 0,
 		f.Refused && r.RefusedCode == "",
-		f.Switched && (r.ServedModel == "" || r.ServedModel == r.DecidedModel):
+		f.Switched && (r.ServedModel == "" || r.ServedModel == r.DecidedModel),
+		f.DataPolicy == DataPolicyAny && r.DataPolicy == "",
+		f.DataPolicy == DataPolicyNone && r.DataPolicy != "",
+		f.DataPolicy != "" && f.DataPolicy != DataPolicyAny && f.DataPolicy != DataPolicyNone && !slices.Contains(strings.Split(r.DataPolicy, ","), f.DataPolicy):
 		return false
 	}
 	return true
@@ -281,6 +287,12 @@ func runStoreContract(t *testing.T, b backend) {
 			{"degraded", Filter{Degraded: true}},
 			{"refused", Filter{Refused: true}},
 			{"switched", Filter{Switched: true}},
+			{"data policy zero_retention", Filter{DataPolicy: "zero_retention"}},
+			{"data policy no_training", Filter{DataPolicy: "no_training"}},
+			{"data policy max_price", Filter{DataPolicy: "max_price"}},
+			{"data policy quantizations", Filter{DataPolicy: "quantizations"}},
+			{"data policy any", Filter{DataPolicy: DataPolicyAny}},
+			{"data policy none", Filter{DataPolicy: DataPolicyNone}},
 			{"combined", Filter{Org: "acme", Team: "search", From: baseTS.Add(5 * time.Second)}},
 			{"no match", Filter{Org: "nobody"}},
 		}

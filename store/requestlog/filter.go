@@ -3,20 +3,23 @@ package requestlog
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
 // FilterParams are the query parameters [ParseFilter] reads, in the order
 // the analytics API documents them.
 var FilterParams = []string{"from", "to", "org", "team", "project", "served_provider", "switch_reason",
-	"fallback_reason", "session", "degraded", "refused", "switched", "limit", "cursor"}
+	"fallback_reason", "session", "data_policy", "degraded", "refused", "switched", "limit", "cursor"}
 
 // FilterProblem is one invalid filter parameter.
 type FilterProblem struct {
 	// Param is the parameter's name, e.g. "from".
 	Param string
-	// Code is stable: invalid_time, invalid_bool or invalid_limit.
+	// Code is stable: invalid_time, invalid_bool, invalid_limit or
+	// invalid_data_policy.
 	Code string
 	// Message says what the value must be.
 	Message string
@@ -32,7 +35,8 @@ type ParseOptions struct {
 
 // ParseFilter reads the request-log filters from a query string: from and to
 // (RFC 3339, from 1970 on), org, team, project, served_provider,
-// switch_reason, fallback_reason, session (the session_id; exact matches), degraded, refused,
+// switch_reason, fallback_reason, session (the session_id; exact matches),
+// data_policy (a restriction's name, any or none), degraded, refused,
 // switched (true/false), limit (1 to MaxLimit) and cursor. The analytics API,
 // the compliance pages and `sluice rows` all read filters here. Every invalid
 // parameter is reported, in the order of [FilterParams].
@@ -67,6 +71,13 @@ func ParseFilter(q url.Values, opts ParseOptions) (Filter, []FilterProblem) {
 	f.Org, f.Team, f.Project = q.Get("org"), q.Get("team"), q.Get("project")
 	f.ServedProvider, f.SwitchReason, f.FallbackReason = q.Get("served_provider"), q.Get("switch_reason"), q.Get("fallback_reason")
 	f.SessionID = q.Get("session")
+	if v := q.Get("data_policy"); v != "" {
+		if !slices.Contains(DataPolicyValues, v) {
+			bad = append(bad, FilterProblem{Param: "data_policy", Code: "invalid_data_policy", Message: "must be one of " + strings.Join(DataPolicyValues, ", ")})
+		} else {
+			f.DataPolicy = v
+		}
+	}
 	for _, bf := range []struct {
 		name string
 		dst  *bool

@@ -29,6 +29,8 @@ func TestParseFilter(t *testing.T) {
 		{"org=acme&team=ml&project=chat&served_provider=azure&switch_reason=chain&fallback_reason=throttled",
 			requestlog.Filter{Org: "acme", Team: "ml", Project: "chat", ServedProvider: "azure", SwitchReason: "chain", FallbackReason: "throttled"}},
 		{"session=6f1c2b9e-0d4a-4c1e-9a57-3e8b2f1d7c40&team=ml", requestlog.Filter{SessionID: "6f1c2b9e-0d4a-4c1e-9a57-3e8b2f1d7c40", Team: "ml"}},
+		{"data_policy=zero_retention", requestlog.Filter{DataPolicy: "zero_retention"}},
+		{"data_policy=none", requestlog.Filter{DataPolicy: requestlog.DataPolicyNone}},
 		{"degraded=true&refused=1&switched=false&limit=1000&cursor=abc",
 			requestlog.Filter{Degraded: true, Refused: true, Limit: 1000, Cursor: "abc"}},
 	}
@@ -49,6 +51,7 @@ func TestParseFilter(t *testing.T) {
 		{"to=0001-01-01T00:00:00Z", "to", "invalid_time"},
 		{"from=1969-12-31T23:59:59Z", "from", "invalid_time"},
 		{"degraded=maybe", "degraded", "invalid_bool"},
+		{"data_policy=zdr", "data_policy", "invalid_data_policy"},
 		{"limit=0", "limit", "invalid_limit"},
 		{"limit=1001", "limit", "invalid_limit"},
 		{"limit=ten", "limit", "invalid_limit"},

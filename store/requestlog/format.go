@@ -100,6 +100,7 @@ var csvHeader = []string{
 	"cache_discount_applied", "prompt_tokens", "completion_tokens", "cost_usd",
 	"cost_source", "latency_ms", "ttft_ms", "request_routing", "config_revision", "api",
 	"session_key", "session_affinity", "cached_tokens", "reasoning_tokens",
+	"data_policy", "data_policy_via",
 }
 
 // csvText guards a text cell against formula injection: a spreadsheet
@@ -135,6 +136,7 @@ func writeCSV(w io.Writer, rows []Row) error {
 			strconv.FormatBool(r.RequestRouting), c(r.ConfigRevision), c(r.API),
 			c(r.SessionKey), c(r.SessionAffinity),
 			strconv.FormatInt(r.CachedTokens, 10), strconv.FormatInt(r.ReasoningTokens, 10),
+			r.DataPolicy, r.DataPolicyVia,
 		})
 	}
 	cw.Flush()

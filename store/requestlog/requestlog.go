@@ -112,6 +112,17 @@ type Row struct {
 	// recorded before the columns existed read 0.
 	CachedTokens    int64 `json:"cached_tokens"`
 	ReasoningTokens int64 `json:"reasoning_tokens"`
+	// DataPolicy names the data restrictions that bound the request,
+	// comma-separated in a fixed order ("zero_retention,no_training",
+	// "quantizations", "max_price"); "" when none did. DataPolicyVia says
+	// how each was held on the upstream the request was sent to
+	// ("zero_retention=native,max_price=allow_list"; native: the
+	// upstream's own knob, allow_list: reduced to the providers whose
+	// catalog endpoints satisfy it, local: decided by sluice on a direct
+	// upstream), "" when it was sent nowhere (refused, or a cache hit).
+	// Rows recorded before the columns existed read "".
+	DataPolicy    string `json:"data_policy"`
+	DataPolicyVia string `json:"data_policy_via"`
 }
 
 // normalized returns r as stores keep it: TS in UTC truncated to the
@@ -216,6 +227,11 @@ type Filter struct {
 	// Switched keeps only rows where a model other than the decided one
 	// served the request (served_model != "" and != decided_model).
 	Switched bool
+	// DataPolicy keeps only rows whose data_policy names this restriction
+	// (zero_retention, no_training, quantizations, max_price), or, with
+	// [DataPolicyAny] or [DataPolicyNone], rows with any or with none.
+	// Default "" (every row).
+	DataPolicy string
 	// Limit is the page size: default DefaultLimit, at most MaxLimit.
 	Limit int
 	// Cursor continues from a previous Page.NextCursor; "" starts at the newest row.
@@ -344,7 +360,32 @@ func ceilMilli(t time.Time) int64 {
 
 // filterWhere builds the conditions of f. degradedCond tests that
 // routing_degraded is non-empty in the backend's dialect.
-func filterWhere(f Filter, c *cursor, degradedCond string) *where {
+// dialect is what the two backends spell differently in a filter.
+type dialect struct {
+	// degraded tests that routing_degraded is not empty.
+	degraded string
+	// listHas tests, with one LIKE argument, that the comma-separated
+	// data_policy holds an entry.
+	listHas string
+}
+
+var (
+	sqliteDialect     = dialect{degraded: "routing_degraded != '[]'", listHas: "(',' || data_policy || ',') LIKE ?"}
+	clickhouseDialect = dialect{degraded: "length(routing_degraded) > 0", listHas: "concat(',', data_policy, ',') LIKE ?"}
+)
+
+// Values of [Filter.DataPolicy] besides a restriction's name.
+const (
+	// DataPolicyAny keeps rows bound by some data restriction.
+	DataPolicyAny = "any"
+	// DataPolicyNone keeps rows bound by none.
+	DataPolicyNone = "none"
+)
+
+// DataPolicyValues are the values [ParseFilter] accepts for data_policy.
+var DataPolicyValues = []string{"zero_retention", "no_training", "quantizations", "max_price", DataPolicyAny, DataPolicyNone}
+
+func filterWhere(f Filter, c *cursor, d dialect) *where {
 	w := &where{}
 	// Rows are kept to the millisecond: ts >= From and ts < To hold for a
 	// millisecond exactly when it is at or after From's, rounded up.
@@ -364,7 +405,16 @@ func filterWhere(f Filter, c *cursor, degradedCond string) *where {
 		}
 	}
 	if f.Degraded {
-		w.add(degradedCond)
+		w.add(d.degraded)
+	}
+	switch f.DataPolicy {
+	case "":
+	case DataPolicyAny:
+		w.add("data_policy != ''")
+	case DataPolicyNone:
+		w.add("data_policy = ''")
+	default:
+		w.add(d.listHas, "%,"+f.DataPolicy+",%")
 	}
 	if f.Refused {
 		w.add("refused_code != ''")

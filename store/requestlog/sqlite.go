@@ -78,6 +78,8 @@ var sqliteColumns = []struct{ name, ddl string }{
 	{"session_affinity", "ALTER TABLE requests ADD COLUMN session_affinity TEXT NOT NULL DEFAULT ''"},
 	{"cached_tokens", "ALTER TABLE requests ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0"},
 	{"reasoning_tokens", "ALTER TABLE requests ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0"},
+	{"data_policy", "ALTER TABLE requests ADD COLUMN data_policy TEXT NOT NULL DEFAULT ''"},
+	{"data_policy_via", "ALTER TABLE requests ADD COLUMN data_policy_via TEXT NOT NULL DEFAULT ''"},
 }
 
 // sqliteIndexes follow the columns; every statement is idempotent.
@@ -112,6 +114,7 @@ var rowColumns = []string{
 	"cache_discount_applied", "prompt_tokens", "completion_tokens", "cost_usd",
 	"latency_ms", "ttft_ms", "cost_source", "request_routing", "config_revision", "api",
 	"session_key", "session_affinity", "cached_tokens", "reasoning_tokens",
+	"data_policy", "data_policy_via",
 }
 
 // OpenSQLite opens (creating if needed) the SQLite request log at path, in
@@ -347,6 +350,7 @@ func setRowArgs(args []driver.NamedValue, r Row) {
 		r.CacheDiscountApplied, r.PromptTokens, r.CompletionTokens, r.CostUSD,
 		r.LatencyMS, r.TTFTMS, r.CostSource, r.RequestRouting, r.ConfigRevision, r.API,
 		r.SessionKey, r.SessionAffinity, r.CachedTokens, r.ReasoningTokens,
+		r.DataPolicy, r.DataPolicyVia,
 	} {
 		args[i].Value = v
 	}
@@ -358,7 +362,7 @@ func (s *sqliteStore) Query(ctx context.Context, f Filter) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	w := filterWhere(f, c, "routing_degraded != '[]'")
+	w := filterWhere(f, c, sqliteDialect)
 	limit := f.limit()
 	q := "SELECT " + strings.Join(rowColumns, ", ") + " FROM requests" + w.sql() +
 		" ORDER BY ts_ms DESC, request_id DESC LIMIT ?"
@@ -380,7 +384,8 @@ func (s *sqliteStore) Query(ctx context.Context, f Filter) (Page, error) {
 			&r.Attempts, &r.Status, &r.Stream, &r.CacheHit, &r.RepresentationBreak,
 			&r.CacheDiscountApplied, &r.PromptTokens, &r.CompletionTokens, &r.CostUSD,
 			&r.LatencyMS, &r.TTFTMS, &r.CostSource, &r.RequestRouting, &r.ConfigRevision, &r.API,
-			&r.SessionKey, &r.SessionAffinity, &r.CachedTokens, &r.ReasoningTokens); err != nil {
+			&r.SessionKey, &r.SessionAffinity, &r.CachedTokens, &r.ReasoningTokens,
+			&r.DataPolicy, &r.DataPolicyVia); err != nil {
 			return Page{}, fmt.Errorf("requestlog: sqlite scan: %w", err)
 		}
 		r.TS = time.UnixMilli(tsMS).UTC()

@@ -119,7 +119,7 @@ const msPerDay = 24 * 60 * 60 * 1000
 // Summarize implements [Summarizer.Summarize]. The day is ts_ms divided by
 // the milliseconds of a day (UTC days since the epoch).
 func (s *sqliteStore) Summarize(ctx context.Context, f Filter) ([]DaySummary, error) {
-	w := filterWhere(f, nil, "routing_degraded != '[]'")
+	w := filterWhere(f, nil, sqliteDialect)
 	q := "SELECT ts_ms / " + strconv.Itoa(msPerDay) + " AS day, team, COUNT(*)," +
 		" SUM(routing_degraded != '[]'), SUM(refused_code != '')," +
 		" SUM(served_model != '' AND served_model != decided_model), SUM(fallback_reason != '')" +
@@ -152,7 +152,7 @@ func (s *sqliteStore) Summarize(ctx context.Context, f Filter) ([]DaySummary, er
 // compare, and the result does not depend on the server's time zone. The
 // SQL (intDiv, countIf) runs on ClickHouse 18.16 as well as current releases.
 func (s *clickhouseStore) Summarize(ctx context.Context, f Filter) ([]DaySummary, error) {
-	w := filterWhere(f, nil, "length(routing_degraded) > 0")
+	w := filterWhere(f, nil, clickhouseDialect)
 	q := "SELECT intDiv(ts_ms, " + strconv.Itoa(msPerDay) + ") AS day, team, count()," +
 		" countIf(length(routing_degraded) > 0), countIf(refused_code != '')," +
 		" countIf(served_model != '' AND served_model != decided_model), countIf(fallback_reason != '')" +
