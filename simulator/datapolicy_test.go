@@ -156,3 +156,26 @@ func TestDataFactsListed(t *testing.T) {
 		"acme/public open":   {&no, nil, "fp8"},
 	}, got)
 }
+
+// TestDemoCatalogDataFacts: the demo catalog's hand-written facts reach the
+// simulator, so a zero-retention request on a marketplace is served by the
+// model's one zero-retention endpoint (Bedrock for Claude Sonnet 4.5,
+// Azure for GPT-4o) and never by the first-party endpoint that retains.
+func TestDemoCatalogDataFacts(t *testing.T) {
+	cat, diags := guardrails.LoadCatalog("../testdata/demo")
+	require.Empty(t, diags)
+	s := startSim(t, FromCatalog(cat))
+	for model, want := range map[string]string{"anthropic/claude-sonnet-4.5": "amazon-bedrock", "openai/gpt-4o": "azure"} {
+		for _, c := range []struct{ kind, body string }{
+			{KindOpenRouter, `{"model":"` + model + `","provider":{"zdr":true},` + hello + `}`},
+			{KindVercel, `{"model":"` + model + `","providerOptions":{"gateway":{"zeroDataRetention":true}},` + hello + `}`},
+		} {
+			s.Reset()
+			r := post(t, s.URL(c.kind)+"/chat/completions", c.body)
+			require.Equal(t, http.StatusOK, r.status, string(r.body))
+			calls := s.Calls()
+			require.Len(t, calls, 1, c.kind)
+			assert.Equal(t, want, calls[0].Provider, c.kind+" "+model)
+		}
+	}
+}
