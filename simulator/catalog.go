@@ -46,6 +46,20 @@ type Endpoint struct {
 	LatencyMs float64
 	// ThroughputTPS is tokens per second; used by throughput/tps sorting.
 	ThroughputTPS float64
+	// ZeroRetention marks an endpoint that keeps no prompt or completion:
+	// OpenRouter's /endpoints/zdr lists it, and only such endpoints serve
+	// a request with provider.zdr or Vercel's zeroDataRetention. Default
+	// false (an unknown policy counts as retaining, as both marketplaces
+	// treat it).
+	ZeroRetention bool
+	// NoTraining marks an endpoint that neither trains on nor collects
+	// prompts: it serves OpenRouter's data_collection "deny" and Vercel's
+	// disallowPromptTraining (as does a ZeroRetention one). Default false.
+	NoTraining bool
+	// Quantization is the precision OpenRouter's listing gives the
+	// endpoint and provider.quantizations filters on ("fp8"). Default "":
+	// the tag when it names a precision, else "unknown".
+	Quantization string
 }
 
 // Slug returns the endpoint slug: "provider" or "provider/tag".

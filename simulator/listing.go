@@ -104,25 +104,7 @@ func (s *Server) handleOREndpoints(w http.ResponseWriter, r *http.Request) {
 	}
 	eps := make([]any, 0, len(m.Endpoints))
 	for _, e := range m.Endpoints {
-		quant := "unknown"
-		switch e.Tag {
-		case "fp4", "fp8", "bf16", "fp16", "int8", "int4":
-			quant = e.Tag
-		}
-		name := displayName(e.Provider)
-		eps = append(eps, map[string]any{
-			"name": name + " | " + canonicalSlug(m), "model_id": m.Slug, "model_name": m.Slug,
-			"context_length": m.ContextWindow,
-			"pricing":        map[string]any{"prompt": perToken(e.PriceIn), "completion": perToken(e.PriceOut), "discount": 0},
-			"provider_name":  name, "tag": e.Slug(), "quantization": quant,
-			"max_completion_tokens": nil, "max_prompt_tokens": nil,
-			"supported_parameters": []string{"max_tokens", "temperature", "tools"},
-			"status":               0,
-			"uptime_last_30m":      100.0, "uptime_last_5m": 100.0, "uptime_last_1d": 100.0,
-			"supports_implicit_caching": false,
-			"latency_last_30m":          percentiles(e.LatencyMs),
-			"throughput_last_30m":       percentiles(e.ThroughputTPS),
-		})
+		eps = append(eps, publicEndpoint(m, e))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"data": map[string]any{
 		"id": m.Slug, "name": m.Slug, "created": 1735689600, "description": "A simulated model.",
@@ -130,6 +112,55 @@ func (s *Server) handleOREndpoints(w http.ResponseWriter, r *http.Request) {
 			"input_modalities": []string{"text"}, "output_modalities": []string{"text"}},
 		"endpoints": eps,
 	}})
+}
+
+// publicEndpoint is one endpoint as OpenRouter's listings give it (the
+// OpenAPI document's PublicEndpoint), in the endpoints listing and the
+// zero-data-retention list alike.
+func publicEndpoint(m *Model, e Endpoint) map[string]any {
+	name := displayName(e.Provider)
+	return map[string]any{
+		"name": name + " | " + canonicalSlug(m), "model_id": m.Slug, "model_name": m.Slug,
+		"context_length": m.ContextWindow,
+		"pricing":        map[string]any{"prompt": perToken(e.PriceIn), "completion": perToken(e.PriceOut), "discount": 0},
+		"provider_name":  name, "tag": e.Slug(), "quantization": e.quantization(),
+		"max_completion_tokens": nil, "max_prompt_tokens": nil,
+		"supported_parameters": []string{"max_tokens", "temperature", "tools"},
+		"status":               0,
+		"uptime_last_30m":      100.0, "uptime_last_5m": 100.0, "uptime_last_1d": 100.0,
+		"supports_implicit_caching": false,
+		"latency_last_30m":          percentiles(e.LatencyMs),
+		"throughput_last_30m":       percentiles(e.ThroughputTPS),
+	}
+}
+
+// quantization is the precision the listing gives the endpoint and
+// provider.quantizations filters on: Quantization, else the tag when it
+// names a precision, else "unknown".
+func (e Endpoint) quantization() string {
+	if e.Quantization != "" {
+		return strings.ToLower(e.Quantization)
+	}
+	switch e.Tag {
+	case "fp4", "fp8", "bf16", "fp16", "int8", "int4":
+		return e.Tag
+	}
+	return "unknown"
+}
+
+// handleORZDR answers GET /api/v1/endpoints/zdr: {data: [PublicEndpoint,
+// …]}, every endpoint of every model that is ZeroRetention.
+func (s *Server) handleORZDR(w http.ResponseWriter, r *http.Request) {
+	data := []any{}
+	for i := range s.cfg.Models {
+		m := &s.cfg.Models[i]
+		for _, e := range m.Endpoints {
+			if e.ZeroRetention {
+				data = append(data, publicEndpoint(m, e))
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": data})
 }
 
 // handleVercelModels answers the Vercel AI Gateway's GET /v1/models:

@@ -116,6 +116,10 @@ func (s *Server) handleORMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	plan, rerr := s.orPlan(orRoute{model: q.Model, models: models, provider: q.Provider, allowed: allowedModels(q.Plugins)})
 	if rerr != nil {
+		if rerr.excludedBy != "" {
+			writeJSON(w, rerr.status, orMessagesPolicyError(plan.chain, plan.primary, rerr.excludedBy))
+			return
+		}
 		if rerr.unknownModel {
 			// The Messages endpoint's own answer, as its API reference's
 			// 404 example gives it.

@@ -259,6 +259,12 @@ type routeError struct {
 	noProviders bool
 	// unknownModel marks a model the marketplace does not serve.
 	unknownModel bool
+	// excludedBy names the data-policy filter that left no endpoint
+	// (datapolicy.go); the 404 then carries OpenRouter's availability
+	// object.
+	excludedBy string
+	// policy marks a Vercel request whose data policy left no provider.
+	policy bool
 }
 
 // plan resolves an OpenRouter request's models and provider preferences
@@ -269,9 +275,13 @@ func (s *Server) orPlan(rt orRoute) (orPlan, *routeError) {
 		return p, &routeError{status: http.StatusBadRequest, msg: "'models' array must have 3 items or fewer"}
 	}
 	sortKey, err := rt.provider.sortKey()
+	if err == nil {
+		err = rt.provider.validate()
+	}
 	if err != nil {
 		return p, &routeError{status: http.StatusBadRequest, msg: err.Error()}
 	}
+	excluded := ""
 	if rt.model != "" {
 		p.chain = append(p.chain, rt.model)
 	}
@@ -312,9 +322,16 @@ func (s *Server) orPlan(rt orRoute) (orPlan, *routeError) {
 		if p.primary == nil {
 			p.primary = m
 		}
-		for _, e := range openRouterEndpoints(m, rt.provider, key) {
+		eps, ex := openRouterFiltered(m, rt.provider, key)
+		if excluded == "" && ex != excludedProviders {
+			excluded = ex
+		}
+		for _, e := range eps {
 			p.cands = append(p.cands, candidate{m, e})
 		}
+	}
+	if len(p.cands) == 0 && excluded != "" {
+		return p, &routeError{status: http.StatusNotFound, excludedBy: excluded}
 	}
 	if len(p.cands) == 0 {
 		return p, &routeError{status: http.StatusNotFound, msg: "No allowed providers are available for the selected model.", noProviders: true}
@@ -341,6 +358,10 @@ func (s *Server) handleOpenRouter(w http.ResponseWriter, r *http.Request) {
 	}
 	plan, rerr := s.orPlan(orRoute{model: q.Model, models: q.Models, provider: q.Provider, allowed: allowedModels(q.Plugins)})
 	if rerr != nil {
+		if rerr.excludedBy != "" {
+			writeJSON(w, rerr.status, orPolicyError(plan.chain, plan.primary, rerr.excludedBy))
+			return
+		}
 		if rerr.noProviders {
 			writeJSON(w, rerr.status, s.orNoProviders(plan.primary, q.Provider))
 			return

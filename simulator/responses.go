@@ -665,6 +665,10 @@ func (s *Server) handleORResponses(w http.ResponseWriter, r *http.Request) {
 	}
 	plan, rerr := s.orPlan(orRoute{model: q.Model, models: q.Models, provider: q.Provider, allowed: allowedModels(q.Plugins)})
 	if rerr != nil {
+		if rerr.excludedBy != "" {
+			writeJSON(w, rerr.status, orPolicyError(plan.chain, plan.primary, rerr.excludedBy))
+			return
+		}
 		if rerr.noProviders {
 			writeJSON(w, rerr.status, s.orNoProviders(plan.primary, q.Provider))
 			return
@@ -732,6 +736,10 @@ func (s *Server) handleVercelResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cands, rerr := s.vercelPlan(q.Model, q.ProviderOptions.gateway())
+	if rerr != nil && rerr.policy {
+		writeJSON(w, rerr.status, vercelPolicyError(rerr.msg))
+		return
+	}
 	if rerr != nil {
 		writeJSON(w, rerr.status, vercelShape(rerr.status, rerr.msg))
 		return

@@ -22,6 +22,12 @@ type orProvider struct {
 	Ignore         []string        `json:"ignore"`
 	Sort           json.RawMessage `json:"sort"`
 	AllowFallbacks *bool           `json:"allow_fallbacks"`
+	// The data policy (datapolicy.go): zdr, data_collection,
+	// quantizations and max_price.
+	ZDR            *bool       `json:"zdr"`
+	DataCollection *string     `json:"data_collection"`
+	Quantizations  []string    `json:"quantizations"`
+	MaxPrice       *orMaxPrice `json:"max_price"`
 }
 
 // orSortKey reads `sort` as "price" | "throughput" | "latency" or {by, partition}.
@@ -109,6 +115,15 @@ func orderEndpoints(eps []Endpoint, order []string, fallbacks bool, match endpoi
 // With allow_fallbacks false only the ordered endpoints (or, without order,
 // the single best one) are tried.
 func openRouterEndpoints(m *Model, p *orProvider, sortKey string) []Endpoint {
+	eps, _ := openRouterFiltered(m, p, sortKey)
+	return eps
+}
+
+// openRouterFiltered is openRouterEndpoints and, when no endpoint is
+// left, the filter that removed the last ones ("allowed_providers" for
+// only and ignore, else a data-policy filter's excluded_by name; "" when
+// the model has none).
+func openRouterFiltered(m *Model, p *orProvider, sortKey string) ([]Endpoint, string) {
 	var eps []Endpoint
 	for _, e := range m.Endpoints {
 		if p != nil && len(p.Only) > 0 && !matchesAny(p.Only, e, slugMatch) {
@@ -119,18 +134,28 @@ func openRouterEndpoints(m *Model, p *orProvider, sortKey string) []Endpoint {
 		}
 		eps = append(eps, e)
 	}
+	if len(eps) == 0 {
+		if len(m.Endpoints) > 0 {
+			return nil, excludedProviders
+		}
+		return nil, ""
+	}
+	eps, excluded := p.dataPolicy(eps)
+	if len(eps) == 0 {
+		return nil, excluded
+	}
 	if sortKey == "" {
 		sortKey = "price"
 	}
 	sortEndpoints(eps, sortKey)
 	fallbacks := p == nil || p.AllowFallbacks == nil || *p.AllowFallbacks
 	if p != nil && len(p.Order) > 0 {
-		return orderEndpoints(eps, p.Order, fallbacks, slugMatch)
+		return orderEndpoints(eps, p.Order, fallbacks, slugMatch), ""
 	}
 	if !fallbacks && len(eps) > 1 {
 		eps = eps[:1]
 	}
-	return eps
+	return eps, ""
 }
 
 // vercelOptions is a request's providerOptions, of which the Vercel AI
@@ -153,6 +178,12 @@ type vercelGateway struct {
 	Only   []string `json:"only"`
 	Models []string `json:"models"`
 	Sort   string   `json:"sort"`
+	// ZeroDataRetention and DisallowPromptTraining are the data policy
+	// (datapolicy.go); BYOK are request-scoped credentials by provider,
+	// whose endpoints the policy does not bind.
+	ZeroDataRetention      bool                       `json:"zeroDataRetention"`
+	DisallowPromptTraining bool                       `json:"disallowPromptTraining"`
+	BYOK                   map[string]json.RawMessage `json:"byok"`
 }
 
 var vercelSort = map[string]string{"cost": "price", "ttft": "latency", "tps": "throughput"}
@@ -162,6 +193,13 @@ var vercelSort = map[string]string{"cost": "price", "ttft": "latency", "tps": "t
 // `order` goes first and every other eligible provider follows. match reads
 // the gateway's provider names.
 func vercelEndpoints(m *Model, g *vercelGateway, match endpointMatch) []Endpoint {
+	eps, _ := vercelFiltered(m, g, match)
+	return eps
+}
+
+// vercelFiltered is vercelEndpoints and whether the data policy removed
+// the last endpoints.
+func vercelFiltered(m *Model, g *vercelGateway, match endpointMatch) ([]Endpoint, bool) {
 	var eps []Endpoint
 	for _, e := range m.Endpoints {
 		if g != nil && len(g.Only) > 0 && !matchesAny(g.Only, e, match) {
@@ -170,10 +208,15 @@ func vercelEndpoints(m *Model, g *vercelGateway, match endpointMatch) []Endpoint
 		eps = append(eps, e)
 	}
 	if g == nil {
-		return eps
+		return eps, false
+	}
+	if len(eps) > 0 {
+		if eps = g.dataPolicy(eps, match); len(eps) == 0 {
+			return nil, true
+		}
 	}
 	sortEndpoints(eps, vercelSort[g.Sort])
-	return orderEndpoints(eps, g.Order, true, match)
+	return orderEndpoints(eps, g.Order, true, match), false
 }
 
 // autoPick resolves openrouter/auto: the first catalog model matching the

@@ -429,6 +429,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /openrouter/api/v1/chat/completions", s.track(s.handleOpenRouter))
 	mux.HandleFunc("GET /openrouter/api/v1/models", s.track(s.handleORModels))
 	mux.HandleFunc("GET /openrouter/api/v1/models/{author}/{slug}/endpoints", s.track(s.handleOREndpoints))
+	mux.HandleFunc("GET /openrouter/api/v1/endpoints/zdr", s.track(s.handleORZDR))
 	mux.HandleFunc("POST /vercel/v1/chat/completions", s.track(s.handleVercel))
 	mux.HandleFunc("GET /vercel/v1/models", s.track(s.handleVercelModels))
 	mux.HandleFunc("POST /openai/v1/chat/completions", s.track(s.handleOpenAI))

@@ -212,14 +212,20 @@ func (s *Server) vercelPlan(model string, g *vercelGateway) ([]candidate, *route
 		}
 	}
 	var cands []candidate
+	policy := false
 	for _, ref := range chain {
 		m, ok := s.cfg.marketModel(KindVercel, ref)
 		if !ok {
 			return nil, &routeError{status: http.StatusNotFound, msg: fmt.Sprintf("Model '%s' not found", ref)}
 		}
-		for _, e := range vercelEndpoints(m, g, s.vercelMatch) {
+		eps, byPolicy := vercelFiltered(m, g, s.vercelMatch)
+		policy = policy || byPolicy
+		for _, e := range eps {
 			cands = append(cands, candidate{m, e})
 		}
+	}
+	if len(cands) == 0 && policy {
+		return nil, &routeError{status: http.StatusNotFound, msg: g.policyMessage(model), policy: true}
 	}
 	if len(cands) == 0 {
 		return nil, &routeError{status: http.StatusNotFound, msg: fmt.Sprintf("No providers available for model '%s' with the requested provider options", model), noProviders: true}
@@ -234,6 +240,10 @@ func (s *Server) handleVercel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cands, rerr := s.vercelPlan(q.Model, q.ProviderOptions.gateway())
+	if rerr != nil && rerr.policy {
+		writeJSON(w, rerr.status, vercelPolicyError(rerr.msg))
+		return
+	}
 	if rerr != nil {
 		writeJSON(w, rerr.status, vercelShape(rerr.status, rerr.msg))
 		return

@@ -56,6 +56,7 @@ func runCatalogImport(env *cliEnv, args []string) int {
 	upstream := fs.String("upstream", "", "the [[upstreams]] entry whose api_key_env holds the API key (default: the first upstream of the --from connector)")
 	models := fs.String("models", "", "a saved model-list response to read instead of fetching (offline)")
 	endpoints := fs.String("endpoints", "", "with --models (openrouter): the directory of saved endpoints responses, DIR/<author>/<slug>.json")
+	zdr := fs.String("zdr", "", "(openrouter) a saved zero-data-retention endpoint list (GET /endpoints/zdr) to read instead of fetching it; offline, without it zero_retention is not imported")
 	out := fs.String("out", "", "the catalog to merge into and write (default: the config directory's catalog.json)")
 	var only listFlag
 	fs.Var(&only, "only", "import only the models this pattern matches (guardrail syntax: * within a segment, ** across; repeatable or comma-separated; default every model)")
@@ -78,6 +79,9 @@ func runCatalogImport(env *cliEnv, args []string) int {
 	}
 	if *endpoints != "" && (*models == "" || *from != listing.SourceOpenRouter) {
 		return fail("--endpoints goes with --models and --from openrouter")
+	}
+	if *zdr != "" && *from != listing.SourceOpenRouter {
+		return fail("--zdr goes with --from openrouter")
 	}
 	if *out == "" {
 		*out = filepath.Join(*dir, guardrails.CatalogFile)
@@ -102,7 +106,7 @@ func runCatalogImport(env *cliEnv, args []string) int {
 		if *models != "" && *endpoints == "" {
 			fmt.Fprintln(env.stderr, "note: no --endpoints directory: every model is left as it is (only its endpoints listing gives endpoints)")
 		}
-		imp, err = (&listing.OpenRouter{BaseURL: *baseURL, Client: client, ModelsFile: *models, EndpointsDir: *endpoints, Only: only}).Import(ctx)
+		imp, err = (&listing.OpenRouter{BaseURL: *baseURL, Client: client, ModelsFile: *models, EndpointsDir: *endpoints, ZDRFile: *zdr, Only: only}).Import(ctx)
 	case listing.SourceVercel:
 		imp, err = (&listing.Vercel{BaseURL: *baseURL, Client: client, ModelsFile: *models, Only: only}).Import(ctx)
 	}

@@ -25,6 +25,7 @@ type corpusCase struct {
 	From      string   `json:"from"`
 	Models    string   `json:"models"`
 	Endpoints string   `json:"endpoints"`
+	ZDR       string   `json:"zdr"`
 	Only      []string `json:"only"`
 	Threshold float64  `json:"threshold"`
 }
@@ -70,7 +71,7 @@ func runCase(t *testing.T, dir string) (out, summary, failure []byte) {
 	var imp *listing.Import
 	switch c.From {
 	case "openrouter":
-		imp, err = (&listing.OpenRouter{ModelsFile: rel(c.Models), EndpointsDir: rel(c.Endpoints), Only: c.Only}).Import(context.Background())
+		imp, err = (&listing.OpenRouter{ModelsFile: rel(c.Models), EndpointsDir: rel(c.Endpoints), ZDRFile: rel(c.ZDR), Only: c.Only}).Import(context.Background())
 	case "vercel":
 		imp, err = (&listing.Vercel{ModelsFile: rel(c.Models), Only: c.Only}).Import(context.Background())
 	default:

@@ -118,6 +118,9 @@ func (s *Summary) Write(w io.Writer, verbose bool) {
 	fmt.Fprintf(w, "%s: %d models listed, %d imported\n", s.Source, s.Listed, s.Imported)
 	fmt.Fprintf(w, "models: %d added, %d removed; endpoints: %d added, %d removed; %d price changes; %d upstream ids set\n",
 		len(s.ModelsAdded), len(s.ModelsRemoved), len(s.EndpointsAdded), len(s.EndpointsRemoved), len(s.PriceChanges), len(s.UpstreamIDs))
+	if len(s.FactChanges) > 0 {
+		fmt.Fprintf(w, "data facts: %d changed\n", len(s.FactChanges))
+	}
 	list := func(prefix string, items []string) {
 		for i, it := range items {
 			if i == maxListed && !verbose {
@@ -137,6 +140,11 @@ func (s *Summary) Write(w io.Writer, verbose bool) {
 	}
 	list("~ price", prices)
 	list("= upstream id", s.UpstreamIDs)
+	facts := make([]string, len(s.FactChanges))
+	for i, f := range s.FactChanges {
+		facts[i] = fmt.Sprintf("%s %s %s: %s → %s", f.Model, f.Endpoint, f.Field, f.Old, f.New)
+	}
+	list("~ fact", facts)
 	notes := make([]string, len(s.Notes))
 	for i, n := range s.Notes {
 		what := n.Model

@@ -199,6 +199,11 @@ type OpenRouter struct {
 	// EndpointsDir/AUTHOR/SLUG.json (by the model's id, or else its
 	// canonical slug). A model without a file is left as it is.
 	EndpointsDir string
+	// ZDRFile is a saved response of the zero-data-retention endpoint
+	// list (GET /endpoints/zdr), read instead of fetching it. Default "":
+	// fetched from BaseURL when importing live; with ModelsFile and
+	// without ZDRFile, zero_retention is not imported.
+	ZDRFile string
 	// Only limits the import to the models these patterns match. Default
 	// none: every model.
 	Only []string
@@ -245,8 +250,42 @@ func (o *OpenRouter) Import(ctx context.Context) (*Import, error) {
 		return nil, err
 	}
 	imp := BuildOpenRouter(models, endpoints, o.Only)
+	if err := o.zeroRetention(ctx, c, imp); err != nil {
+		return nil, err
+	}
 	imp.FetchedAt = time.Now().UTC()
 	return imp, nil
+}
+
+// zeroRetention reads the zero-data-retention endpoint list (ZDRFile, or
+// BaseURL/endpoints/zdr when live) and marks the import's endpoints by it.
+// A live list that does not exist (404) is noted and imports nothing.
+func (o *OpenRouter) zeroRetention(ctx context.Context, c *Client, imp *Import) error {
+	where := o.ZDRFile
+	var raw []byte
+	var err error
+	switch {
+	case where != "":
+		raw, err = readFile(where)
+	case o.ModelsFile != "":
+		return nil
+	default:
+		where = strings.TrimRight(o.BaseURL, "/") + "/endpoints/zdr"
+		raw, err = c.Get(ctx, where)
+		if IsNotFound(err) {
+			imp.Notes = append(imp.Notes, Note{Model: "endpoints/zdr", Reason: "no zero-data-retention list (HTTP 404): zero_retention not imported"})
+			return nil
+		}
+	}
+	if err != nil {
+		return err
+	}
+	zdr, err := ParseOpenRouterZDR(where, raw)
+	if err != nil {
+		return err
+	}
+	imp.MarkZeroRetention(zdr)
+	return nil
 }
 
 // endpoints fetches or reads every model's endpoints listing, at most

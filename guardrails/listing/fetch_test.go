@@ -116,6 +116,10 @@ func TestEndpointsFetchedWithBoundedConcurrency(t *testing.T) {
 			_, _ = w.Write([]byte(b.String()))
 			return
 		}
+		if r.URL.Path == "/api/v1/endpoints/zdr" {
+			_, _ = w.Write([]byte(`{"data":[{"model_id":"a/maa","provider_name":"OpenAI","tag":"openai","context_length":1000,"pricing":{"prompt":"0.000001","completion":"0.000002"}}]}`))
+			return
+		}
 		n := inFlight.Add(1)
 		defer inFlight.Add(-1)
 		for {
@@ -139,6 +143,10 @@ func TestEndpointsFetchedWithBoundedConcurrency(t *testing.T) {
 	imp, err := (&listing.OpenRouter{BaseURL: srv.URL + "/api/v1", Client: c}).Import(context.Background())
 	require.NoError(t, err)
 	require.Len(t, imp.Models, models)
+	for _, m := range imp.Models { // the live ZDR list marks its endpoint, and only it
+		require.NotNil(t, m.Endpoints[0].ZeroRetention, m.Slug)
+		require.Equal(t, m.Slug == "a/maa", *m.Endpoints[0].ZeroRetention, m.Slug)
+	}
 	require.LessOrEqual(t, peak.Load(), int32(limit))
 	require.Equal(t, models, last)
 	require.Equal(t, models, calls)

@@ -164,7 +164,7 @@ func endpointOf(e OREndpoint) (guardrails.Endpoint, string) {
 		return guardrails.Endpoint{}, "a variant of two levels (" + tag + ") has no catalog endpoint"
 	}
 	ce := guardrails.Endpoint{Provider: base, Tag: variant, PriceIn: e.PriceIn, PriceOut: e.PriceOut,
-		PriceCacheRead: e.CacheRead, PriceCacheWrite: e.CacheWrite, Source: guardrails.SourceOpenRouter}
+		PriceCacheRead: e.CacheRead, PriceCacheWrite: e.CacheWrite, Quantization: e.Quantization, Source: guardrails.SourceOpenRouter}
 	if e.LatencyP50 != nil {
 		ce.LatencyMS = int(math.Round(*e.LatencyP50))
 	}
@@ -173,6 +173,50 @@ func endpointOf(e OREndpoint) (guardrails.Endpoint, string) {
 	}
 	return ce, ""
 }
+
+// MarkZeroRetention writes what OpenRouter's zero-data-retention endpoint
+// list says into the import's endpoints: an endpoint the list names (by
+// its model's id or, for a model that is no ":variant", its canonical
+// slug, and its tag) gets zero_retention true and no_training true (a
+// provider that keeps nothing cannot train on it, as OpenRouter's ZDR
+// guide says); every other endpoint of an imported model gets
+// zero_retention false (OpenRouter routes a zdr request to none of them)
+// and no_training as it was (the list says nothing about training
+// without retention). An entry without a tag is matched by its provider
+// name's built-in spelling.
+func (imp *Import) MarkZeroRetention(zdr []ORZDREndpoint) {
+	listed := make(map[string]bool, len(zdr))
+	for _, z := range zdr {
+		tag := z.Tag
+		if tag == "" {
+			slug, ok := guardrails.BuiltinProviderSlug(guardrails.ConnectorOpenRouter, z.ProviderName)
+			if !ok {
+				continue
+			}
+			tag = slug
+		}
+		listed[z.ModelID+" "+tag] = true
+	}
+	for _, m := range imp.Models {
+		keys := []string{m.Slug}
+		if !strings.Contains(m.Slug, ":") {
+			keys = append(keys, m.Aliases...)
+		}
+		for i := range m.Endpoints {
+			e := &m.Endpoints[i]
+			zero := false
+			for _, k := range keys {
+				zero = zero || listed[k+" "+e.Slug()]
+			}
+			e.ZeroRetention = boolPtr(zero)
+			if zero {
+				e.NoTraining = boolPtr(true)
+			}
+		}
+	}
+}
+
+func boolPtr(b bool) *bool { return &b }
 
 // BuildVercel wraps the Vercel AI Gateway's model list as an Import,
 // limited to the catalog models only matches.

@@ -37,6 +37,10 @@ type Summary struct {
 	PriceChanges []PriceChange `json:"price_changes"`
 	// UpstreamIDs are the upstream ids set ("model → id"; Vercel).
 	UpstreamIDs []string `json:"upstream_ids"`
+	// FactChanges are the data facts (zero_retention, no_training,
+	// quantization) the merge changed on endpoints already in the catalog.
+	// Default none.
+	FactChanges []FactChange `json:"fact_changes,omitempty"`
 	// Notes says what was skipped or kept as it was, and why.
 	Notes []Note `json:"notes"`
 	// Models and Endpoints count the resulting catalog.
@@ -53,6 +57,18 @@ type PriceChange struct {
 	New      float64 `json:"new"`
 }
 
+// FactChange is one data fact of an endpoint that moved.
+type FactChange struct {
+	Model    string `json:"model"`
+	Endpoint string `json:"endpoint"`
+	// Field is "zero_retention", "no_training" or "quantization".
+	Field string `json:"field"`
+	// Old and New are the values as the summary prints them: "true",
+	// "false", a quantization, or "unknown".
+	Old string `json:"old"`
+	New string `json:"new"`
+}
+
 // Relative is the change relative to the old price (1 when the old price
 // was 0 and the new one is not).
 func (p PriceChange) Relative() float64 {
@@ -66,9 +82,9 @@ func (p PriceChange) Relative() float64 {
 }
 
 // Changed reports whether the merge changed the catalog's models,
-// endpoints, listed prices or upstream ids.
+// endpoints, listed prices, upstream ids or data facts.
 func (s *Summary) Changed() bool {
-	return len(s.ModelsAdded)+len(s.ModelsRemoved)+len(s.EndpointsAdded)+len(s.EndpointsRemoved)+len(s.PriceChanges)+len(s.UpstreamIDs) > 0
+	return len(s.ModelsAdded)+len(s.ModelsRemoved)+len(s.EndpointsAdded)+len(s.EndpointsRemoved)+len(s.PriceChanges)+len(s.UpstreamIDs)+len(s.FactChanges) > 0
 }
 
 // Merge applies an import to a catalog document (nil for none) and returns
@@ -86,6 +102,10 @@ func (s *Summary) Changed() bool {
 //     source is "manual" is never touched; one another listing imported is
 //     taken over only by OpenRouter's. Endpoints this listing imported
 //     before and no longer lists are removed; hand-written ones stay.
+//   - A listed endpoint's data facts (zero_retention, no_training,
+//     quantization) are taken where the listing publishes them, except a
+//     fact the catalog endpoint pins (noted when the listing differs); a
+//     fact the listing does not publish (nil, "") keeps its value.
 //   - A model left with no endpoint is removed.
 //   - OpenRouter's provider names are added to providers.*.reported for
 //     providers whose name the built-in spellings do not already know.
@@ -119,6 +139,13 @@ func Merge(base *guardrails.Document, imp *Import, opt MergeOptions) (*guardrail
 	sort.Strings(m.sum.EndpointsAdded)
 	sort.Strings(m.sum.EndpointsRemoved)
 	sort.Strings(m.sum.UpstreamIDs)
+	sort.SliceStable(m.sum.FactChanges, func(i, j int) bool {
+		a, b := m.sum.FactChanges[i], m.sum.FactChanges[j]
+		if a.Model != b.Model {
+			return a.Model < b.Model
+		}
+		return a.Endpoint < b.Endpoint
+	})
 	sort.Slice(m.sum.PriceChanges, func(i, j int) bool {
 		a, b := m.sum.PriceChanges[i], m.sum.PriceChanges[j]
 		if a.Model != b.Model {
@@ -275,7 +302,60 @@ func (m *merger) update(model string, be *guardrails.Endpoint, le guardrails.End
 	if le.ThroughputTPS > 0 {
 		be.ThroughputTPS = le.ThroughputTPS
 	}
+	m.facts(model, be, le)
 	be.Source = le.Source
+}
+
+// Data fact names, as in an endpoint's pinned list.
+const (
+	factZeroRetention = "zero_retention"
+	factNoTraining    = "no_training"
+	factQuantization  = "quantization"
+)
+
+// facts takes the data facts a listed endpoint publishes into a catalog
+// one: a fact the listing does not publish (nil, "") keeps its value, and
+// one the catalog endpoint pins is kept as written (noted when the
+// listing says otherwise).
+func (m *merger) facts(model string, be *guardrails.Endpoint, le guardrails.Endpoint) {
+	set := func(field, old, new string, apply func()) {
+		if old == new {
+			return
+		}
+		if contains(be.Pinned, field) {
+			m.sum.Notes = append(m.sum.Notes, Note{Model: model, Endpoint: be.Slug(),
+				Reason: fmt.Sprintf("%s pinned: kept %s (the listing says %s)", field, old, new)})
+			return
+		}
+		m.sum.FactChanges = append(m.sum.FactChanges, FactChange{Model: model, Endpoint: be.Slug(), Field: field, Old: old, New: new})
+		apply()
+	}
+	if le.ZeroRetention != nil {
+		v := *le.ZeroRetention
+		set(factZeroRetention, boolFact(be.ZeroRetention), boolFact(&v), func() { be.ZeroRetention = &v })
+	}
+	if le.NoTraining != nil {
+		v := *le.NoTraining
+		set(factNoTraining, boolFact(be.NoTraining), boolFact(&v), func() { be.NoTraining = &v })
+	}
+	if le.Quantization != "" {
+		set(factQuantization, stringFact(be.Quantization), le.Quantization, func() { be.Quantization = le.Quantization })
+	}
+}
+
+// boolFact renders a yes/no fact for the summary.
+func boolFact(b *bool) string {
+	if b == nil {
+		return "unknown"
+	}
+	return fmt.Sprint(*b)
+}
+
+func stringFact(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }
 
 // dropEmpty removes the models this merge left without an endpoint.

@@ -147,8 +147,30 @@ type OREndpoint struct {
 	// Status is the listing's status: 0 normal, negative degraded or
 	// de-ranked (the values are not documented).
 	Status int
+	// Quantization is the listed precision, lower-cased ("fp8", "bf16");
+	// "" when the listing says "unknown" or null, or lists none (listings
+	// older than the field): an unknown the import does not write.
+	Quantization string
 	// Pointer locates the endpoint in the listing.
 	Pointer string
+}
+
+// quantizationPattern is the catalog's quantization (the schema's
+// pattern for endpoints[].quantization).
+var quantizationPattern = regexp.MustCompile(`^[a-z0-9]+$`)
+
+// quantization reads an endpoint's quantization member: a Quantization
+// name or null; "unknown" and null are unknown ("").
+func quantization(o object) string {
+	q := strings.ToLower(o.str("quantization", false))
+	switch {
+	case q == "" || q == "unknown":
+		return ""
+	case !quantizationPattern.MatchString(q):
+		o.c.add(CodeShape, o.at("quantization"), "%q is not a quantization level (fp8, bf16, …)", q)
+		return ""
+	}
+	return q
 }
 
 // ParseOpenRouterEndpoints reads one model's endpoints listing: {"data":
@@ -210,6 +232,7 @@ func ParseOpenRouterEndpoints(where string, raw []byte) (string, []OREndpoint, e
 		}
 		e.LatencyP50 = p50(o, "latency_last_30m")
 		e.ThroughputP50 = p50(o, "throughput_last_30m")
+		e.Quantization = quantization(o)
 		out = append(out, e)
 	}
 	if err := c.err(); err != nil {
@@ -259,4 +282,54 @@ func discounted(perM, discount float64) float64 {
 	}
 	v, _ := strconv.ParseFloat(strconv.FormatFloat(perM*(1-discount), 'g', 12, 64), 64)
 	return v
+}
+
+// ORZDREndpoint is one entry of OpenRouter's zero-data-retention endpoint
+// list (GET /api/v1/endpoints/zdr): an endpoint, of a model, that has a
+// zero-data-retention policy. The list's entries are PublicEndpoint
+// objects, as in the endpoints listings; sluice reads which endpoint each
+// names.
+type ORZDREndpoint struct {
+	// ModelID is the model's permanent slug (PublicEndpoint.model_id),
+	// lower-cased.
+	ModelID string
+	// Tag is the endpoint's routing slug, lower-cased ("deepinfra/fp8");
+	// "" when the entry has none.
+	Tag string
+	// ProviderName is the provider's display name.
+	ProviderName string
+	// Pointer locates the entry in the list.
+	Pointer string
+}
+
+// ParseOpenRouterZDR reads OpenRouter's zero-data-retention endpoint
+// list, the body of GET /api/v1/endpoints/zdr: {"data": [PublicEndpoint,
+// …]}. Every entry needs a model_id and a tag or a provider_name; other
+// members are not read. An empty list is a list (no endpoint has the
+// policy), not an error.
+func ParseOpenRouterZDR(where string, raw []byte) ([]ORZDREndpoint, error) {
+	c := &errs{where: where}
+	root, ok := parseRoot(raw, c)
+	if !ok {
+		return nil, c.err()
+	}
+	list, _ := root.arr("data", true)
+	out := make([]ORZDREndpoint, 0, len(list))
+	for i, el := range list {
+		ptr := fmt.Sprintf("/data/%d", i)
+		o, ok := asObject(el, ptr, c)
+		if !ok {
+			continue
+		}
+		z := ORZDREndpoint{ModelID: strings.ToLower(o.str("model_id", true)), Tag: strings.ToLower(o.str("tag", false)),
+			ProviderName: o.str("provider_name", false), Pointer: ptr}
+		if z.Tag == "" && z.ProviderName == "" {
+			c.add(CodeShape, ptr, "an entry needs a tag or a provider_name")
+		}
+		out = append(out, z)
+	}
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

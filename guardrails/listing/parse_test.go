@@ -136,3 +136,48 @@ func FuzzParseVercelModels(f *testing.F) {
 		require.NotNil(t, doc)
 	})
 }
+
+// TestQuantizationRead: an endpoint's quantization is read lower-cased;
+// "unknown", null and absence are unknown; anything else that is no
+// quantization level fails the listing.
+func TestQuantizationRead(t *testing.T) {
+	for in, want := range map[string]string{`"fp8"`: "fp8", `"BF16"`: "bf16", `"unknown"`: "", `null`: "", ``: ""} {
+		member := ""
+		if in != "" {
+			member = `,"quantization":` + in
+		}
+		raw := []byte(`{"data":{"endpoints":[{"provider_name":"X","tag":"x","pricing":{"prompt":"0","completion":"0"}` + member + `}]}}`)
+		_, eps, err := listing.ParseOpenRouterEndpoints("t", raw)
+		require.NoError(t, err, in)
+		require.Equal(t, want, eps[0].Quantization, in)
+	}
+	for _, bad := range []string{`8`, `"fp 8"`, `["fp8"]`} {
+		raw := []byte(`{"data":{"endpoints":[{"provider_name":"X","tag":"x","pricing":{"prompt":"0","completion":"0"},"quantization":` + bad + `}]}}`)
+		_, _, err := listing.ParseOpenRouterEndpoints("t", raw)
+		require.Error(t, err, bad)
+	}
+}
+
+// TestZDRListRead: the zero-data-retention list's entries are read by
+// model_id and tag (or provider name); an entry naming no endpoint, or a
+// body that is no list, fails with a located shape error.
+func TestZDRListRead(t *testing.T) {
+	zdr, err := listing.ParseOpenRouterZDR("zdr.json", []byte(`{"data":[{"model_id":"OpenAI/GPT-4o","tag":"Azure"},{"model_id":"a/b","provider_name":"OpenAI"}]}`))
+	require.NoError(t, err)
+	require.Equal(t, "openai/gpt-4o", zdr[0].ModelID)
+	require.Equal(t, "azure", zdr[0].Tag)
+	require.Equal(t, "OpenAI", zdr[1].ProviderName)
+	empty, err := listing.ParseOpenRouterZDR("zdr.json", []byte(`{"data":[]}`))
+	require.NoError(t, err)
+	require.Empty(t, empty)
+	for bad, where := range map[string]string{
+		`{"data":{}}`:                         "zdr.json#/data",
+		`{"data":[{"tag":"azure"}]}`:          "zdr.json#/data/0/model_id",
+		`{"data":[{"model_id":"a/b"}]}`:       "zdr.json#/data/0",
+		`{"data":[{"model_id":5,"tag":"x"}]}`: "zdr.json#/data/0/model_id",
+	} {
+		_, err := listing.ParseOpenRouterZDR("zdr.json", []byte(bad))
+		require.Error(t, err, bad)
+		require.Contains(t, err.Error(), where, bad)
+	}
+}
