@@ -130,6 +130,25 @@ func printExplanation(env *cliEnv, e *snapshot.Explanation) {
 	row("providers.preferred", pv.Providers.Preferred != nil, list(pv.Providers.Preferred))
 	row("providers.allowed", pv.Providers.Allowed != nil, list(pv.Providers.Allowed))
 	row("providers.denied", pv.Providers.Denied != nil, list(pv.Providers.Denied))
+	if q := pv.Providers.Quantizations; q != nil {
+		row("providers.quantizations", true, list(q))
+	}
+	if mp := pv.Providers.MaxPrice; mp != nil {
+		if mp.Input != nil {
+			row("providers.max_price.input", true, fmt.Sprint(*mp.Input))
+		}
+		if mp.Output != nil {
+			row("providers.max_price.output", true, fmt.Sprint(*mp.Output))
+		}
+	}
+	if d := pv.Data; d != nil {
+		if d.ZeroRetention != nil {
+			row("data.zero_retention", true, fmt.Sprint(*d.ZeroRetention))
+		}
+		if d.NoTraining != nil {
+			row("data.no_training", true, fmt.Sprint(*d.NoTraining))
+		}
+	}
 	tw.Flush()
 	if g := e.Guardrail; g != nil {
 		c := g.Counts
@@ -176,6 +195,19 @@ func printExplanation(env *cliEnv, e *snapshot.Explanation) {
 	}
 	ps := e.Providers
 	fmt.Fprintf(w, "providers: rank_by=%q preferred=%s allowed=%s denied=%s\n", ps.RankBy, list(ps.Preferred), allowedText(ps.Allowed), list(ps.Denied))
+	if dp := e.Data; dp != nil {
+		fmt.Fprintf(w, "data policy: %s", dp.Fields())
+		if dp.Quantizations != nil {
+			fmt.Fprintf(w, " quantizations=%s", list(dp.Quantizations))
+		}
+		if dp.MaxPriceIn != nil {
+			fmt.Fprintf(w, " max_price.input=%g", *dp.MaxPriceIn)
+		}
+		if dp.MaxPriceOut != nil {
+			fmt.Fprintf(w, " max_price.output=%g", *dp.MaxPriceOut)
+		}
+		fmt.Fprintln(w)
+	}
 	var keys []string
 	for k := range e.Provenance {
 		keys = append(keys, k)
@@ -186,7 +218,7 @@ func printExplanation(env *cliEnv, e *snapshot.Explanation) {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "UPSTREAM\tMODEL\tCONNECTOR\tASKED\tOUTCOME\tDEGRADED")
+	fmt.Fprintln(tw, "UPSTREAM\tMODEL\tCONNECTOR\tASKED\tOUTCOME\tDEGRADED\tDATA")
 	for _, c := range e.Compiled {
 		outcome := "serve"
 		if c.Refused != nil {
@@ -200,7 +232,11 @@ func printExplanation(env *cliEnv, e *snapshot.Explanation) {
 		if c.Path != "" {
 			asked += " " + c.Path
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Upstream, model, c.Connector, asked, outcome, list(c.Degraded))
+		data := c.DataVia
+		if data == "" {
+			data = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Upstream, model, c.Connector, asked, outcome, list(c.Degraded), data)
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\n(--json shows each upstream's exact native body and every refusal message)")

@@ -175,7 +175,7 @@ type ModelChange struct {
 	Dropped *ListChange `json:"dropped,omitempty"`
 	// Providers lists changes of the effective provider preferences:
 	// "rank_by", "preferred", "allowed" (null = no restriction), "denied",
-	// and "content_filter".
+	// "content_filter" and "data_policy".
 	Providers []FieldChange `json:"providers,omitempty"`
 	// Upstreams lists per-upstream changes, sorted by upstream then model.
 	Upstreams []CompiledChange `json:"upstreams,omitempty"`
@@ -201,6 +201,9 @@ type Outcome struct {
 	Refused string `json:"refused"`
 	// Degraded is the sorted set of what cannot be expressed.
 	Degraded []string `json:"degraded"`
+	// DataVia is how each data restriction is held there
+	// ("zero_retention=native,max_price=allow_list"), omitted without one.
+	DataVia string `json:"data_via,omitempty"`
 }
 
 // CompiledChange is one (key, model, upstream) combination that changed.
@@ -318,6 +321,13 @@ func newSide(ctx context.Context, s *snapshot.Snapshot) (*side, error) {
 		}
 		m := profiles.Merge(s.Layers(k.ID)...)
 		fp := fingerprint(m, d)
+		for _, u := range s.UpstreamNames() {
+			// A caller's own key changes what an upstream can be held
+			// to (the data-policy check): keys differing there differ.
+			if s.CallerKey(k.ID, u) != "" {
+				fp += "\x00byok:" + u
+			}
+		}
 		g := byFP[fp]
 		if g == nil {
 			g = &group{fp: fp, principal: k.Principal(), merged: m, decision: d}
@@ -408,6 +418,7 @@ type entry struct {
 	degraded        []string
 	path            string
 	native          []byte
+	dataVia         string
 }
 
 func (s *side) compile(g *group, model string, common []string) (*compiled, error) {
@@ -417,7 +428,7 @@ func (s *side) compile(g *group, model string, common []string) (*compiled, erro
 		if err != nil {
 			return entry{}, err
 		}
-		e := entry{upstream: upstream, degraded: cp.Degraded()}
+		e := entry{upstream: upstream, degraded: cp.Degraded(), dataVia: cp.Outcome.DataVia}
 		if r := cp.Refused(); r != nil {
 			e.refused = r.Code
 		} else {
@@ -536,14 +547,14 @@ func allRefused(es []entry) bool {
 // compareEntry compares one combination: outcome and bytes first, a member
 // diff of the native bodies only when the bytes differ.
 func compareEntry(be, he *entry, sum *Summary) *CompiledChange {
-	outcome := func(e *entry) *Outcome { return &Outcome{Refused: e.refused, Degraded: e.degraded} }
+	outcome := func(e *entry) *Outcome { return &Outcome{Refused: e.refused, Degraded: e.degraded, DataVia: e.dataVia} }
 	switch {
 	case be == nil:
 		return &CompiledChange{Upstream: he.upstream, Model: he.model, Status: StatusAdded, Head: outcome(he)}
 	case he == nil:
 		return &CompiledChange{Upstream: be.upstream, Model: be.model, Status: StatusRemoved, Base: outcome(be)}
 	}
-	if be.refused == he.refused && slices.Equal(be.degraded, he.degraded) && be.path == he.path && bytes.Equal(be.native, he.native) {
+	if be.refused == he.refused && slices.Equal(be.degraded, he.degraded) && be.dataVia == he.dataVia && be.path == he.path && bytes.Equal(be.native, he.native) {
 		return nil
 	}
 	cc := &CompiledChange{Upstream: be.upstream, Model: be.model, Status: StatusChanged, Base: outcome(be), Head: outcome(he)}
@@ -574,7 +585,7 @@ func compareEntry(be, he *entry, sum *Summary) *CompiledChange {
 			sum.NativeChanged++
 		}
 	}
-	if cc.Base.Refused == cc.Head.Refused && slices.Equal(cc.Base.Degraded, cc.Head.Degraded) && len(cc.Native) == 0 {
+	if cc.Base.Refused == cc.Head.Refused && slices.Equal(cc.Base.Degraded, cc.Head.Degraded) && cc.Base.DataVia == cc.Head.DataVia && len(cc.Native) == 0 {
 		return nil // the bytes differed but not the JSON (member order)
 	}
 	return cc
@@ -593,6 +604,7 @@ func providerChanges(b, h *compiler.Plan) []FieldChange {
 	add("allowed", b.Providers.Allowed, h.Providers.Allowed)
 	add("denied", b.Providers.Denied, h.Providers.Denied)
 	add("content_filter", b.ContentFilter, h.ContentFilter)
+	add("data_policy", b.Data, h.Data)
 	return out
 }
 
@@ -652,6 +664,16 @@ func keyFields(bc, hc *profiles.Config, bk, hk *profiles.Key, bg, hg *group) []F
 	add("guardrail.allow_providers", nonNil(bp.AllowProviders), nonNil(hp.AllowProviders))
 	add("guardrail.deny_providers", nonNil(bp.DenyProviders), nonNil(hp.DenyProviders))
 	add("guardrail.content_filter", bp.ContentFilter, hp.ContentFilter)
+	add("profile.data", bv.Data, hv.Data)
+	add("profile.quantizations", bv.Providers.Quantizations, hv.Providers.Quantizations)
+	add("profile.max_price", bv.Providers.MaxPrice, hv.Providers.MaxPrice)
+	type gdata struct {
+		ZeroRetention bool               `json:"zero_retention,omitempty"`
+		NoTraining    bool               `json:"no_training,omitempty"`
+		Quantizations []string           `json:"quantizations,omitempty"`
+		MaxPrice      *profiles.MaxPrice `json:"max_price,omitempty"`
+	}
+	add("guardrail.data", gdata{bp.ZeroRetention, bp.NoTraining, bp.Quantizations, bp.MaxPrice}, gdata{hp.ZeroRetention, hp.NoTraining, hp.Quantizations, hp.MaxPrice})
 	return out
 }
 

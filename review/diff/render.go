@@ -366,16 +366,20 @@ func addRemove(l *ListChange) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
-// text renders an outcome: "serve", "serve, degraded ranking+chain" or
-// "refuse CODE".
+// text renders an outcome: "serve", "serve, degraded ranking+chain",
+// "serve, data zero_retention=native" or "refuse CODE".
 func (o *Outcome) text() string {
 	if o.Refused != "" {
 		return "refuse " + o.Refused
 	}
+	out := "serve"
 	if len(o.Degraded) > 0 {
-		return "serve, degraded " + strings.Join(o.Degraded, "+")
+		out += ", degraded " + strings.Join(o.Degraded, "+")
 	}
-	return "serve"
+	if o.DataVia != "" {
+		out += ", data " + o.DataVia
+	}
+	return out
 }
 
 // plural writes "1 model", "2 models".

@@ -11,7 +11,9 @@ import (
 type filterForm struct {
 	From, To, Org, Team, Project, ServedProvider, SwitchReason, FallbackReason string
 	// Session is the session_id filter: one session's turns.
-	Session                     string
+	Session string
+	// DataPolicy is the data_policy filter: a restriction's name, any or none.
+	DataPolicy                  string
 	Degraded, Refused, Switched bool
 	Limit                       string
 }
@@ -26,7 +28,7 @@ func parseFilter(q url.Values) (requestlog.Filter, filterForm, string) {
 	ff := filterForm{
 		From: q.Get("from"), To: q.Get("to"), Org: q.Get("org"), Team: q.Get("team"), Project: q.Get("project"),
 		ServedProvider: q.Get("served_provider"), SwitchReason: q.Get("switch_reason"),
-		FallbackReason: q.Get("fallback_reason"), Session: q.Get("session"), Limit: q.Get("limit"),
+		FallbackReason: q.Get("fallback_reason"), Session: q.Get("session"), DataPolicy: q.Get("data_policy"), Limit: q.Get("limit"),
 		Degraded: f.Degraded, Refused: f.Refused, Switched: f.Switched,
 	}
 	if len(problems) > 0 {
@@ -53,6 +55,7 @@ func (ff filterForm) query() url.Values {
 	set("switch_reason", ff.SwitchReason)
 	set("fallback_reason", ff.FallbackReason)
 	set("session", ff.Session)
+	set("data_policy", ff.DataPolicy)
 	set("limit", ff.Limit)
 	for _, b := range []struct {
 		k string

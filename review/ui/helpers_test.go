@@ -117,6 +117,9 @@ func seedRows(now time.Time) []requestlog.Row {
 		if i%4 == 1 {
 			r.RoutingDegraded = []string{"ranking"}
 		}
+		if i%7 == 0 {
+			r.DataPolicy, r.DataPolicyVia = "zero_retention", "zero_retention=native"
+		}
 		if i%5 == 2 {
 			r.RefusedCode, r.Status, r.ServedModel, r.ServedProvider = "model_forbidden", 403, "", ""
 		}

@@ -69,12 +69,14 @@ func (h *handler) storeFailed(w http.ResponseWriter, r *http.Request, v *viewer,
 
 type overviewData struct {
 	base
-	Form       filterForm
-	TeamLocked bool
-	Rows       []summaryRow
-	Charts     []chart
-	Metrics    []metric
-	RowsLink   string
+	Form filterForm
+	// DataPolicies are the data_policy filter's choices.
+	DataPolicies []string
+	TeamLocked   bool
+	Rows         []summaryRow
+	Charts       []chart
+	Metrics      []metric
+	RowsLink     string
 }
 
 func (h *handler) overview(w http.ResponseWriter, r *http.Request, v *viewer) {
@@ -113,13 +115,15 @@ type rowView struct {
 
 type rowsData struct {
 	base
-	Form       filterForm
-	TeamLocked bool
-	Rows       []rowView
-	NextLink   string
-	FirstLink  string
-	CSVLink    string
-	Paged      bool
+	Form filterForm
+	// DataPolicies are the data_policy filter's choices.
+	DataPolicies []string
+	TeamLocked   bool
+	Rows         []rowView
+	NextLink     string
+	FirstLink    string
+	CSVLink      string
+	Paged        bool
 }
 
 // sessionLink is the rows page of one session's turns, read together
@@ -148,7 +152,7 @@ func (h *handler) rows(w http.ResponseWriter, r *http.Request, v *viewer) {
 		h.storeFailed(w, r, v, err)
 		return
 	}
-	d := rowsData{base: base{Title: "Rows", Nav: "rows", Viewer: v}, Form: ff, TeamLocked: !v.Admin, Paged: f.Cursor != ""}
+	d := rowsData{base: base{Title: "Rows", Nav: "rows", Viewer: v}, Form: ff, DataPolicies: requestlog.DataPolicyValues, TeamLocked: !v.Admin, Paged: f.Cursor != ""}
 	for _, row := range p.Rows {
 		d.Rows = append(d.Rows, rowView{Row: row, Link: detailLink(row), When: row.TS.Format("2006-01-02 15:04:05.000"),
 			SessionLink: sessionLink(row), Switched: row.ServedModel != "" && row.ServedModel != row.DecidedModel,

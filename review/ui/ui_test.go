@@ -198,6 +198,18 @@ func TestRowsFilterPaginationAndScope(t *testing.T) {
 	require.NotEmpty(t, degraded)
 	require.Contains(t, p.body, `<span class="label degraded">ranking</span>`)
 
+	// The data-policy filter: only rows a zero-retention restriction bound,
+	// each labelled with how it was held.
+	zdr := idsOf(e.matching(func(r requestlog.Row) bool { return r.DataPolicy == "zero_retention" }))
+	require.NotEmpty(t, zdr)
+	p = admin.get("/ui/rows?data_policy=zero_retention")
+	require.Equal(t, zdr, rowIDs(p.body))
+	require.Contains(t, p.body, `<span class="label data" title="zero_retention=native">zero_retention</span>`)
+	require.Contains(t, p.body, `<option value="zero_retention" selected>`)
+	p = admin.get("/ui/rows?data_policy=none")
+	require.Len(t, rowIDs(p.body), len(e.rows)-len(zdr))
+	require.Equal(t, http.StatusBadRequest, admin.get("/ui/rows?data_policy=zdr").status)
+
 	switched := e.matching(func(r requestlog.Row) bool { return r.ServedModel != "" && r.ServedModel != r.DecidedModel })
 	p = admin.get("/ui/rows?switched=true&team=ml")
 	var want []string
