@@ -59,6 +59,19 @@ func runCase(t *testing.T, dir string) string {
 		p, rd := ParseRouting(body.Routing)
 		diags = append(diags, rd...)
 		request = p
+		if cfg != nil && p != nil {
+			// The request rung may tighten each key's ladder, never loosen
+			// it: reported once per loosening, whichever key it loosens.
+			seen := map[Diagnostic]bool{}
+			for _, k := range cfg.Keys {
+				for _, d := range CheckTightening(append(cfg.Profiles.Layers(k.Principal()), Layer{Rung: "request", File: RequestFile, Profile: p})) {
+					if !seen[d] {
+						seen[d] = true
+						diags = append(diags, d)
+					}
+				}
+			}
+		}
 	}
 	if len(diags) > 0 {
 		diags.Sort()
@@ -143,7 +156,7 @@ func checkInvariants(t *testing.T, p *Profile) {
 	if p.Fallbacks != nil {
 		require.LessOrEqual(t, len(*p.Fallbacks), MaxFallbacks)
 	}
-	for _, l := range []*[]string{p.Fallbacks, p.Providers.Preferred, p.Providers.Allowed, p.Providers.Denied} {
+	for _, l := range []*[]string{p.Fallbacks, p.Providers.Preferred, p.Providers.Allowed, p.Providers.Denied, p.Providers.Quantizations} {
 		if l == nil {
 			continue
 		}
