@@ -166,7 +166,13 @@ func decideData(p *Plan, m *profiles.Merged, d *guardrails.Decision) {
 	if d == nil {
 		return
 	}
-	g := d.PatternsRef()
+	decideDataPatterns(p, d.PatternsRef())
+}
+
+// decideDataPatterns tightens the plan's data restrictions (the merged
+// profile's, already in p.Data) by a guardrail's rule values.
+func decideDataPatterns(p *Plan, g *guardrails.Patterns) {
+	dp := &p.Data
 	if !g.HasData() {
 		return
 	}
@@ -365,14 +371,28 @@ func checkData(p *Plan, u Upstream, cat *guardrails.Catalog, out *Outcome) *Refu
 		if u.CallerKey {
 			agreed = nil
 		}
-		eps := directEndpoints(cat, p.DecidedModel, caps.DirectProvider)
-		if len(eps) == 0 {
-			// No endpoint facts: only the agreement can speak.
-			eps = []guardrails.Endpoint{{Provider: caps.DirectProvider}}
+		// Every catalog endpoint of the provider for the model must meet
+		// it; with none, only the agreement can speak.
+		var eps []guardrails.Endpoint
+		if cat != nil {
+			if m, ok := cat.Model(p.DecidedModel); ok {
+				eps = m.Endpoints
+			}
 		}
+		none := guardrails.Endpoint{Provider: caps.DirectProvider}
+		found := false
 		for i := range eps {
+			if eps[i].Provider != caps.DirectProvider {
+				continue
+			}
+			found = true
 			if f := dp.Fails(&eps[i], agreed); f != "" {
 				return refuse(f, "upstream %q serves only provider %q and is decided here: %s", u.Name, caps.DirectProvider, whyFails(f, &eps[i], dp, p.DecidedModel, u.CallerKey))
+			}
+		}
+		if !found {
+			if f := dp.Fails(&none, agreed); f != "" {
+				return refuse(f, "upstream %q serves only provider %q and is decided here: %s", u.Name, caps.DirectProvider, whyFails(f, &none, dp, p.DecidedModel, u.CallerKey))
 			}
 		}
 		dp.each(func(f string) { record(f, ViaLocal) })
@@ -479,25 +499,6 @@ func whyFails(field string, e *guardrails.Endpoint, dp *DataPolicy, model string
 		return fmt.Sprintf("its endpoint %q of %q serves at %s, not one of %v", e.Slug(), model, q, dp.Quantizations)
 	}
 	return fmt.Sprintf("its endpoint %q of %q is priced %g in / %g out USD per million tokens, above the ceiling", e.Slug(), model, e.PriceIn, e.PriceOut)
-}
-
-// directEndpoints returns the catalog endpoints of the provider for the
-// model.
-func directEndpoints(cat *guardrails.Catalog, slug, provider string) []guardrails.Endpoint {
-	if cat == nil {
-		return nil
-	}
-	m, ok := cat.Model(slug)
-	if !ok {
-		return nil
-	}
-	var out []guardrails.Endpoint
-	for _, e := range m.Endpoints {
-		if e.Provider == provider {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 // reduceToProviders returns the providers (spelled for the connector) that

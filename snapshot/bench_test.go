@@ -15,12 +15,19 @@ func BenchmarkCompile(b *testing.B) {
 	if len(diags) > 0 {
 		b.Fatal(diags)
 	}
-	key := snap.Config.KeyByID("k-chain")
 	ctx := context.Background()
-	for _, tc := range []struct{ upstream, model string }{
-		{"market", "openai/gpt-4o"}, {"edge", "openai/gpt-4o"}, {"openai", "openai/gpt-4o"}, {"anthropic", "anthropic/claude-sonnet-4.5"},
+	for _, tc := range []struct{ name, key, upstream, model string }{
+		{"market", "k-chain", "market", "openai/gpt-4o"}, {"edge", "k-chain", "edge", "openai/gpt-4o"},
+		{"openai", "k-chain", "openai", "openai/gpt-4o"}, {"anthropic", "k-chain", "anthropic", "anthropic/claude-sonnet-4.5"},
+		// With a data policy set: native on the marketplaces, reduced to an
+		// allow-list on the one without a knob for it, decided locally on
+		// a direct upstream by its declared agreement; a chain entry no
+		// endpoint of which satisfies it is dropped.
+		{"data/market", "k-zdrchain", "market", "openai/gpt-4o"}, {"data/edge", "k-zdrchain", "edge", "openai/gpt-4o"},
+		{"data/edge-allow-list", "k-quant", "edge", "meta-llama/llama-3.1-70b-instruct"}, {"data/openai", "k-zdrchain", "openai", "openai/gpt-4o"},
 	} {
 		up := tc.upstream
+		key := snap.Config.KeyByID(tc.key)
 		raw := []byte(`{"model":"` + tc.model + `","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Summarise the incident report in three bullet points."}],"temperature":0.2,"max_tokens":256}`)
 		req, perr := request.Parse(raw)
 		if perr != nil {
@@ -29,7 +36,7 @@ func BenchmarkCompile(b *testing.B) {
 		if _, err := snap.Decision(ctx, key.Principal()); err != nil {
 			b.Fatal(err) // warms the decision cache
 		}
-		b.Run(up, func(b *testing.B) {
+		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			// One memo, initialised afresh for each request: the gateway's
 			// lives inside the request's turn, allocated with it.

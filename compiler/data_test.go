@@ -1,0 +1,109 @@
+package compiler
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicegw/sluice/guardrails"
+	"github.com/sluicegw/sluice/profiles"
+)
+
+// dataCatalog: one model with a zero-retention fp8 endpoint (bedrock), one
+// that retains (together) and one whose facts are unknown (groq).
+const dataCatalog = `{"models": [{"slug": "m/x", "context_window": 8000, "endpoints": [
+  {"provider": "bedrock", "price_in": 1, "price_out": 2, "zero_retention": true, "no_training": true, "quantization": "fp8"},
+  {"provider": "together", "price_in": 0.5, "price_out": 1, "zero_retention": false, "quantization": "fp16"},
+  {"provider": "groq", "price_in": 0.2, "price_out": 0.4}]},
+  {"slug": "openai/gpt-4o", "context_window": 8000, "endpoints": [
+  {"provider": "openai", "price_in": 2.5, "price_out": 10, "zero_retention": false, "no_training": true}]}]}`
+
+// TestDataPolicyDecision: each restriction, per kind of upstream, is held
+// natively, by allow-list, locally, or refused — the cases the compile
+// corpus does not reach (a caller's own key, an endpoint with no knob at
+// all, a guardrail and a profile whose lists share nothing).
+func TestDataPolicyDecision(t *testing.T) {
+	cat, diags := guardrails.ParseCatalog("catalog.json", []byte(dataCatalog))
+	require.Empty(t, diags)
+	zr := func(p *Plan) { p.Data.ZeroRetention = true }
+	nativeAll := with(full, func(c *Capabilities) {
+		c.ZeroRetention, c.NoTraining, c.Quantizations, c.MaxPrice, c.DataKnobsCallerKey = true, true, true, true, true
+	})
+	vercelLike := with(full, func(c *Capabilities) { c.DenyList, c.ZeroRetention, c.NoTraining = false, true, true })
+	price := 0.6
+	tests := []struct {
+		name      string
+		model     string
+		plan      func(*Plan)
+		caps      Capabilities
+		callerKey bool
+		agreement Agreement
+		refused   string
+		via       string
+		allowed   []string
+		knobs     DataKnobs
+	}{
+		{name: "native zero retention", plan: zr, caps: nativeAll, via: "zero_retention=native", knobs: DataKnobs{ZeroRetention: true}},
+		{name: "native with a caller key where enforced", plan: zr, caps: nativeAll, callerKey: true, via: "zero_retention=native", knobs: DataKnobs{ZeroRetention: true}},
+		{name: "caller key where not enforced refuses", plan: zr, caps: vercelLike, callerKey: true, refused: CodeDataPolicyUnsatisfiable},
+		{name: "no knob: allow-list of satisfying providers", plan: zr, caps: with(full, func(c *Capabilities) {}), via: "zero_retention=allow_list", allowed: []string{"bedrock"}},
+		{name: "allow-list excludes unknown facts", plan: func(p *Plan) { p.Data.NoTraining = true }, caps: full, via: "no_training=allow_list", allowed: []string{"bedrock"}},
+		{name: "allow-list under the plan's own lists: nothing left", plan: func(p *Plan) { zr(p); p.Providers.Denied = []string{"bedrock"} }, caps: full, refused: CodeDataPolicyUnsatisfiable},
+		{name: "price ceiling by allow-list", plan: func(p *Plan) { p.Data.MaxPriceIn = &price }, caps: full, via: "max_price=allow_list", allowed: []string{"together", "groq"}},
+		{name: "mixed: native and allow-list", plan: func(p *Plan) { zr(p); p.Data.Quantizations = []string{"fp8"} }, caps: vercelLike, via: "zero_retention=native,quantizations=allow_list", allowed: []string{"bedrock"}, knobs: DataKnobs{ZeroRetention: true}},
+		{name: "no knob and no allow-list refuses", plan: zr, caps: Capabilities{}, refused: CodeDataPolicyUnsatisfiable},
+		{name: "precision lists share nothing", plan: func(p *Plan) { p.Data.Quantizations = []string{} }, caps: nativeAll, refused: CodeDataPolicyUnsatisfiable},
+		{name: "direct: facts say it retains", model: "openai/gpt-4o", plan: zr, caps: Capabilities{DirectProvider: "openai"}, refused: CodeDataPolicyUnsatisfiable},
+		{name: "direct: the agreement meets it", model: "openai/gpt-4o", plan: zr, caps: Capabilities{DirectProvider: "openai"}, agreement: Agreement{ZeroRetention: true}, via: "zero_retention=local"},
+		{name: "direct: the agreement does not cover a caller key", model: "openai/gpt-4o", plan: zr, caps: Capabilities{DirectProvider: "openai"}, agreement: Agreement{ZeroRetention: true}, callerKey: true, refused: CodeDataPolicyUnsatisfiable},
+		{name: "direct: facts meet no_training", model: "openai/gpt-4o", plan: func(p *Plan) { p.Data.NoTraining = true }, caps: Capabilities{DirectProvider: "openai"}, via: "no_training=local"},
+		{name: "direct: unknown precision refuses", model: "openai/gpt-4o", plan: func(p *Plan) { p.Data.Quantizations = []string{"fp8"} }, caps: Capabilities{DirectProvider: "openai"}, refused: CodeDataPolicyUnsatisfiable},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			model := tc.model
+			if model == "" {
+				model = "m/x"
+			}
+			p := &Plan{DecidedModel: model, Chain: []string{}, Providers: Providers{Denied: []string{}}, Merged: &profiles.Merged{}}
+			tc.plan(p)
+			out := Check(p, Upstream{Name: "u", Capabilities: tc.caps, CallerKey: tc.callerKey, Agreement: tc.agreement}, cat)
+			if tc.refused != "" {
+				require.NotNil(t, out.Refused)
+				require.Equal(t, tc.refused, out.Refused.Code)
+				return
+			}
+			require.Nil(t, out.Refused, "%+v", out.Refused)
+			require.Equal(t, tc.via, out.DataVia)
+			require.Equal(t, tc.allowed, out.Providers.Allowed)
+			require.Equal(t, tc.knobs, out.Data)
+		})
+	}
+}
+
+// TestDecideDataCombinesProfileAndGuardrail: the plan holds the tighter of
+// the merged profile's and the guardrail's restrictions, and names who set
+// each.
+func TestDecideDataCombinesProfileAndGuardrail(t *testing.T) {
+	in, out := 3.0, 20.0
+	m := &profiles.Merged{
+		Quantizations: profiles.Field[[]string]{Value: []string{"fp8", "bf16"}, Set: true, Rung: "team:ml", File: "profiles/teams/ml.toml"},
+		MaxPriceIn:    profiles.Field[float64]{Value: in, Set: true, Rung: "org", File: "profiles/org.toml"},
+		MaxPriceOut:   profiles.Field[float64]{Value: out, Set: true, Rung: "org", File: "profiles/org.toml"},
+	}
+	gin := 2.0
+	p := &Plan{Merged: m}
+	decideData(p, m, nil)
+	decideDataPatterns(p, &guardrails.Patterns{ZeroRetention: true, Quantizations: []string{"bf16", "fp16"}, MaxPrice: &profiles.MaxPrice{Input: &gin}})
+	require.True(t, p.Data.ZeroRetention)
+	require.Equal(t, []string{"bf16"}, p.Data.Quantizations)
+	require.Equal(t, 2.0, *p.Data.MaxPriceIn, "the lower ceiling binds")
+	require.Equal(t, 20.0, *p.Data.MaxPriceOut)
+	require.Equal(t, "zero_retention,quantizations,max_price", p.Data.Fields())
+	require.Equal(t, "guardrail", p.DataRung(DataZeroRetention))
+	require.Equal(t, "team:ml (profiles/teams/ml.toml)+guardrail", p.DataRung(DataQuantizations))
+	prov := p.Provenance()
+	require.Equal(t, "guardrail", prov["data.zero_retention"])
+	require.Equal(t, "org+guardrail", prov["providers.max_price.input"])
+	require.Equal(t, "team:ml+guardrail", prov["providers.quantizations"])
+}
