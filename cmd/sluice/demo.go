@@ -57,6 +57,10 @@ var demoSteps = []demoStep{
 			`"system":[{"type":"text","text":"You are a coding agent.","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"Review this diff."}]}`},
 	{title: "Responses API: an OpenAI Responses client (as Codex: store false, the whole transcript) on the marketplace, sent to its own Responses endpoint", secret: "sk-sluice-demo-chat",
 		path: "/v1/responses", body: `{"model":"openai/gpt-4o","store":false,"input":[{"role":"user","content":[{"type":"input_text","text":"List the failing tests."}]}]}`},
+	{title: "data policy: a request that requires zero retention on the marketplace, served only by an endpoint the catalog marks as keeping nothing (the upstream's own knob, recorded in the row)", secret: "sk-sluice-demo-chat",
+		body: `{"model":"anthropic/claude-sonnet-4.5","messages":[{"role":"user","content":"Summarise the patient notes."}],"routing":{"data":{"zero_retention":true}}}`},
+	{title: "refused: the same requirement on the direct OpenAI upstream, whose endpoint the catalog says retains and whose account declares no agreement", secret: "sk-sluice-demo-batch",
+		body: `{"model":"openai/gpt-4o","messages":[{"role":"user","content":"Summarise the patient notes."}],"routing":{"data":{"zero_retention":true}}}`},
 	{title: "embeddings: ml team, the team's provider order on the marketplace, recorded with the input's tokens", secret: "sk-sluice-demo-chat",
 		path: "/v1/embeddings", body: `{"model":"openai/text-embedding-3-small","input":["incident 1412","incident 1413"]}`},
 }

@@ -21,7 +21,9 @@ func TestDemoAndRows(t *testing.T) {
 	code, out, errOut := runCLI(t, "", "demo", "--dir", dir)
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	for _, want := range []string{
-		"[1/10] plain", "200 served by openai/gpt-4o via openai",
+		"[1/12] plain", "200 served by openai/gpt-4o via openai",
+		"200 served by anthropic/claude-sonnet-4.5 via amazon-bedrock",
+		"422 data_policy_unsatisfiable: zero_retention (set by request)",
 		"degraded: chain",
 		"422 provider_restriction_inexpressible",
 		"403 model_forbidden",
@@ -54,6 +56,18 @@ func TestDemoAndRows(t *testing.T) {
 		"k-chat anthropic/claude-sonnet-4.5":    {"ranking"},
 		"k-chat openai/text-embedding-3-small":  {"ranking"},
 	}, lost)
+
+	// The zero-retention steps: one served by the endpoint that keeps
+	// nothing, held by the upstream's knob; one refused on the direct
+	// upstream. The rows say so, and the filter finds both.
+	code, out, errOut = runCLI(t, "", "rows", "--config", cfg, "--data_policy", "zero_retention", "--format", "json")
+	require.Equal(t, 0, code, errOut)
+	rows = nil
+	require.NoError(t, json.Unmarshal([]byte(out), &rows))
+	require.Len(t, rows, 2)
+	require.Equal(t, "data_policy_unsatisfiable", rows[0].RefusedCode)
+	require.Equal(t, "amazon-bedrock", rows[1].ServedProvider)
+	require.Equal(t, "zero_retention=native", rows[1].DataPolicyVia)
 
 	code, out, _ = runCLI(t, "", "rows", "--config", cfg, "--switched", "true", "--format", "csv")
 	require.Equal(t, 0, code)

@@ -58,7 +58,7 @@ func orDash(s string) string {
 
 func writeTable(w io.Writer, rows []Row) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TS\tREQUEST_ID\tTEAM\tMODEL\tPROVIDER\tSWITCH\tDEGRADED\tREFUSED\tFALLBACK\tCACHE\tSTATUS")
+	fmt.Fprintln(tw, "TS\tREQUEST_ID\tTEAM\tMODEL\tPROVIDER\tSWITCH\tDEGRADED\tREFUSED\tFALLBACK\tCACHE\tDATA\tSTATUS")
 	for _, r := range rows {
 		r = r.normalized()
 		model := r.DecidedModel
@@ -69,11 +69,17 @@ func writeTable(w io.Writer, rows []Row) error {
 		if r.CacheHit {
 			cache = "hit"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n",
+		// DATA is how each data restriction was held (or, refused, which
+		// bound the request).
+		data := r.DataPolicyVia
+		if data == "" {
+			data = r.DataPolicy
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n",
 			r.TS.Format("2006-01-02T15:04:05.000Z"), sanitize(r.RequestID), orDash(sanitize(r.Team)),
 			orDash(sanitize(model)), orDash(sanitize(r.ServedProvider)), orDash(sanitize(r.RoutingSwitchReason)),
 			orDash(sanitize(strings.Join(r.RoutingDegraded, ","))), orDash(sanitize(r.RefusedCode)),
-			orDash(sanitize(r.FallbackReason)), cache, r.Status)
+			orDash(sanitize(r.FallbackReason)), cache, orDash(data), r.Status)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("requestlog: write table: %w", err)
