@@ -39,8 +39,8 @@ type corpusCase struct {
 	ContentFilter    *string         `json:"content_filter"`
 	// Data, when present, is the data restrictions the decision carries,
 	// as [Patterns] spells them (absent members: unset).
-	Data *dataRules `json:"data"`
-	Counts           *Counts         `json:"counts"`
+	Data   *dataRules `json:"data"`
+	Counts *Counts    `json:"counts"`
 	// Models maps a slug as a caller would send it to whether it is allowed.
 	Models  map[string]bool `json:"models"`
 	Chains  []chainCase     `json:"chains"`
