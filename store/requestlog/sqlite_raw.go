@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
+	"time"
 	"unicode/utf8"
 	"unsafe"
 
@@ -34,7 +36,53 @@ type sqliteWriteConn struct {
 	arenaCap int
 	bind     rowBinder
 	norm     []Row // the statement's rows, normalized
+	// ctx is the running insert's, for the busy handler.
+	ctx context.Context
 }
+
+// writeConns maps an open write connection's handle to it, for the busy
+// handler (SQLite passes it the handle).
+var writeConns sync.Map // uintptr -> *sqliteWriteConn
+
+// busyDelays are the waits, in milliseconds, between tries of a lock another
+// connection holds, the last repeated until the busy timeout (SQLite's own
+// default handler's steps).
+var busyDelays = [...]int{1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100}
+
+// writeBusyHandler is the write connection's busy handler: it waits as
+// SQLite's default handler does, up to sqliteBusyTimeout, and stops waiting
+// (so the statement fails with SQLITE_BUSY) when the insert's context ends.
+func writeBusyHandler(_ *libc.TLS, db uintptr, count int32) int32 {
+	var waited int
+	for i := range int(count) {
+		waited += busyDelays[min(i, len(busyDelays)-1)]
+	}
+	delay := busyDelays[min(int(count), len(busyDelays)-1)]
+	if limit := int(sqliteBusyTimeout.Milliseconds()); waited >= limit {
+		return 0
+	} else if waited+delay > limit {
+		delay = limit - waited
+	}
+	var done <-chan struct{}
+	if v, ok := writeConns.Load(db); ok {
+		if ctx := v.(*sqliteWriteConn).ctx; ctx != nil {
+			done = ctx.Done()
+		}
+	}
+	t := time.NewTimer(time.Duration(delay) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-done:
+		return 0
+	case <-t.C:
+		return 1
+	}
+}
+
+// cFuncPointer returns f as the function pointer the SQLite library calls:
+// a func value is a pointer to its code's address (golang.org/s/go11func),
+// which the library's call-through reads back.
+func cFuncPointer[T any](f T) uintptr { return *(*uintptr)(unsafe.Pointer(&struct{ f T }{f})) }
 
 // cmem returns p, an address libc's allocator returned, as a pointer. Such
 // memory is outside Go's heap (never moved or collected), which is what
@@ -76,7 +124,8 @@ func openRawSQLite(path string) (_ *sqliteWriteConn, err error) {
 		return nil, c.err(rc)
 	}
 	sqlite3.Xsqlite3_extended_result_codes(c.tls, c.db, 1)
-	if rc := sqlite3.Xsqlite3_busy_timeout(c.tls, c.db, int32(sqliteBusyTimeout.Milliseconds())); rc != sqlite3.SQLITE_OK {
+	writeConns.Store(c.db, c)
+	if rc := sqlite3.Xsqlite3_busy_handler(c.tls, c.db, cFuncPointer(writeBusyHandler), c.db); rc != sqlite3.SQLITE_OK {
 		return nil, c.err(rc)
 	}
 	for _, pragma := range []string{"PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL"} {
@@ -157,27 +206,19 @@ func (c *sqliteWriteConn) stmt(p *uintptr, query string) (uintptr, error) {
 }
 
 // insert writes rows in one transaction, sqliteRowsPerInsert rows a
-// statement. ctx interrupts a statement running when it ends.
+// statement. ctx ends a wait for another writer's lock and is checked
+// before each statement.
 func (c *sqliteWriteConn) insert(ctx context.Context, rows []Row) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if ctx.Done() != nil {
-		db, fired := c.db, make(chan struct{})
-		stop := context.AfterFunc(ctx, func() {
-			// sqlite3_interrupt only sets a flag: safe from any goroutine.
-			sqlite3.Xsqlite3_interrupt(nil, db)
-			close(fired)
-		})
-		defer func() {
-			if !stop() {
-				<-fired
-				if err != nil {
-					err = fmt.Errorf("%w (%w)", ctx.Err(), err)
-				}
-			}
-		}()
-	}
+	c.ctx = ctx
+	defer func() {
+		c.ctx = nil
+		if err != nil && ctx.Err() != nil {
+			err = fmt.Errorf("%w (%w)", ctx.Err(), err)
+		}
+	}()
 	begin, err := c.stmt(&c.begin, "BEGIN IMMEDIATE")
 	if err != nil {
 		return err
@@ -193,6 +234,9 @@ func (c *sqliteWriteConn) insert(ctx context.Context, rows []Row) (err error) {
 		}
 	}()
 	for len(rows) > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		n, p, query := sqliteRowsPerInsert, &c.many, sqliteInsertMany
 		if len(rows) < n {
 			n, p, query = 1, &c.one, sqliteInsertOne
@@ -224,9 +268,13 @@ func (c *sqliteWriteConn) bindRows(st uintptr, rows []Row) error {
 		c.norm = append(c.norm, rows[i].normalizedToRead())
 	}
 	b := &c.bind
-	b.c, b.stmt, b.measure, b.need = c, st, true, 1
+	b.c, b.stmt, b.measure, b.need, b.param = c, st, true, 1, 1
 	for i := range c.norm {
 		bindRow(b, &c.norm[i])
+	}
+	if want := int32(len(rows)*len(rowColumns)) + 1; b.param != want {
+		clear(c.norm)
+		return fmt.Errorf("sqlite insert: %d values for %d rows of %d columns (bindRow and rowColumns disagree)", b.param-1, len(rows), len(rowColumns))
 	}
 	if b.need > c.arenaCap {
 		size := max(b.need, 2*c.arenaCap, 64<<10)
@@ -244,9 +292,6 @@ func (c *sqliteWriteConn) bindRows(st uintptr, rows []Row) error {
 	if b.rc != sqlite3.SQLITE_OK {
 		return c.err(b.rc)
 	}
-	if want := int32(len(rows)*len(rowColumns)) + 1; b.param != want {
-		return fmt.Errorf("sqlite insert: bound %d values for %d rows of %d columns", b.param-1, len(rows), len(rowColumns))
-	}
 	return nil
 }
 
@@ -263,6 +308,7 @@ func (c *sqliteWriteConn) close() error {
 		if rc := sqlite3.Xsqlite3_close_v2(c.tls, c.db); rc != sqlite3.SQLITE_OK {
 			err = c.err(rc)
 		}
+		writeConns.Delete(c.db)
 		c.db = 0
 	}
 	if c.arena != 0 {
@@ -303,6 +349,7 @@ func (b *rowBinder) check(rc int32) {
 func (b *rowBinder) text(s string) {
 	if b.measure {
 		b.need += len(s)
+		b.param++
 		return
 	}
 	n := copy(b.arena[b.off:], s)
@@ -313,9 +360,11 @@ func (b *rowBinder) text(s string) {
 
 // int binds v as INTEGER.
 func (b *rowBinder) int(v int64) {
-	if !b.measure {
-		b.check(sqlite3.Xsqlite3_bind_int64(b.c.tls, b.stmt, b.param, v))
+	if b.measure {
+		b.param++
+		return
 	}
+	b.check(sqlite3.Xsqlite3_bind_int64(b.c.tls, b.stmt, b.param, v))
 }
 
 // bool binds v as INTEGER 0 or 1, as the driver binds a bool.
@@ -329,9 +378,11 @@ func (b *rowBinder) bool(v bool) {
 
 // real binds v as REAL.
 func (b *rowBinder) real(v float64) {
-	if !b.measure {
-		b.check(sqlite3.Xsqlite3_bind_double(b.c.tls, b.stmt, b.param, v))
+	if b.measure {
+		b.param++
+		return
 	}
+	b.check(sqlite3.Xsqlite3_bind_double(b.c.tls, b.stmt, b.param, v))
 }
 
 // list binds l as TEXT holding its JSON array, the bytes json.Marshal gives.
@@ -343,6 +394,7 @@ func (b *rowBinder) list(l []string) {
 		for _, s := range l {
 			b.need += 6*len(s) + 3
 		}
+		b.param++
 		return
 	}
 	b.json = appendJSONStrings(b.json[:0], l)
