@@ -5,7 +5,10 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -21,12 +24,33 @@ func processCPU(b *testing.B) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// processIO is the process's write(2)-family calls and bytes so far
+// (/proc/self/io's syscw and wchar); zeros where there is no such file.
+func processIO() (calls, bytes int64) {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(line, ": ")
+		n, _ := strconv.ParseInt(v, 10, 64)
+		switch k {
+		case "syscw":
+			calls = n
+		case "wchar":
+			bytes = n
+		}
+	}
+	return calls, bytes
+}
+
 // BenchmarkWriterSQLiteRow writes rows through the path the gateway uses:
 // Enqueue on a Writer (default batch size and flush interval, a spool
 // directory) in front of the SQLite store on a file, then Close, which
 // drains. It reports the process's CPU time (user + system, every
 // goroutine: the enqueuing loop, the flusher, the driver, the collector)
-// per row as cpu-µs/row, the number the gateway pays for its compliance
+// per row as cpu-µs/row (and the write calls and bytes a row costs, from
+// /proc/self/io), the number the gateway pays for its compliance
 // row. Rows arrive in bursts of a batch and the loop waits for the
 // flusher to catch up before the queue fills (as at the gateway's rates,
 // where no row spills to the spool); the benchmark fails if any row was
@@ -50,6 +74,7 @@ func benchWriterSQLite(b *testing.B, template []Row) {
 	var id [16]byte
 	batch := w.opts.BatchSize
 	n := 0
+	calls0, bytes0 := processIO()
 	cpu0, wall0 := processCPU(b), time.Now()
 	for b.Loop() {
 		r := template[n%len(template)]
@@ -70,6 +95,7 @@ func benchWriterSQLite(b *testing.B, template []Row) {
 		b.Fatal(err)
 	}
 	cpu, wall := processCPU(b)-cpu0, time.Since(wall0)
+	calls, bytes := processIO()
 	st := w.Stats()
 	if st.SpooledRows != 0 || st.DroppedRows != 0 || st.WrittenRows != uint64(n) {
 		b.Fatalf("enqueued %d rows: written %d, spooled %d, dropped %d", n, st.WrittenRows, st.SpooledRows, st.DroppedRows)
@@ -80,4 +106,6 @@ func benchWriterSQLite(b *testing.B, template []Row) {
 	}
 	b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-µs/row")
 	b.ReportMetric(float64(n)/wall.Seconds(), "rows/s")
+	b.ReportMetric(float64(calls-calls0)/float64(n), "writes/row")
+	b.ReportMetric(float64(bytes-bytes0)/float64(n), "write-B/row")
 }
