@@ -186,7 +186,9 @@ type Store interface {
 	// request_id is already stored (or repeated within rows) is skipped.
 	// Rows with a zero TS get the current time, so a retry must carry the
 	// TS of the first attempt (the writer fixes it at Enqueue): ClickHouse
-	// looks for stored ids within the batch's time range only.
+	// looks for stored ids within the batch's time range only. Insert
+	// keeps neither rows nor anything they point to after it returns: the
+	// writer reuses the slice for its next batch.
 	Insert(ctx context.Context, rows []Row) error
 	// Query returns one page of rows matching f, newest first
 	// (ts desc, request_id desc). A malformed f.Cursor yields ErrBadCursor.

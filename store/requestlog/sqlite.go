@@ -3,7 +3,6 @@ package requestlog
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -29,6 +29,9 @@ var _ Store = (*sqliteStore)(nil)
 type sqliteStore struct {
 	db   *sql.DB
 	path string
+	// mu serializes Insert on w, the write connection (see sqliteWriteConn).
+	mu sync.Mutex
+	w  *sqliteWriteConn
 }
 
 // sqliteSchema creates the table as first released; init applies it, then
@@ -156,6 +159,10 @@ func openSQLiteDSN(path, extra string) (Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	if s.w, err = openRawSQLite(path); err != nil {
+		_ = db.Close()
+		return nil, s.openErr(err)
+	}
 	return s, nil
 }
 
@@ -230,9 +237,11 @@ func (s *sqliteStore) openErr(err error) error {
 	return fmt.Errorf("requestlog: open sqlite %q: %w", s.path, err)
 }
 
-// sqliteRowsPerInsert is how many rows one INSERT statement carries: one
-// statement per row spends most of its time in the driver, not in SQLite.
-// 32 rows × 29 columns stays far below SQLite's bound on parameters.
+// sqliteRowsPerInsert is how many rows one INSERT statement carries, so
+// that a statement's fixed work (opening the table's and indexes' cursors)
+// is shared; on the write connection 8, 64 and 128 measured the same as 32
+// (docs/perf.md, "The compliance row"). 32 rows × len(rowColumns) stays far
+// below SQLite's bound on parameters.
 const sqliteRowsPerInsert = 32
 
 // sqliteInsertSQL returns an INSERT of n rows.
@@ -253,107 +262,20 @@ var (
 )
 
 // Insert implements [Store.Insert]: one transaction, sqliteRowsPerInsert
-// rows per statement. It runs on the driver's connection (through
-// [sql.Conn.Raw]) with one argument slice reused for every statement:
-// database/sql would otherwise copy and check all 928 arguments of each
-// statement, which cost more than SQLite's own work on the hot path.
+// rows per statement, on the store's write connection ([sqliteWriteConn]).
 func (s *sqliteStore) Insert(ctx context.Context, rows []Row) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.w == nil {
+		return fmt.Errorf("requestlog: sqlite insert into %q: the store is closed", s.path)
+	}
+	if err := s.w.insert(ctx, rows); err != nil {
 		return fmt.Errorf("requestlog: sqlite insert: %w", err)
 	}
-	defer conn.Close()
-	return conn.Raw(func(dc any) error { return insertRows(ctx, dc, rows) })
-}
-
-// sqliteDriverConn is what Insert needs of the driver's connection.
-type sqliteDriverConn interface {
-	driver.ConnBeginTx
-	driver.ConnPrepareContext
-}
-
-// insertRows writes rows in one transaction on the driver connection dc.
-func insertRows(ctx context.Context, dc any, rows []Row) (err error) {
-	c, ok := dc.(sqliteDriverConn)
-	if !ok {
-		return fmt.Errorf("requestlog: sqlite insert: driver connection %T cannot begin a transaction or prepare", dc)
-	}
-	tx, err := c.BeginTx(ctx, driver.TxOptions{})
-	if err != nil {
-		return fmt.Errorf("requestlog: sqlite insert: %w", err)
-	}
-	committed := false
-	defer func() {
-		if !committed {
-			_ = tx.Rollback()
-		}
-	}()
-	cols := len(rowColumns)
-	args := make([]driver.NamedValue, sqliteRowsPerInsert*cols)
-	for i := range args {
-		args[i].Ordinal = i + 1
-	}
-	var many, one driver.StmtExecContext
-	for len(rows) > 0 {
-		n, stmt, query := sqliteRowsPerInsert, &many, sqliteInsertMany
-		if len(rows) < n {
-			n, stmt, query = 1, &one, sqliteInsertOne
-		}
-		if *stmt == nil {
-			if *stmt, err = prepareExec(ctx, c, query); err != nil {
-				return fmt.Errorf("requestlog: sqlite insert: %w", err)
-			}
-			defer (*stmt).(driver.Stmt).Close()
-		}
-		for i, r := range rows[:n] {
-			setRowArgs(args[i*cols:(i+1)*cols], r.normalizedToRead())
-		}
-		if _, err := (*stmt).ExecContext(ctx, args[:n*cols]); err != nil {
-			return fmt.Errorf("requestlog: sqlite insert of %d rows from %q: %w", n, rows[0].RequestID, err)
-		}
-		rows = rows[n:]
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("requestlog: sqlite insert: %w", err)
-	}
-	committed = true
 	return nil
-}
-
-// prepareExec prepares query on c as a statement that takes a context.
-func prepareExec(ctx context.Context, c driver.ConnPrepareContext, query string) (driver.StmtExecContext, error) {
-	st, err := c.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	x, ok := st.(driver.StmtExecContext)
-	if !ok {
-		_ = st.Close()
-		return nil, fmt.Errorf("driver statement %T cannot execute with a context", st)
-	}
-	return x, nil
-}
-
-// setRowArgs sets args (len(rowColumns) of them) to r's values in
-// rowColumns order, as the driver values database/sql would convert them to.
-func setRowArgs(args []driver.NamedValue, r Row) {
-	chain, _ := json.Marshal(r.Chain)
-	degraded, _ := json.Marshal(r.RoutingDegraded)
-	for i, v := range [...]driver.Value{
-		r.TS.UnixMilli(), r.RequestID, r.Org, r.Team, r.Project, r.KeyID, r.SessionID, r.Route,
-		r.Upstream, r.DecidedModel, string(chain), r.ServedModel, r.ServedProvider,
-		r.RoutingSwitchReason, string(degraded), r.RefusedCode, r.FallbackReason,
-		int64(r.Attempts), int64(r.Status), r.Stream, r.CacheHit, r.RepresentationBreak,
-		r.CacheDiscountApplied, r.PromptTokens, r.CompletionTokens, r.CostUSD,
-		r.LatencyMS, r.TTFTMS, r.CostSource, r.RequestRouting, r.ConfigRevision, r.API,
-		r.SessionKey, r.SessionAffinity, r.CachedTokens, r.ReasoningTokens,
-		r.DataPolicy, r.DataPolicyVia,
-	} {
-		args[i].Value = v
-	}
 }
 
 // Query implements [Store.Query].
@@ -413,6 +335,16 @@ func (s *sqliteStore) Ping(ctx context.Context) error {
 
 // Close implements [Store.Close].
 func (s *sqliteStore) Close() error {
+	s.mu.Lock()
+	w := s.w
+	s.w = nil
+	s.mu.Unlock()
+	if w != nil {
+		if err := w.close(); err != nil {
+			_ = s.db.Close()
+			return fmt.Errorf("requestlog: close sqlite %q: %w", s.path, err)
+		}
+	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("requestlog: close sqlite %q: %w", s.path, err)
 	}

@@ -290,7 +290,11 @@ func (w *Writer) run() {
 	flush := func(ctx context.Context) {
 		if len(batch) > 0 {
 			w.flush(ctx, batch)
-			batch = make([]Row, 0, w.opts.BatchSize)
+			// The store and the spool keep no row past the call: the
+			// batch's storage serves the next one (cleared, so that it
+			// holds no strings meanwhile).
+			clear(batch)
+			batch = batch[:0]
 			w.batchLen.Store(0)
 		}
 	}
