@@ -61,6 +61,18 @@ allow_models contains p if some p in team_models[input.principal.team]
 allow_providers contains p if some p in team_providers[input.principal.team]
 
 content_filter := "pii-redact" if input.principal.project == "patients"
+
+# The data restrictions: every issue of the ml team's decision reads all four.
+zero_retention := true if input.principal.team == "ml"
+
+no_training := true if input.principal.team == "ml"
+
+quantizations contains q if {
+	input.principal.team == "ml"
+	some q in {"fp8", "bf16", "fp16"}
+}
+
+max_price := {"input": 3, "output": 15} if input.principal.team == "ml"
 `
 	for name, src := range map[string]string{"org.rego": org, "teams.rego": teams} {
 		if err := os.WriteFile(filepath.Join(gdir, name), []byte(src), 0o644); err != nil {
@@ -86,14 +98,19 @@ func syntheticIssuer(b *testing.B) *Issuer {
 var mlPrincipal = profiles.Principal{Org: "acme", Team: "ml", Project: "p", Key: "k"}
 
 // BenchmarkDecisionIssue measures one uncached decision: one Rego evaluation
-// plus the Go expansion over 400 models and 60 providers. Budget: 1 ms.
+// plus the Go expansion over 400 models and 60 providers, with all four data
+// restrictions set. Budget: 1 ms.
 func BenchmarkDecisionIssue(b *testing.B) {
 	is := syntheticIssuer(b)
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := is.issue(ctx, mlPrincipal); err != nil {
+		d, err := is.issue(ctx, mlPrincipal)
+		if err != nil {
 			b.Fatal(err)
+		}
+		if !d.patterns.ZeroRetention || d.patterns.MaxPrice == nil {
+			b.Fatal("the data restrictions were not read")
 		}
 	}
 }
