@@ -125,6 +125,12 @@ func FuzzParseProfile(f *testing.F) {
 			return
 		}
 		checkInvariants(t, p)
+		// A rung that restates the one above it tightens nothing and so
+		// loosens nothing; the merge keeps the rung above's values.
+		twice := []Layer{{Rung: "org", File: "p.toml", Profile: p}, {Rung: "team:t", File: "p.toml", Profile: p}}
+		require.Empty(t, CheckTightening(twice))
+		once, both := Merge(twice[0]), Merge(twice...)
+		require.Equal(t, once.View(), both.View())
 	})
 }
 
