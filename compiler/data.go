@@ -283,10 +283,17 @@ func KeepSatisfiable(p *Plan, cat *guardrails.Catalog, agreements map[string]Agr
 	if cat == nil || len(p.Chain) == 0 || p.Data.Empty() {
 		return p
 	}
+	return p.DropFromChain(func(slug string) bool { return !satisfiable(&p.Data, cat, slug, agreements) }, DropDataPolicy)
+}
+
+// DropFromChain returns the plan without the chain entries drop selects,
+// each recorded in Dropped with the reason; the plan itself when none is
+// (so the common case allocates nothing). p is not modified.
+func (p *Plan) DropFromChain(drop func(slug string) bool, reason string) *Plan {
 	var kept []string
 	var dropped []guardrails.Dropped
 	for i, slug := range p.Chain {
-		if satisfiable(&p.Data, cat, slug, agreements) {
+		if !drop(slug) {
 			if kept != nil {
 				kept = append(kept, slug)
 			}
@@ -295,7 +302,7 @@ func KeepSatisfiable(p *Plan, cat *guardrails.Catalog, agreements map[string]Agr
 		if kept == nil {
 			kept = append(make([]string, 0, len(p.Chain)), p.Chain[:i]...)
 		}
-		dropped = append(dropped, guardrails.Dropped{Model: slug, Reason: DropDataPolicy})
+		dropped = append(dropped, guardrails.Dropped{Model: slug, Reason: reason})
 	}
 	if kept == nil {
 		return p

@@ -202,27 +202,7 @@ func keepKind(p *compiler.Plan, cat *guardrails.Catalog, in *connectors.Inbound)
 		m, ok := cat.Model(slug)
 		return ok && m.Embedding() != embeddings
 	}
-	var kept []string
-	var dropped []guardrails.Dropped
-	for i, slug := range p.Chain {
-		if !mismatch(slug) {
-			if kept != nil {
-				kept = append(kept, slug)
-			}
-			continue
-		}
-		if kept == nil {
-			kept = append(make([]string, 0, len(p.Chain)), p.Chain[:i]...)
-		}
-		dropped = append(dropped, guardrails.Dropped{Model: slug, Reason: guardrails.DropKind})
-	}
-	if kept == nil {
-		return p
-	}
-	q := *p
-	q.Chain = kept
-	q.Dropped = append(append([]guardrails.Dropped(nil), p.Dropped...), dropped...)
-	return &q
+	return p.DropFromChain(mismatch, guardrails.DropKind)
 }
 
 // CodeUpstreamUnavailable is the refusal code of a route left with no target
