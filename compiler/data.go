@@ -398,7 +398,11 @@ func checkData(p *Plan, u Upstream, cat *guardrails.Catalog, out *Outcome) *Refu
 			}
 		}
 		if !found {
-			if f := dp.Fails(&none, agreed); f != "" {
+			f := dp.Fails(&none, agreed)
+			if f == "" && (dp.MaxPriceIn != nil || dp.MaxPriceOut != nil) {
+				f = DataMaxPrice // no endpoint, no known price: a ceiling cannot be met
+			}
+			if f != "" {
 				return refuse(f, "upstream %q serves only provider %q and is decided here: %s", u.Name, caps.DirectProvider, whyFails(f, &none, dp, p.DecidedModel, u.CallerKey))
 			}
 		}
@@ -504,6 +508,9 @@ func whyFails(field string, e *guardrails.Endpoint, dp *DataPolicy, model string
 			q = "an unknown precision"
 		}
 		return fmt.Sprintf("its endpoint %q of %q serves at %s, not one of %v", e.Slug(), model, q, dp.Quantizations)
+	}
+	if e.PriceIn == 0 && e.PriceOut == 0 && e.Tag == "" && e.ZeroRetention == nil && e.Quantization == "" {
+		return fmt.Sprintf("the catalog lists no endpoint of it for %q, so no price is known to be under the ceiling", model)
 	}
 	return fmt.Sprintf("its endpoint %q of %q is priced %g in / %g out USD per million tokens, above the ceiling", e.Slug(), model, e.PriceIn, e.PriceOut)
 }

@@ -42,6 +42,7 @@ func TestDataPolicyDecision(t *testing.T) {
 		via       string
 		allowed   []string
 		knobs     DataKnobs
+		noCatalog bool
 	}{
 		{name: "native zero retention", plan: zr, caps: nativeAll, via: "zero_retention=native", knobs: DataKnobs{ZeroRetention: true}},
 		{name: "native with a caller key where enforced", plan: zr, caps: nativeAll, callerKey: true, via: "zero_retention=native", knobs: DataKnobs{ZeroRetention: true}},
@@ -57,6 +58,8 @@ func TestDataPolicyDecision(t *testing.T) {
 		{name: "direct: the agreement meets it", model: "openai/gpt-4o", plan: zr, caps: Capabilities{DirectProvider: "openai"}, agreement: Agreement{ZeroRetention: true}, via: "zero_retention=local"},
 		{name: "direct: the agreement does not cover a caller key", model: "openai/gpt-4o", plan: zr, caps: Capabilities{DirectProvider: "openai"}, agreement: Agreement{ZeroRetention: true}, callerKey: true, refused: CodeDataPolicyUnsatisfiable},
 		{name: "direct: facts meet no_training", model: "openai/gpt-4o", plan: func(p *Plan) { p.Data.NoTraining = true }, caps: Capabilities{DirectProvider: "openai"}, via: "no_training=local"},
+		{name: "direct without a catalog: no known price", model: "anthropic/claude-x", plan: func(p *Plan) { p.Data.MaxPriceIn = &price }, caps: Capabilities{DirectProvider: "anthropic"}, noCatalog: true, refused: CodeDataPolicyUnsatisfiable},
+		{name: "direct without a catalog: the agreement alone", model: "anthropic/claude-x", plan: zr, caps: Capabilities{DirectProvider: "anthropic"}, agreement: Agreement{ZeroRetention: true}, noCatalog: true, via: "zero_retention=local"},
 		{name: "direct: unknown precision refuses", model: "openai/gpt-4o", plan: func(p *Plan) { p.Data.Quantizations = []string{"fp8"} }, caps: Capabilities{DirectProvider: "openai"}, refused: CodeDataPolicyUnsatisfiable},
 	}
 	for _, tc := range tests {
@@ -67,7 +70,11 @@ func TestDataPolicyDecision(t *testing.T) {
 			}
 			p := &Plan{DecidedModel: model, Chain: []string{}, Providers: Providers{Denied: []string{}}, Merged: &profiles.Merged{}}
 			tc.plan(p)
-			out := Check(p, Upstream{Name: "u", Capabilities: tc.caps, CallerKey: tc.callerKey, Agreement: tc.agreement}, cat)
+			c := cat
+			if tc.noCatalog {
+				c = nil
+			}
+			out := Check(p, Upstream{Name: "u", Capabilities: tc.caps, CallerKey: tc.callerKey, Agreement: tc.agreement}, c)
 			if tc.refused != "" {
 				require.NotNil(t, out.Refused)
 				require.Equal(t, tc.refused, out.Refused.Code)
