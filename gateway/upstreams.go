@@ -92,7 +92,6 @@ func NewUpstreamTransport(o TransportOptions) *http.Transport {
 	if o.H2C {
 		plainProto = "h2c"
 	}
-	plain := gauge(plainProto)
 	t := &http.Transport{
 		Proxy:             http.ProxyFromEnvironment,
 		ForceAttemptHTTP2: true,
@@ -103,7 +102,7 @@ func NewUpstreamTransport(o TransportOptions) *http.Transport {
 			if err != nil {
 				return nil, err
 			}
-			return countConn(c, plain), nil
+			return countConn(c, gauge(plainProto)), nil
 		},
 		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			raw, err := d.DialContext(ctx, network, addr)
