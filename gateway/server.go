@@ -391,6 +391,9 @@ func (s *Server) Close(ctx context.Context) error {
 		if cerr := s.store.Close(); cerr != nil && !errors.Is(cerr, context.Canceled) {
 			err = errors.Join(err, cerr)
 		}
+		// The upstreams' idle connections close now; those in use close
+		// when their requests end.
+		s.upstreams.closeIdle()
 		s.closeErr = err
 	})
 	return s.closeErr

@@ -40,6 +40,24 @@ const transportSecret = "sk-transport-test"
 // on it behind a loopback server (on ln when not nil) and returns both.
 func transportGateway(t *testing.T, baseURL, extra string, ln net.Listener) (*gateway.Server, *httptest.Server) {
 	t.Helper()
+	srv, err := gateway.New(gateway.Options{ConfigDir: transportConfig(t, baseURL, extra), Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err, "the gateway starts")
+	ts := httptest.NewUnstartedServer(srv.Handler())
+	if ln != nil {
+		ts.Listener.Close()
+		ts.Listener = ln
+	}
+	ts.Start()
+	t.Cleanup(func() {
+		ts.Close()
+		_ = srv.Close(context.Background())
+	})
+	return srv, ts
+}
+
+// transportConfig writes the configuration directory of transportGateway.
+func transportConfig(t *testing.T, baseURL, extra string) string {
+	t.Helper()
 	dir := t.TempDir()
 	sum := sha256.Sum256([]byte(transportSecret))
 	conf := fmt.Sprintf(`[server]
@@ -70,19 +88,23 @@ project = "p"
    "native": {"openai": "gpt-4o-mini"},
    "endpoints": [{"provider": "openai", "price_in": 0.15, "price_out": 0.6}]}
 ]}`), 0o644))
-	srv, err := gateway.New(gateway.Options{ConfigDir: dir, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err, "the gateway starts")
-	ts := httptest.NewUnstartedServer(srv.Handler())
-	if ln != nil {
-		ts.Listener.Close()
-		ts.Listener = ln
+	return dir
+}
+
+// TestUpstreamTransportSettingsChecked: a ca_file without a certificate and
+// h2c on an https base_url are configuration errors, with their codes.
+func TestUpstreamTransportSettingsChecked(t *testing.T) {
+	notPEM := filepath.Join(t.TempDir(), "ca.pem")
+	require.NoError(t, os.WriteFile(notPEM, []byte("not a certificate\n"), 0o644))
+	for _, c := range []struct{ base, extra, code string }{
+		{"https://127.0.0.1:9/v1", fmt.Sprintf("ca_file = %q", notPEM), "invalid_ca_file"},
+		{"https://127.0.0.1:9/v1", fmt.Sprintf("ca_file = %q", filepath.Join(t.TempDir(), "missing.pem")), "invalid_ca_file"},
+		{"https://127.0.0.1:9/v1", "h2c = true", "missing_setting"},
+	} {
+		_, err := gateway.New(gateway.Options{ConfigDir: transportConfig(t, c.base, c.extra), Logger: slog.New(slog.DiscardHandler)})
+		require.Error(t, err, c.extra)
+		require.Contains(t, err.Error(), c.code, c.extra)
 	}
-	ts.Start()
-	t.Cleanup(func() {
-		ts.Close()
-		_ = srv.Close(context.Background())
-	})
-	return srv, ts
 }
 
 // writeCA writes the PEM of a TLS test server's certificate (its own CA)

@@ -251,6 +251,13 @@ func (u *upstreamClients) refresh(cfg *profiles.Config) error {
 	return nil
 }
 
+// closeIdle closes every upstream's idle connections.
+func (u *upstreamClients) closeIdle() {
+	for _, c := range *u.byName.Load() {
+		c.transport.CloseIdleConnections()
+	}
+}
+
 // get returns the client of the upstream named, or nil.
 func (u *upstreamClients) get(name string) *http.Client {
 	if c := (*u.byName.Load())[name]; c != nil {
