@@ -346,7 +346,7 @@ func (s *Server) call(ctx context.Context, c *snapshot.Compiled, stream bool, in
 	}
 	up.Connector.Authorize(h, apiKey)
 	firstByte := time.AfterFunc(up.Config.FirstByteTimeout.Duration, func() { cancel(errFirstByte) })
-	resp, err := s.client.Do(req)
+	resp, err := s.clientFor(up).Do(req)
 	if err != nil {
 		firstByte.Stop()
 		total.Stop()

@@ -136,7 +136,7 @@ func (s *Server) storedResponse(w http.ResponseWriter, r *http.Request) {
 	req.Header["User-Agent"] = headerUserAgent
 	req.Header["Accept"] = headerJSON
 	up.Connector.Authorize(req.Header, up.APIKey)
-	resp, err := s.client.Do(req)
+	resp, err := s.clientFor(up).Do(req)
 	if err != nil {
 		writeError(w, apierr.New(apierr.CodeUpstreamUnavailable, fmt.Sprintf("upstream %q did not answer: %v", h.upstream, err)))
 		return

@@ -110,14 +110,14 @@ func (s *Server) RefreshCatalog(ctx context.Context) error {
 	if cc.Source == "" {
 		return errors.New("catalog refresh: [catalog] source is not set")
 	}
-	base, key := profiles.DefaultBaseURLs[cc.Source], ""
+	base, key, transport := profiles.DefaultBaseURLs[cc.Source], "", s.client.Transport
 	if up := cur.Upstreams[cc.Upstream]; up != nil {
-		base, key = up.Config.BaseURL, up.APIKey
+		base, key, transport = up.Config.BaseURL, up.APIKey, s.clientFor(up).Transport
 		if u, ok := s.opts.UpstreamURLs[cc.Upstream]; ok {
 			base = u
 		}
 	}
-	client := &listing.Client{HTTP: &http.Client{Transport: s.client.Transport, Timeout: listing.DefaultTimeout}, APIKey: key}
+	client := &listing.Client{HTTP: &http.Client{Transport: transport, Timeout: listing.DefaultTimeout}, APIKey: key}
 	start := time.Now()
 	imp, err := s.fleetListing(ctx, cc, func() (*listing.Import, error) {
 		return (&listing.OpenRouter{BaseURL: base, Client: client, Only: cc.Only}).Import(ctx)

@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -96,9 +95,12 @@ type Server struct {
 	reg     *prometheus.Registry
 	metrics *metrics.Metrics
 	client  *http.Client
-	store   requestlog.Store
-	writer  *requestlog.Writer
-	router  chi.Router
+	// upstreams are the upstreams' own clients (unless Options.Transport
+	// is given: then every upstream is sent to through client).
+	upstreams *upstreamClients
+	store     requestlog.Store
+	writer    *requestlog.Writer
+	router    chi.Router
 
 	snap     atomic.Pointer[snapshot.Snapshot]
 	reloadMu sync.Mutex
@@ -184,10 +186,13 @@ func New(opts Options) (*Server, error) {
 	}
 
 	transport := opts.Transport
+	s.upstreams = newUpstreamClients(opts.Registry)
 	if transport == nil {
+		// Each upstream has a transport of its own (its CAs, h2c, its
+		// connection bound); this one serves requests to no upstream.
 		transport = NewTransport()
 	}
-	s.client = &http.Client{Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	s.client = newClient(transport)
 
 	st := &cfg.Store
 	if err := os.MkdirAll(st.DataDir, 0o750); err != nil {
@@ -213,6 +218,9 @@ func New(opts Options) (*Server, error) {
 	if len(diags) > 0 {
 		return nil, diags
 	}
+	if err := s.upstreams.refresh(served.Config); err != nil {
+		return nil, err
+	}
 	s.snap.Store(served)
 	spoolDir := filepath.Join(st.DataDir, "spool")
 	if st.Kind == "off" {
@@ -234,26 +242,11 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// NewTransport returns the upstream transport: keep-alive connections reused
-// across requests, enough idle connections per host for high concurrency,
-// and no transparent compression (bodies pass through as sent). Each
-// connection's read and write buffers are 4 KiB: a plain-HTTP upstream
-// holds a connection per open stream for the stream's whole life, and a
-// stream's chunks are a few hundred bytes.
-func NewTransport() *http.Transport {
-	return &http.Transport{
-		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:   true,
-		MaxIdleConns:        1024,
-		MaxIdleConnsPerHost: 512,
-		IdleConnTimeout:     90 * time.Second,
-		TLSHandshakeTimeout: 10 * time.Second,
-		DisableCompression:  true,
-		WriteBufferSize:     4 << 10,
-		ReadBufferSize:      4 << 10,
-	}
-}
+// NewTransport returns an upstream transport with the default settings
+// (the system's roots, HTTP/2 by ALPN, HTTP/1.1 in the clear, at most
+// profiles.DefaultMaxConnections connections a host, no metric): see
+// [NewUpstreamTransport].
+func NewTransport() *http.Transport { return NewUpstreamTransport(TransportOptions{}) }
 
 // Snapshot returns the configuration currently serving.
 func (s *Server) Snapshot() *snapshot.Snapshot { return s.snap.Load() }
@@ -354,6 +347,9 @@ func (s *Server) swapIn(load func() (*snapshot.Snapshot, profiles.Diagnostics)) 
 	if len(diags) > 0 {
 		return nil, nil, diags
 	}
+	if err := s.upstreams.refresh(snap.Config); err != nil {
+		return nil, nil, profiles.Diagnostics{{File: profiles.ConfigFile, Code: profiles.CodeInvalidCAFile, Message: err.Error()}}
+	}
 	old = s.snap.Swap(snap)
 	s.setLogLevel(snap.Config.Server.LogLevel)
 	// The cache and the pins keep their entries under the new bounds and
@@ -395,6 +391,9 @@ func (s *Server) Close(ctx context.Context) error {
 		if cerr := s.store.Close(); cerr != nil && !errors.Is(cerr, context.Canceled) {
 			err = errors.Join(err, cerr)
 		}
+		// The upstreams' idle connections close now; those in use close
+		// when their requests end.
+		s.upstreams.closeIdle()
 		s.closeErr = err
 	})
 	return s.closeErr

@@ -327,7 +327,23 @@ type Upstream struct {
 	Timeout Duration `toml:"timeout" json:"timeout"`
 	// FirstByteTimeout is the deadline for response headers. Default 30s.
 	FirstByteTimeout Duration `toml:"first_byte_timeout" json:"first_byte_timeout"`
+	// CAFile is a PEM file of the CAs that sign an https base_url's
+	// certificate, relative to the config directory (a private CA in front
+	// of an upstream, a throwaway one in a benchmark). Default "": the
+	// system roots.
+	CAFile string `toml:"ca_file" json:"ca_file,omitempty"`
+	// H2C sends HTTP/2 without TLS (prior knowledge) to an http:// base_url
+	// that serves it; an https base_url negotiates HTTP/2 by ALPN without
+	// it. Default false: HTTP/1.1 to a plain upstream.
+	H2C bool `toml:"h2c" json:"h2c,omitempty"`
+	// MaxConnections bounds the connections open to this upstream at once
+	// (dialing, in use and idle); a request past it waits for one, within
+	// first_byte_timeout. Default 8192.
+	MaxConnections int `toml:"max_connections" json:"max_connections,omitempty"`
 }
+
+// DefaultMaxConnections is an upstream's max_connections when unset.
+const DefaultMaxConnections = 8192
 
 // DefaultBaseURLs are the public endpoints of each connector, used when an
 // upstream sets no base_url.
@@ -711,6 +727,12 @@ func (c *Config) applyDefaults() {
 		if u.FirstByteTimeout.Duration == 0 {
 			u.FirstByteTimeout.Duration = 30 * time.Second
 		}
+		if u.MaxConnections == 0 {
+			u.MaxConnections = DefaultMaxConnections
+		}
+		if u.CAFile != "" && !filepath.IsAbs(u.CAFile) {
+			u.CAFile = filepath.Join(c.Dir, u.CAFile)
+		}
 	}
 	for i := range c.Keys {
 		c.Keys[i].SHA256 = strings.ToLower(c.Keys[i].SHA256)
@@ -807,6 +829,14 @@ func (c *Config) crossCheck(pos positions, diags *Diagnostics) {
 			}
 			at(CodeMarketplaceAgreement, []string{"upstreams", itoa(i), field},
 				"upstream %q is a marketplace (%s): an account agreement is declared only for a direct upstream; a marketplace expresses the data policy per request, endpoint by endpoint", u.Name, u.Connector)
+		}
+		if u.CAFile != "" {
+			if _, err := readCAs(u.CAFile); err != nil {
+				at(CodeInvalidCAFile, []string{"upstreams", itoa(i), "ca_file"}, "upstream %q: ca_file %q: %v", u.Name, c.inDir(u.CAFile), err)
+			}
+		}
+		if u.H2C && !strings.HasPrefix(u.BaseURL, "http://") {
+			at(CodeMissingSetting, []string{"upstreams", itoa(i), "h2c"}, "upstream %q: h2c is for an http:// base_url (an https one negotiates HTTP/2 by itself)", u.Name)
 		}
 	}
 	known := func(name string, tokens []string, what string) {

@@ -59,6 +59,10 @@ func (st *Store) ClickHouseRootCAs() (*x509.CertPool, error) {
 
 // readCAs reads the PEM certificates of path. Its errors do not name the
 // file, so that each caller names it as its reader knows it.
+// ReadCAs reads a PEM file of CA certificates (ca_file, clickhouse_ca_file)
+// into a pool; a file without a certificate is an error.
+func ReadCAs(path string) (*x509.CertPool, error) { return readCAs(path) }
+
 func readCAs(path string) (*x509.CertPool, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {

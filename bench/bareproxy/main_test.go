@@ -30,7 +30,7 @@ func TestDebugListenerLoopbackOnly(t *testing.T) {
 			t.Errorf("serveDebug(%q) = %v, want a loopback refusal", addr, err)
 		}
 	}
-	if err := run("127.0.0.1:0", "http://example.com", ""); err == nil {
+	if err := run("127.0.0.1:0", "http://example.com", "", "", 0); err == nil {
 		t.Error("run accepted a non-loopback target")
 	}
 }

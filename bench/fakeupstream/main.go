@@ -17,10 +17,19 @@
 //
 //	go run ./bench/fakeupstream -first-token 300ms -chunks 100 -interval 25ms
 //
+// With -tls-dir DIR it serves TLS on -addr instead, with a throwaway CA it
+// makes at start (its certificate written to DIR/ca.pem for the clients to
+// trust), offering HTTP/2 and HTTP/1.1 by ALPN as the public upstreams do;
+// -plain-addr-file then names a second, plain-HTTP listener on the same
+// handler (for a client that talks to the upstream directly, and /stats):
+//
+//	go run ./bench/fakeupstream -tls-dir /tmp/up-tls -addr-file /tmp/up.addr -plain-addr-file /tmp/up.plain
+//
 // It listens on loopback only: any other address is refused at start.
 package main
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -43,11 +52,22 @@ func main() {
 	delay := flag.Duration("delay", 0, "artificial delay before answering (and between stream chunks)")
 	first := flag.Duration("first-token", 0, "streams: after the headers, wait this long before the first event")
 	interval := flag.Duration("interval", 0, "streams: wait this long before each content chunk (added to -delay)")
+	tlsDir := flag.String("tls-dir", "", "serve TLS (HTTP/2 and HTTP/1.1 by ALPN) with a throwaway CA written to DIR/ca.pem; default off (plain HTTP/1.1)")
+	plainFile := flag.String("plain-addr-file", "", "with -tls-dir: also listen in plain HTTP on 127.0.0.1 and write that address here")
 	flag.Parse()
 	if err := raiseNoFile(); err != nil {
 		fmt.Fprintln(os.Stderr, "fakeupstream: raising the open-file limit:", err)
 	}
 	up := &Upstream{Chunks: *chunks, Delay: *delay, FirstToken: *first, Interval: *interval}
+	if *tlsDir != "" {
+		conf, err := throwawayTLS(*tlsDir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fakeupstream: -tls-dir:", err)
+			os.Exit(1)
+		}
+		up.TLS = conf
+		up.PlainAddrFile = *plainFile
+	}
 	if err := run(*addr, *addrFile, up); err != nil {
 		fmt.Fprintln(os.Stderr, "fakeupstream:", err)
 		os.Exit(1)
@@ -72,11 +92,36 @@ func run(addr, addrFile string, up *Upstream) error {
 			return err
 		}
 	}
-	fmt.Println("fakeupstream listening on", bound)
-	srv := &http.Server{Handler: up.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: up.Handler(), ReadHeaderTimeout: 10 * time.Second, ConnState: up.connState}
+	var plain *http.Server
+	if up.TLS != nil {
+		fmt.Println("fakeupstream listening on", bound, "(TLS: h2, http/1.1)")
+		srv.TLSConfig = up.TLS
+		ln = tls.NewListener(ln, up.TLS)
+		if up.PlainAddrFile != "" {
+			pln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(up.PlainAddrFile, []byte(pln.Addr().String()+"\n"), 0o644); err != nil {
+				return err
+			}
+			fmt.Println("fakeupstream listening on", pln.Addr(), "(plain HTTP/1.1)")
+			plain = &http.Server{Handler: up.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			go func() { _ = plain.Serve(pln) }()
+		}
+	} else {
+		fmt.Println("fakeupstream listening on", bound)
+	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	go func() { <-sigs; _ = srv.Close() }()
+	go func() {
+		<-sigs
+		_ = srv.Close()
+		if plain != nil {
+			_ = plain.Close()
+		}
+	}()
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -119,8 +164,27 @@ type Upstream struct {
 	// Interval is how long a stream waits before each content chunk, on top
 	// of Delay: the model's time per token. 0 = none.
 	Interval time.Duration
-	Served   atomic.Int64 // requests answered
-	Open     atomic.Int64 // streams being written now
+	// TLS, when not nil, is served on the main listener (-tls-dir), and
+	// PlainAddrFile names the file of the plain listener beside it.
+	TLS           *tls.Config
+	PlainAddrFile string
+	Served        atomic.Int64 // requests answered
+	Open          atomic.Int64 // streams being written now
+	ServedH2      atomic.Int64 // requests answered over HTTP/2
+	Conns         atomic.Int64 // connections open now
+	MostConns     atomic.Int64 // the most connections open at once
+}
+
+// connState counts open connections (http.Server.ConnState).
+func (u *Upstream) connState(_ net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateNew:
+		n := u.Conns.Add(1)
+		for m := u.MostConns.Load(); n > m && !u.MostConns.CompareAndSwap(m, n); m = u.MostConns.Load() {
+		}
+	case http.StateClosed, http.StateHijacked:
+		u.Conns.Add(-1)
+	}
 }
 
 // Handler returns the HTTP handler.
@@ -139,11 +203,17 @@ func (u *Upstream) Handler() http.Handler {
 type Stats struct {
 	Served int64 `json:"served"`
 	Open   int64 `json:"open"`
+	// ServedH2 is how many of Served came over HTTP/2; Conns the
+	// connections open now and MostConns the most open at once.
+	ServedH2  int64 `json:"served_h2"`
+	Conns     int64 `json:"conns"`
+	MostConns int64 `json:"most_conns"`
 }
 
 func (u *Upstream) stats(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(Stats{Served: u.Served.Load(), Open: u.Open.Load()})
+	_ = json.NewEncoder(w).Encode(Stats{Served: u.Served.Load(), Open: u.Open.Load(),
+		ServedH2: u.ServedH2.Load(), Conns: u.Conns.Load(), MostConns: u.MostConns.Load()})
 }
 
 type chatRequest struct {
@@ -168,6 +238,9 @@ func (u *Upstream) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u.Served.Add(1)
+	if r.ProtoMajor == 2 {
+		u.ServedH2.Add(1)
+	}
 	if u.Delay > 0 {
 		time.Sleep(u.Delay)
 	}

@@ -84,6 +84,8 @@ func main() {
 	in := flag.String("in", "", "JSON lines from loadgen (default stdin)")
 	var ns notes
 	flag.Var(&ns, "note", "a line printed under the tables (repeatable)")
+	topology := flag.String("topology", "", "report only the steps of this topology (meta topology; a step without one is \"plain\"); default: every step")
+	flag.Float64Var(&bareShare, "bare-share", 0.5, "open streams: sluice's memory per stream budget as a share of the bare proxy's")
 	flag.Parse()
 	r := io.Reader(os.Stdin)
 	if *in != "" {
@@ -100,7 +102,26 @@ func main() {
 		fmt.Fprintln(os.Stderr, "report:", err)
 		os.Exit(1)
 	}
+	if *topology != "" {
+		results = ofTopology(results, *topology)
+	}
 	write(os.Stdout, results, ns)
+}
+
+// ofTopology keeps the results of one topology; a result that names none
+// is of "plain" (the runs before topologies existed).
+func ofTopology(results []result, topology string) []result {
+	var out []result
+	for _, r := range results {
+		t := r.Meta["topology"]
+		if t == "" {
+			t = "plain"
+		}
+		if t == topology {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func read(r io.Reader) ([]result, error) {

@@ -169,3 +169,23 @@ func TestGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestOfTopology: -topology keeps one topology's steps, and a step that
+// names none counts as plain (the runs from before topologies).
+func TestOfTopology(t *testing.T) {
+	rs := []result{{Meta: map[string]string{"topology": "tls", "target": "a"}},
+		{Meta: map[string]string{"target": "b"}},
+		{Meta: map[string]string{"topology": "plain", "target": "c"}}}
+	got := func(top string) (out []string) {
+		for _, r := range ofTopology(rs, top) {
+			out = append(out, r.Meta["target"])
+		}
+		return out
+	}
+	if g := got("tls"); len(g) != 1 || g[0] != "a" {
+		t.Fatalf("tls: %v", g)
+	}
+	if g := got("plain"); len(g) != 2 || g[0] != "b" || g[1] != "c" {
+		t.Fatalf("plain: %v", g)
+	}
+}

@@ -186,6 +186,22 @@ func (c *openCell) held(streams int) (bool, int) {
 	return c.errors == 0 && float64(least) >= 0.95*float64(streams), least
 }
 
+// bareShare is the open-streams memory budget as a share of the bare
+// proxy's memory per stream (-bare-share): ½ on plain HTTP/1.1, 1 over TLS
+// and HTTP/2.
+var bareShare = 0.5
+
+// shareName spells a share of the bare proxy's memory in a budget's line.
+func shareName(f float64) string {
+	switch f {
+	case 0.5:
+		return "½ the bare proxy's"
+	case 1:
+		return "the bare proxy's"
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64) + "× the bare proxy's"
+}
+
 func writeOpenBudgets(w io.Writer, cs map[openKey]*openCell) {
 	fmt.Fprintln(w, "\n**budgets for open streams** (sluice, this run)")
 	fmt.Fprintln(w)
@@ -205,12 +221,12 @@ func writeOpenBudgets(w io.Writer, cs map[openKey]*openCell) {
 	slices.Sort(counts)
 	for _, n := range counts {
 		s, b := get("shape", "sluice", n), get("shape", "bare", n)
-		line := fmt.Sprintf("- memory per open stream at %s ≤ 60 KiB and ≤ ½ the bare proxy's: %s KiB", thousands(float64(n)), f2(s.memKiB))
+		line := fmt.Sprintf("- memory per open stream at %s ≤ 60 KiB and ≤ %s: %s KiB", thousands(float64(n)), shareName(bareShare), f2(s.memKiB))
 		if b == nil {
-			fmt.Fprintf(w, "%s; ≤ 60 KiB — %s; ½ the bare proxy's not evaluated (bare proxy not measured)\n", line, verdict(s.memKiB <= 60))
+			fmt.Fprintf(w, "%s; ≤ 60 KiB — %s; %s not evaluated (bare proxy not measured)\n", line, verdict(s.memKiB <= 60), shareName(bareShare))
 			continue
 		}
-		fmt.Fprintf(w, "%s vs %s KiB — %s\n", line, f2(b.memKiB), verdict(s.memKiB <= 60 && s.memKiB <= b.memKiB/2))
+		fmt.Fprintf(w, "%s vs %s KiB — %s\n", line, f2(b.memKiB), verdict(s.memKiB <= 60 && s.memKiB <= b.memKiB*bareShare))
 	}
 	if s, b := get("shape", "sluice", 4000), get("shape", "bare", 4000); s != nil && b != nil {
 		fmt.Fprintf(w, "- added TTFB p99 at 4,000 streams ≤ the bare proxy's: %s vs %s ms — %s\n", signed(s.add99), signed(b.add99), verdict(s.add99 <= b.add99))
