@@ -186,7 +186,7 @@ func New(opts Options) (*Server, error) {
 	}
 
 	transport := opts.Transport
-	s.upstreams = newUpstreamClients(opts.Registry)
+	s.upstreams = newUpstreamClients(s.metrics.UpstreamConnections)
 	if transport == nil {
 		// Each upstream has a transport of its own (its CAs, h2c, its
 		// connection bound); this one serves requests to no upstream.

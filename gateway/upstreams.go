@@ -203,11 +203,8 @@ type transportKey struct {
 	maxConns int
 }
 
-func newUpstreamClients(reg prometheus.Registerer) *upstreamClients {
-	u := &upstreamClients{conns: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_upstream_connections",
-		Help: "Connections open to each upstream (dialing done, in use or idle), by negotiated protocol (h2, http/1.1, h2c)."},
-		[]string{"upstream", "proto"})}
-	reg.MustRegister(u.conns)
+func newUpstreamClients(conns *prometheus.GaugeVec) *upstreamClients {
+	u := &upstreamClients{conns: conns}
 	empty := map[string]*upstreamClient{}
 	u.byName.Store(&empty)
 	return u

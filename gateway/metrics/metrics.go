@@ -52,6 +52,9 @@ type Metrics struct {
 	// CatalogListingTime is when the listing merged into the catalog
 	// serving was fetched (Unix seconds; 0 with none).
 	CatalogListingTime prometheus.Gauge
+	// UpstreamConnections counts the connections open to each upstream
+	// (dialing done, in use or idle), by negotiated protocol.
+	UpstreamConnections *prometheus.GaugeVec
 }
 
 // Build describes the running binary for sluice_build_info.
@@ -111,9 +114,12 @@ func New(reg prometheus.Registerer, build Build) *Metrics {
 			Help: "1 when the last catalog refresh succeeded or none was tried; 0 while the last good catalog serves after a failed one."}),
 		CatalogListingTime: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_catalog_listing_timestamp_seconds",
 			Help: "When the marketplace listing merged into the catalog serving was fetched, in Unix seconds; 0 when none is."}),
+		UpstreamConnections: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_upstream_connections",
+			Help: "Connections open to each upstream (dialing done, in use or idle), by negotiated protocol (h2, http/1.1, h2c)."},
+			[]string{"upstream", "proto"}),
 	}
 	reg.MustRegister(m.Requests, m.Duration, m.TTFT, m.Degraded, m.Refused, m.UpstreamErrors, m.Fallbacks, m.Cache, m.Reloads, m.ConfigHealthy, m.AuthFailures, m.Unmatched,
-		m.Tokens, m.Cost, m.GenAIDuration, m.GenAITTFT, m.CatalogRefreshes, m.CatalogRefreshOK, m.CatalogListingTime)
+		m.Tokens, m.Cost, m.GenAIDuration, m.GenAITTFT, m.CatalogRefreshes, m.CatalogRefreshOK, m.CatalogListingTime, m.UpstreamConnections)
 	m.ConfigHealthy.Set(1)
 	m.CatalogRefreshOK.Set(1)
 	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_build_info",
