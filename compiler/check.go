@@ -132,8 +132,10 @@ type Outcome struct {
 	Providers Providers `json:"-"`
 	// AutoModels are the plan's auto-mode models in the upstream's ids.
 	AutoModels []string `json:"-"`
-	// Data are the data restrictions to send in the upstream's own knobs.
-	Data DataKnobs `json:"-"`
+	// Data are the plan's data restrictions the upstream's own knobs carry
+	// (the rest are held by allow-list or decided locally); empty when
+	// none is sent.
+	Data DataPolicy `json:"-"`
 	// DataVia records how each of the plan's data restrictions is held on
 	// this upstream, "field=how" comma-separated in the plan's field order
 	// (how is [ViaNative], [ViaAllowList] or [ViaLocal]); "" without any.

@@ -166,14 +166,14 @@ func decideData(p *Plan, m *profiles.Merged, d *guardrails.Decision) {
 	if d == nil {
 		return
 	}
-	decideDataPatterns(p, d.PatternsRef())
+	decideDataPatterns(p, &d.PatternsRef().DataRules)
 }
 
 // decideDataPatterns tightens the plan's data restrictions (the merged
 // profile's, already in p.Data) by a guardrail's rule values.
-func decideDataPatterns(p *Plan, g *guardrails.Patterns) {
+func decideDataPatterns(p *Plan, g *guardrails.DataRules) {
 	dp := &p.Data
-	if !g.HasData() {
+	if !g.Any() {
 		return
 	}
 	if g.ZeroRetention {
@@ -331,22 +331,6 @@ func satisfiable(dp *DataPolicy, cat *guardrails.Catalog, slug string, agreement
 		}
 	}
 	return false
-}
-
-// DataKnobs are the data restrictions a connector sends in its upstream's
-// own knobs ([Outcome.Data]); the zero value sends none.
-type DataKnobs struct {
-	ZeroRetention bool
-	NoTraining    bool
-	// Quantizations is nil when not sent.
-	Quantizations []string
-	// MaxPriceIn and MaxPriceOut are nil when not sent.
-	MaxPriceIn, MaxPriceOut *float64
-}
-
-// Any reports whether a knob is to be sent.
-func (k *DataKnobs) Any() bool {
-	return k.ZeroRetention || k.NoTraining || k.Quantizations != nil || k.MaxPriceIn != nil || k.MaxPriceOut != nil
 }
 
 // checkData decides, for one upstream, how each of the plan's data

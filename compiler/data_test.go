@@ -41,17 +41,17 @@ func TestDataPolicyDecision(t *testing.T) {
 		refused   string
 		via       string
 		allowed   []string
-		knobs     DataKnobs
+		knobs     DataPolicy
 		noCatalog bool
 	}{
-		{name: "native zero retention", plan: zr, caps: nativeAll, via: "zero_retention=native", knobs: DataKnobs{ZeroRetention: true}},
-		{name: "native with a caller key where enforced", plan: zr, caps: nativeAll, callerKey: true, via: "zero_retention=native", knobs: DataKnobs{ZeroRetention: true}},
+		{name: "native zero retention", plan: zr, caps: nativeAll, via: "zero_retention=native", knobs: DataPolicy{ZeroRetention: true}},
+		{name: "native with a caller key where enforced", plan: zr, caps: nativeAll, callerKey: true, via: "zero_retention=native", knobs: DataPolicy{ZeroRetention: true}},
 		{name: "caller key where not enforced refuses", plan: zr, caps: vercelLike, callerKey: true, refused: CodeDataPolicyUnsatisfiable},
 		{name: "no knob: allow-list of satisfying providers", plan: zr, caps: with(full, func(c *Capabilities) {}), via: "zero_retention=allow_list", allowed: []string{"bedrock"}},
 		{name: "allow-list excludes unknown facts", plan: func(p *Plan) { p.Data.NoTraining = true }, caps: full, via: "no_training=allow_list", allowed: []string{"bedrock"}},
 		{name: "allow-list under the plan's own lists: nothing left", plan: func(p *Plan) { zr(p); p.Providers.Denied = []string{"bedrock"} }, caps: full, refused: CodeDataPolicyUnsatisfiable},
 		{name: "price ceiling by allow-list", plan: func(p *Plan) { p.Data.MaxPriceIn = &price }, caps: full, via: "max_price=allow_list", allowed: []string{"together", "groq"}},
-		{name: "mixed: native and allow-list", plan: func(p *Plan) { zr(p); p.Data.Quantizations = []string{"fp8"} }, caps: vercelLike, via: "zero_retention=native,quantizations=allow_list", allowed: []string{"bedrock"}, knobs: DataKnobs{ZeroRetention: true}},
+		{name: "mixed: native and allow-list", plan: func(p *Plan) { zr(p); p.Data.Quantizations = []string{"fp8"} }, caps: vercelLike, via: "zero_retention=native,quantizations=allow_list", allowed: []string{"bedrock"}, knobs: DataPolicy{ZeroRetention: true}},
 		{name: "no knob and no allow-list refuses", plan: zr, caps: Capabilities{}, refused: CodeDataPolicyUnsatisfiable},
 		{name: "precision lists share nothing", plan: func(p *Plan) { p.Data.Quantizations = []string{} }, caps: nativeAll, refused: CodeDataPolicyUnsatisfiable},
 		{name: "direct: facts say it retains", model: "openai/gpt-4o", plan: zr, caps: Capabilities{DirectProvider: "openai"}, refused: CodeDataPolicyUnsatisfiable},
@@ -101,7 +101,7 @@ func TestDecideDataCombinesProfileAndGuardrail(t *testing.T) {
 	gin := 2.0
 	p := &Plan{Merged: m}
 	decideData(p, m, nil)
-	decideDataPatterns(p, &guardrails.Patterns{ZeroRetention: true, Quantizations: []string{"bf16", "fp16"}, MaxPrice: &profiles.MaxPrice{Input: &gin}})
+	decideDataPatterns(p, &guardrails.DataRules{ZeroRetention: true, Quantizations: []string{"bf16", "fp16"}, MaxPrice: &profiles.MaxPrice{Input: &gin}})
 	require.True(t, p.Data.ZeroRetention)
 	require.Equal(t, []string{"bf16"}, p.Data.Quantizations)
 	require.Equal(t, 2.0, *p.Data.MaxPriceIn, "the lower ceiling binds")

@@ -139,7 +139,7 @@ func openRouterProvider(out *compiler.Outcome) []byte {
 	prov.list("only", ps.Allowed)
 	prov.list("ignore", ps.Denied)
 	prov.str("sort", openRouterSort[ps.RankBy])
-	if k := &out.Data; k.Any() {
+	if k := &out.Data; !k.Empty() {
 		// The data restrictions the check left to the upstream, in its
 		// ProviderPreferences members (OpenRouterTeam/typescript-sdk
 		// .speakeasy/in.openapi.yaml at cb9393a8: zdr; data_collection

@@ -39,19 +39,12 @@ type corpusCase struct {
 	ContentFilter    *string         `json:"content_filter"`
 	// Data, when present, is the data restrictions the decision carries,
 	// as [Patterns] spells them (absent members: unset).
-	Data   *dataRules `json:"data"`
+	Data   *DataRules `json:"data"`
 	Counts *Counts    `json:"counts"`
 	// Models maps a slug as a caller would send it to whether it is allowed.
 	Models  map[string]bool `json:"models"`
 	Chains  []chainCase     `json:"chains"`
 	Combine []combineCase   `json:"combine"`
-}
-
-type dataRules struct {
-	ZeroRetention bool               `json:"zero_retention"`
-	NoTraining    bool               `json:"no_training"`
-	Quantizations []string           `json:"quantizations"`
-	MaxPrice      *profiles.MaxPrice `json:"max_price"`
 }
 
 type chainCase struct {
@@ -127,8 +120,7 @@ func runCorpusCase(t *testing.T, is *Issuer, c corpusCase) {
 	checkSet(t, "allowed_providers", c.AllowedProviders, d.AllowedProviders(), true)
 	checkSet(t, "denied_providers", c.DeniedProviders, d.DeniedProviders(), false)
 	if c.Data != nil {
-		p := d.Patterns()
-		require.Equal(t, *c.Data, dataRules{p.ZeroRetention, p.NoTraining, p.Quantizations, p.MaxPrice})
+		require.Equal(t, *c.Data, d.Patterns().DataRules)
 	}
 	if c.ContentFilter != nil {
 		require.Equal(t, *c.ContentFilter, d.ContentFilter())

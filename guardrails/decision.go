@@ -85,9 +85,15 @@ type Patterns struct {
 	AllowProviders []string `json:"allow_providers,omitempty"`
 	DenyProviders  []string `json:"deny_providers,omitempty"`
 	ContentFilter  string   `json:"content_filter,omitempty"`
-	// ZeroRetention and NoTraining are the data restrictions the policy
-	// requires (rules zero_retention and no_training); they bind like
-	// the provider lists, whatever the profiles say.
+	// DataRules are the data restrictions the policy requires; their
+	// members appear in the patterns' JSON as their own.
+	DataRules
+}
+
+// DataRules are a policy's data restrictions, which bind like its provider
+// lists whatever the profiles say.
+type DataRules struct {
+	// ZeroRetention and NoTraining: rules zero_retention and no_training.
 	ZeroRetention bool `json:"zero_retention,omitempty"`
 	NoTraining    bool `json:"no_training,omitempty"`
 	// Quantizations admits only endpoints at these precisions (rule
@@ -98,9 +104,9 @@ type Patterns struct {
 	MaxPrice *profiles.MaxPrice `json:"max_price,omitempty"`
 }
 
-// HasData reports whether the policy sets any data restriction.
-func (p *Patterns) HasData() bool {
-	return p.ZeroRetention || p.NoTraining || p.Quantizations != nil || p.MaxPrice != nil
+// Any reports whether the policy sets any data restriction.
+func (r *DataRules) Any() bool {
+	return r.ZeroRetention || r.NoTraining || r.Quantizations != nil || r.MaxPrice != nil
 }
 
 // Counts are the sizes of a decision's literal sets, for explain output.

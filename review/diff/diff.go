@@ -667,13 +667,7 @@ func keyFields(bc, hc *profiles.Config, bk, hk *profiles.Key, bg, hg *group) []F
 	add("profile.data", bv.Data, hv.Data)
 	add("profile.quantizations", bv.Providers.Quantizations, hv.Providers.Quantizations)
 	add("profile.max_price", bv.Providers.MaxPrice, hv.Providers.MaxPrice)
-	type gdata struct {
-		ZeroRetention bool               `json:"zero_retention,omitempty"`
-		NoTraining    bool               `json:"no_training,omitempty"`
-		Quantizations []string           `json:"quantizations,omitempty"`
-		MaxPrice      *profiles.MaxPrice `json:"max_price,omitempty"`
-	}
-	add("guardrail.data", gdata{bp.ZeroRetention, bp.NoTraining, bp.Quantizations, bp.MaxPrice}, gdata{hp.ZeroRetention, hp.NoTraining, hp.Quantizations, hp.MaxPrice})
+	add("guardrail.data", bp.DataRules, hp.DataRules)
 	return out
 }
 
