@@ -219,22 +219,18 @@ func (p *Plan) Provenance() map[string]string {
 		out["providers.denied"] = joinRung(out["providers.denied"])
 	}
 	for _, g := range []struct {
-		bit  uint8
-		keys []string
+		bit uint8
+		key string
+		set bool // the plan holds the value (a max_price side may be unset)
 	}{
-		{guardZeroRetention, []string{"data.zero_retention"}},
-		{guardNoTraining, []string{"data.no_training"}},
-		{guardQuantizations, []string{"providers.quantizations"}},
-		{guardMaxPrice, []string{"providers.max_price.input", "providers.max_price.output"}},
+		{guardZeroRetention, "data.zero_retention", true},
+		{guardNoTraining, "data.no_training", true},
+		{guardQuantizations, "providers.quantizations", true},
+		{guardMaxPrice, "providers.max_price.input", p.Data.MaxPriceIn != nil},
+		{guardMaxPrice, "providers.max_price.output", p.Data.MaxPriceOut != nil},
 	} {
-		if p.GuardrailData&g.bit == 0 {
-			continue
-		}
-		for i, k := range g.keys {
-			if i == 1 && p.Data.MaxPriceOut == nil || i == 0 && g.bit == guardMaxPrice && p.Data.MaxPriceIn == nil {
-				continue
-			}
-			out[k] = joinRung(out[k])
+		if p.GuardrailData&g.bit != 0 && g.set {
+			out[g.key] = joinRung(out[g.key])
 		}
 	}
 	return out

@@ -2,13 +2,11 @@ package gateway
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -223,12 +221,8 @@ func (u *upstreamClients) refresh(cfg *profiles.Config) error {
 		k := transportKey{caFile: up.CAFile, h2c: up.H2C, maxConns: up.MaxConnections}
 		var pool *x509.CertPool
 		if up.CAFile != "" {
-			data, err := os.ReadFile(up.CAFile)
-			if err != nil {
-				return fmt.Errorf("upstream %q: ca_file: %w", up.Name, err)
-			}
-			k.ca = sha256.Sum256(data)
-			if pool, err = profiles.ReadCAs(up.CAFile); err != nil {
+			var err error
+			if pool, k.ca, err = profiles.ReadCAsHashed(up.CAFile); err != nil {
 				return fmt.Errorf("upstream %q: ca_file: %w", up.Name, err)
 			}
 		}

@@ -1,6 +1,7 @@
 package profiles
 
 import (
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -64,14 +65,28 @@ func (st *Store) ClickHouseRootCAs() (*x509.CertPool, error) {
 func ReadCAs(path string) (*x509.CertPool, error) { return readCAs(path) }
 
 func readCAs(path string) (*x509.CertPool, error) {
+	pool, _, err := ReadCAsHashed(path)
+	return pool, err
+}
+
+// ReadCAsHashed is [ReadCAs] that also returns the SHA-256 of the file's
+// bytes, read once: a caller that keeps a transport per CA file knows by it
+// whether the file changed.
+func ReadCAsHashed(path string) (*x509.CertPool, [32]byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("cannot read it: %w", pe.Err)
+			return nil, [32]byte{}, fmt.Errorf("cannot read it: %w", pe.Err)
 		}
-		return nil, err
+		return nil, [32]byte{}, err
 	}
+	pool, err := parseCAs(data)
+	return pool, sha256.Sum256(data), err
+}
+
+// parseCAs reads the PEM certificates of a CA file's bytes.
+func parseCAs(data []byte) (*x509.CertPool, error) {
 	pool := x509.NewCertPool()
 	n := 0
 	for rest := data; ; {
