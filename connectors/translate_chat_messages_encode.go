@@ -40,16 +40,9 @@ func anthIsNull(v json.RawMessage) bool {
 
 // --- Encoding -----------------------------------------------------------------
 
-// anthMarshal encodes without HTML escaping: prompts are relayed as written.
-func anthMarshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
-}
+// anthMarshal encodes without HTML escaping: prompts are relayed as
+// written (the wire package's one encoder).
+var anthMarshal = messages.Marshal
 
 // The appenders below write exactly what anthMarshal (encoding/json without
 // HTML escaping) writes for the same values, without reflection: the tests

@@ -53,9 +53,9 @@ type Content []Block
 // MarshalJSON implements [json.Marshaler].
 func (c Content) MarshalJSON() ([]byte, error) {
 	if len(c) == 1 && c[0].Type == "text" && len(c[0].CacheControl) == 0 {
-		return marshal(c[0].Text)
+		return Marshal(c[0].Text)
 	}
-	return marshal([]Block(c))
+	return Marshal([]Block(c))
 }
 
 // Block is a content block of any type: text, image, tool_use,
@@ -272,9 +272,9 @@ type OutMessageDeltaEvent struct {
 	Usage OutUsage `json:"usage"`
 }
 
-// marshal encodes without HTML escaping, as the connectors encode every
+// Marshal encodes without HTML escaping, as the connectors encode every
 // body: prompts are relayed as written.
-func marshal(v any) ([]byte, error) {
+func Marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
