@@ -906,6 +906,12 @@ func (c *Config) crossCheck(pos positions, diags *Diagnostics) {
 			seen[lower] = true
 		}
 	}
+	for i, h := range c.Server.ForwardHeaders {
+		if IsCredentialHeader(h) {
+			at(CodeCredentialHeader, []string{"server", "forward_headers", itoa(i)},
+				"server.forward_headers[%d] is %q, a header that carries a credential: an upstream must never receive the caller's secret, cookie or key", i, h)
+		}
+	}
 	for _, p := range CheckRoutes(c.Routes, func(name string) bool { return c.upstreams[name] != nil }) {
 		at(p.Code, p.Tokens, "%s", p.Message)
 	}
@@ -934,12 +940,18 @@ func CheckRoutes(routes []Route, upstreamKnown func(string) bool) []RouteProblem
 		r := &routes[i]
 		ri := itoa(i)
 		alias := strings.ToLower(r.Model)
+		if why := checkAlias(r.Model); why != "" {
+			add(CodeInvalidAlias, []string{ri, "model"}, "%s", why)
+		}
 		if aliases[alias] {
 			add(CodeDuplicateRoute, []string{ri, "model"}, "route %q is defined twice", r.Model)
 		}
 		aliases[alias] = true
 		targetIDs := map[string]bool{}
 		checkTarget := func(t *Target, tokens []string, what string) {
+			if t.Weight > MaxWeight {
+				add(CodeWeightRange, append(tokens, "weight"), "route %q %s has weight %d; the most is %d", r.Model, what, t.Weight, MaxWeight)
+			}
 			if !upstreamKnown(t.Upstream) {
 				add(CodeUnknownUpstream, append(tokens, "upstream"), "route %q %s names upstream %q, which is not defined in [[upstreams]]", r.Model, what, t.Upstream)
 			}

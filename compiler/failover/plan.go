@@ -400,11 +400,7 @@ func (p *Planner) Plan(route *profiles.Route, budget int, promptTokens int, wind
 		pl.keptOversized = true
 	}
 
-	p.mu.Lock()
-	members = p.order(pl.strategy, route.Model, members)
-	members, pl.allMembersCold = p.skipCold(route.Model, members, &pl.removed)
-	tail, pl.tailCold = p.skipCold(route.Model, tail, &pl.removed)
-	p.mu.Unlock()
+	members, tail = p.arrange(pl, route.Model, members, tail)
 
 	pl.members = len(members)
 	pl.order = append(members, tail...)
@@ -412,6 +408,19 @@ func (p *Planner) Plan(route *profiles.Route, budget int, promptTokens int, wind
 		pl.orderFits = append(pl.orderFits, fits(t))
 	}
 	return pl
+}
+
+// arrange orders the members by the strategy and skips cold targets under
+// p.mu. The unlock is deferred: a panic below (a health store's, a random
+// source's) must not leave the planner locked, or every later request of
+// every route would wait on it for good.
+func (p *Planner) arrange(pl *Plan, route string, members, tail []Target) ([]Target, []Target) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	members = p.order(pl.strategy, route, members)
+	members, pl.allMembersCold = p.skipCold(route, members, &pl.removed)
+	tail, pl.tailCold = p.skipCold(route, tail, &pl.removed)
+	return members, tail
 }
 
 func toTarget(route *profiles.Route, t *profiles.Target, i int, isTail bool) Target {
@@ -506,23 +515,26 @@ func (p *Planner) order(strategy, route string, ts []Target) []Target {
 
 // weighted draws the whole order without replacement, each pick with
 // probability weight/remaining weight. Members of weight 0 or less come
-// last, in written order.
+// last, in written order. Weights are validated to at most
+// [profiles.MaxWeight] at load and in the admin API; they are clamped to it
+// here as well, so that no sum can overflow whatever reaches the planner.
 func (p *Planner) weighted(ts []Target) []Target {
 	rest := slices.Clone(ts)
 	out := make([]Target, 0, len(ts))
 	p.randMu.Lock()
 	defer p.randMu.Unlock()
+	w := func(t Target) int64 { return int64(min(max(t.Weight, 0), profiles.MaxWeight)) }
 	for len(rest) > 0 {
-		total := 0
+		var total int64
 		for _, t := range rest {
-			total += max(t.Weight, 0)
+			total += w(t)
 		}
 		if total == 0 {
 			return append(out, rest...)
 		}
-		n := p.rand.IntN(total)
+		n := p.rand.Int64N(total)
 		for i, t := range rest {
-			n -= max(t.Weight, 0)
+			n -= w(t)
 			if n < 0 {
 				out = append(out, t)
 				rest = slices.Delete(rest, i, i+1)

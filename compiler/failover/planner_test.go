@@ -197,3 +197,46 @@ func ExamplePlanner() {
 	// cheap/small -> premium/large true reason: refusal:content_policy_violation
 	// after a 500: false exhausted
 }
+
+// TestWeightsThatOverflow: two weights of 2^62 sum past an int. The load
+// and the admin API refuse weights above profiles.MaxWeight, and the pick
+// clamps to it too, so that whatever reaches the planner orders the route
+// instead of panicking.
+func TestWeightsThatOverflow(t *testing.T) {
+	r := route("w", StrategyWeighted,
+		profiles.Target{Upstream: "a", Model: "m", Weight: 1 << 62},
+		profiles.Target{Upstream: "b", Model: "m", Weight: 1 << 62},
+	)
+	p := NewPlanner(PlannerOptions{Rand: rand.NewPCG(1, 2)})
+	first := map[string]int{}
+	for range 200 {
+		pl := p.Plan(r, 2, 0, nil)
+		require.Len(t, pl.Explain().Members, 2)
+		f, ok := pl.First()
+		require.True(t, ok)
+		first[f.Name()]++
+	}
+	require.Len(t, first, 2, "equal (clamped) weights: both come first sometimes: %v", first)
+}
+
+// panicSource is a random source that panics, standing in for any code the
+// planner runs under its lock that can.
+type panicSource struct{}
+
+func (panicSource) Uint64() uint64 { panic("random source failed") }
+
+// TestPlannerUnlocksOnPanic: a panic while the planner orders a route must
+// not leave its lock held, or every later request of every route would
+// wait on it until a restart.
+func TestPlannerUnlocksOnPanic(t *testing.T) {
+	r := route("w", StrategyWeighted,
+		profiles.Target{Upstream: "a", Model: "m", Weight: 1},
+		profiles.Target{Upstream: "b", Model: "m", Weight: 1},
+	)
+	p := NewPlanner(PlannerOptions{Rand: panicSource{}})
+	require.Panics(t, func() { p.Plan(r, 2, 0, nil) })
+	require.True(t, p.mu.TryLock(), "the planner is still locked after the panic")
+	p.mu.Unlock()
+	require.True(t, p.randMu.TryLock(), "the random source is still locked after the panic")
+	p.randMu.Unlock()
+}
