@@ -134,6 +134,14 @@ func TestAdminRoutes(t *testing.T) {
 		{"every cross-reference error at once", "PUT", "/api/v1/routes/summaries", `{"targets":[{"upstream":"nowhere"},{"upstream":"elsewhere"}],"then":{"targets":[{"upstream":"market"}]}}`,
 			422, "validation_failed", []string{"/targets/0/upstream", "/targets/1/upstream", "/then"}},
 		{"model differs from the path", "PUT", "/api/v1/routes/summaries", `{"model":"other","targets":[{"upstream":"market"}]}`, 422, "validation_failed", []string{"/model"}},
+		// Two weights of 2^62 overflowed the weighted pick, which panicked
+		// with the planner locked: every routed request hung after.
+		{"weights that overflow", "PUT", "/api/v1/routes/summaries", `{"strategy":"weighted","targets":[{"upstream":"market","model":"openai/gpt-4o","weight":4611686018427387904},{"upstream":"market","model":"openai/gpt-4o-mini","weight":4611686018427387904}]}`,
+			422, "validation_failed", []string{"/targets/0/weight", "/targets/1/weight"}},
+		{"an alias with a bidi override", "PUT", "/api/v1/routes/%E2%80%AEsummaries", `{"targets":[{"upstream":"market","model":"openai/gpt-4o"}]}`, 422, "validation_failed", []string{"/model"}},
+		{"an alias with a line break", "PUT", "/api/v1/routes/a%0D%0Ab", `{"targets":[{"upstream":"market","model":"openai/gpt-4o"}]}`, 422, "validation_failed", []string{"/model"}},
+		{"an alias that shadows a catalog model", "PUT", "/api/v1/routes/openai%2Fgpt-4o-mini", `{"targets":[{"upstream":"anthropic","model":"anthropic/claude-haiku-4.5"}]}`,
+			422, "validation_failed", []string{"/model"}},
 		{"not JSON", "PUT", "/api/v1/routes/summaries", `{`, 400, "invalid_json", nil},
 		{"unknown route", "GET", "/api/v1/routes/nope", "", 404, "not_found", nil},
 		{"unknown target", "DELETE", "/api/v1/routes/summaries/targets/t9", "", 404, "not_found", nil},
@@ -155,6 +163,9 @@ func TestAdminRoutes(t *testing.T) {
 					got = append(got, d.Pointer)
 				}
 				require.Equal(t, tc.pointers, got)
+			}
+			if tc.name == "an alias that shadows a catalog model" {
+				require.Equal(t, "route_alias_shadows_model", e.Error.Details[0].Code)
 			}
 		})
 	}

@@ -120,9 +120,11 @@ func TestSessionsAndRepresentationBreaks(t *testing.T) {
 	require.Greater(t, r5.CostUSD, 0.0)
 }
 
-// TestModelsList lists what the caller's decision allows, plus route aliases.
+// TestModelsList lists what the caller's decision allows, plus the route
+// aliases it may use: a route none of whose ordinary targets the caller's
+// guardrail allows is not listed to it.
 func TestModelsList(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, [2]string{"[[routes]]\nmodel = \"assistant\"", "[[routes]]\nmodel = \"gemini-only\"\ntargets = [{upstream = \"market\", model = \"google/gemini-2.5-pro\"}]\n\n[[routes]]\nmodel = \"assistant\""})
 	ids := func(secret string) []string {
 		resp, b := h.get("/v1/models", secret)
 		require.Equal(t, 200, resp.StatusCode)
@@ -143,6 +145,8 @@ func TestModelsList(t *testing.T) {
 	require.NotContains(t, chat, "x-ai/grok-4")
 	require.NotContains(t, chat, "google/gemini-2.5-pro", "the ml team may not use google models")
 	require.Contains(t, ids(secretResearch), "google/gemini-2.5-pro")
+	require.NotContains(t, chat, "gemini-only", "the ml team may use no target of the route")
+	require.Contains(t, ids(secretResearch), "gemini-only")
 	resp, _ := h.get("/v1/models", "")
 	require.Equal(t, 401, resp.StatusCode)
 	// A refused request carries its id too ("on every answer").

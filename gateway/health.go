@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/sluicegw/sluice/gateway/shared"
+	"github.com/sluicegw/sluice/guardrails"
+	"github.com/sluicegw/sluice/profiles"
 )
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -134,8 +136,25 @@ type modelEntry struct {
 	OwnedBy string `json:"owned_by"`
 }
 
+// routeUsable reports whether a caller with decision d (nil: no guardrail)
+// may use the route: its decision allows the model of at least one of the
+// route's ordinary targets, the ones a request is dialled to first. Other
+// callers are not told the route exists.
+func routeUsable(rt *profiles.Route, d *guardrails.Decision) bool {
+	if d == nil {
+		return true
+	}
+	for _, t := range rt.Targets {
+		if !t.Restricted() && d.ModelAllowed(t.Model) {
+			return true
+		}
+	}
+	return false
+}
+
 // listModels lists what the caller may ask for: the catalog models their
-// guardrail decision allows, and the route aliases.
+// guardrail decision allows, and the route aliases they may use (see
+// [routeUsable]).
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 	a := authFrom(r.Context())
 	snap, key := a.snap, a.key
@@ -154,8 +173,10 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	for _, rt := range snap.Config.Routes {
-		data = append(data, modelEntry{ID: rt.Model, Object: "model", OwnedBy: "sluice-route"})
+	for i := range snap.Config.Routes {
+		if rt := &snap.Config.Routes[i]; routeUsable(rt, d) {
+			data = append(data, modelEntry{ID: rt.Model, Object: "model", OwnedBy: "sluice-route"})
+		}
 	}
 	sort.Slice(data, func(i, j int) bool { return data[i].ID < data[j].ID })
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})

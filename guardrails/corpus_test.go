@@ -22,8 +22,12 @@ type corpusFile struct {
 	// Errors, when present, are the expected diagnostics of loading the policy
 	// and the catalog, in order; each rendered diagnostic must start with its
 	// entry. Cases are not run then.
-	Errors []string     `json:"errors"`
-	Cases  []corpusCase `json:"cases"`
+	Errors []string `json:"errors"`
+	// Principals, when present, are those a configuration names: the
+	// policy is checked for each at load ([Policy.CheckPrincipals]), and
+	// what that finds is expected in Errors like a load error.
+	Principals []profiles.Principal `json:"principals"`
+	Cases      []corpusCase         `json:"cases"`
 }
 
 type corpusCase struct {
@@ -80,6 +84,9 @@ func TestCorpus(t *testing.T) {
 			pol, pd := LoadPolicy(dir)
 			cat, cd := LoadCatalog(dir)
 			ds := append(pd, cd...)
+			if len(ds) == 0 {
+				ds = pol.CheckPrincipals(context.Background(), cf.Principals)
+			}
 			ds.Sort()
 			if cf.Errors != nil {
 				var got []string

@@ -375,28 +375,39 @@ func (is *Issuer) Decide(ctx context.Context, p profiles.Principal) (*Decision, 
 
 // issue evaluates the prepared query once and expands the returned patterns.
 func (is *Issuer) issue(ctx context.Context, p profiles.Principal) (*Decision, error) {
-	var pats Patterns
-	if is.policy.prepared != nil {
-		input := map[string]any{"principal": map[string]any{
-			"org": p.Org, "team": p.Team, "project": p.Project, "key": p.Key,
-		}}
-		rs, err := is.policy.prepared.Eval(ctx, rego.EvalInput(input))
-		if err != nil {
-			ee := &EvalError{Code: CodeEvalError, Principal: p, Err: err}
-			var te *topdown.Error
-			if errors.As(err, &te) {
-				ee.OPACode = te.Code
-			}
-			return nil, ee
-		}
-		if len(rs) > 0 && len(rs[0].Expressions) > 0 {
-			doc, _ := rs[0].Expressions[0].Value.(map[string]any)
-			if pats, err = readPatterns(doc); err != nil {
-				return nil, &EvalError{Code: CodeBadOutput, Principal: p, Err: err}
-			}
-		}
+	pats, err := is.policy.patterns(ctx, p)
+	if err != nil {
+		return nil, err
 	}
 	return expand(is.catalog, p, is.revision, pats), nil
+}
+
+// patterns evaluates the prepared query for the principal and reads the
+// rule values, type-checked: an [*EvalError] when either fails.
+func (pol *Policy) patterns(ctx context.Context, p profiles.Principal) (Patterns, error) {
+	var pats Patterns
+	if pol.prepared == nil {
+		return pats, nil
+	}
+	input := map[string]any{"principal": map[string]any{
+		"org": p.Org, "team": p.Team, "project": p.Project, "key": p.Key,
+	}}
+	rs, err := pol.prepared.Eval(ctx, rego.EvalInput(input))
+	if err != nil {
+		ee := &EvalError{Code: CodeEvalError, Principal: p, Err: err}
+		var te *topdown.Error
+		if errors.As(err, &te) {
+			ee.OPACode = te.Code
+		}
+		return pats, ee
+	}
+	if len(rs) > 0 && len(rs[0].Expressions) > 0 {
+		doc, _ := rs[0].Expressions[0].Value.(map[string]any)
+		if pats, err = readPatterns(doc); err != nil {
+			return pats, &EvalError{Code: CodeBadOutput, Principal: p, Err: err}
+		}
+	}
+	return pats, nil
 }
 
 // readPatterns reads the rule values out of the package document.
@@ -419,7 +430,7 @@ func readPatterns(doc map[string]any) (Patterns, error) {
 	if v, ok := doc["content_filter"]; ok {
 		s, isStr := v.(string)
 		if !isStr {
-			return pats, fmt.Errorf("content_filter must be a string, got %T", v)
+			return pats, outErr("content_filter", "content_filter must be a string, got %s", typeName(v))
 		}
 		pats.ContentFilter = s
 	}
@@ -430,7 +441,7 @@ func readPatterns(doc map[string]any) (Patterns, error) {
 		if v, ok := doc[f.name]; ok {
 			b, isBool := v.(bool)
 			if !isBool {
-				return pats, fmt.Errorf("%s must be a boolean, got %T", f.name, v)
+				return pats, outErr(f.name, "%s must be a boolean, got %s", f.name, typeName(v))
 			}
 			*f.dst = b
 		}
@@ -440,7 +451,7 @@ func readPatterns(doc map[string]any) (Patterns, error) {
 	}
 	if v, ok := doc["max_price"]; ok {
 		if pats.MaxPrice, err = readMaxPrice(v); err != nil {
-			return pats, err
+			return pats, &OutputError{Output: "max_price", msg: err.Error()}
 		}
 	}
 	return pats, nil
@@ -451,7 +462,7 @@ func readPatterns(doc map[string]any) (Patterns, error) {
 func readMaxPrice(v any) (*profiles.MaxPrice, error) {
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("max_price must be an object with input and/or output, got %T", v)
+		return nil, fmt.Errorf("max_price must be an object with input and/or output, got %s", typeName(v))
 	}
 	var mp profiles.MaxPrice
 	for k, x := range obj {
@@ -467,7 +478,7 @@ func readMaxPrice(v any) (*profiles.MaxPrice, error) {
 		case int:
 			f = float64(n)
 		default:
-			return nil, fmt.Errorf("max_price.%s must be a number, got %T", k, x)
+			return nil, fmt.Errorf("max_price.%s must be a number, got %s", k, typeName(x))
 		}
 		if f < 0 {
 			return nil, fmt.Errorf("max_price.%s must be at least 0, got %g", k, f)
@@ -487,19 +498,55 @@ func readMaxPrice(v any) (*profiles.MaxPrice, error) {
 	return &mp, nil
 }
 
+// OutputError is a rule value of the wrong type: what [Issuer.Decide] wraps
+// in an [EvalError] with code [CodeBadOutput], and what [Policy.CheckPrincipals]
+// locates at the rule that produced it.
+type OutputError struct {
+	// Output is the rule's name, e.g. "quantizations".
+	Output string
+	msg    string
+}
+
+// Error implements error: what the value should have been and the type it got.
+func (e *OutputError) Error() string { return e.msg }
+
+func outErr(name, format string, args ...any) *OutputError {
+	return &OutputError{Output: name, msg: fmt.Sprintf(format, args...)}
+}
+
+// typeName names a decoded Rego value's type as Rego spells it.
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case string:
+		return "string"
+	case json.Number, float64, int, int64:
+		return "number"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	default:
+		return fmt.Sprintf("%T", v)
+	}
+}
+
 func stringSet(name string, v any) ([]string, error) {
 	if v == nil {
 		return nil, nil
 	}
 	arr, ok := v.([]any)
 	if !ok {
-		return nil, fmt.Errorf("%s must be a set of strings, got %T", name, v)
+		return nil, outErr(name, "%s must be a set of strings, got %s", name, typeName(v))
 	}
 	out := make([]string, 0, len(arr))
 	for _, e := range arr {
 		s, ok := e.(string)
 		if !ok {
-			return nil, fmt.Errorf("%s must be a set of strings, got an element of type %T", name, e)
+			return nil, outErr(name, "%s must be a set of strings, got an element of type %s", name, typeName(e))
 		}
 		out = append(out, strings.ToLower(s))
 	}

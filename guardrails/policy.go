@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -32,7 +33,9 @@ const CodeRegoError = "rego_error"
 // once. It is immutable and safe for concurrent use.
 type Policy struct {
 	revision string
+	dir      string // the configuration directory, for locating diagnostics
 	files    []string
+	modules  map[string]*ast.Module  // by path relative to the configuration directory
 	prepared *rego.PreparedEvalQuery // nil when there are no modules: allow everything
 }
 
@@ -85,19 +88,21 @@ func loadPolicy(ctx context.Context, dir string) (*Policy, profiles.Diagnostics)
 	}
 	sort.Strings(names)
 	h := sha256.New()
-	opts := []func(*rego.Rego){rego.Query(Query), rego.SetRegoVersion(ast.RegoV1)}
+	opts := []func(*rego.Rego){rego.Query(Query), rego.SetRegoVersion(ast.RegoV1), rego.Capabilities(capabilities())}
 	files := make([]string, 0, len(names))
+	modules := make(map[string]*ast.Module, len(names))
 	for _, name := range names {
 		f := res.Modules[name]
 		rel := relPath(dir, name)
 		files = append(files, rel)
+		modules[rel] = f.Parsed
 		h.Write([]byte(rel))
 		h.Write([]byte{0})
 		h.Write(f.Raw)
 		h.Write([]byte{0})
 		opts = append(opts, rego.ParsedModule(f.Parsed))
 	}
-	p := &Policy{revision: hex.EncodeToString(h.Sum(nil)), files: files}
+	p := &Policy{revision: hex.EncodeToString(h.Sum(nil)), dir: dir, files: files, modules: modules}
 	if len(names) == 0 {
 		return p, nil
 	}
@@ -107,6 +112,29 @@ func loadPolicy(ctx context.Context, dir string) (*Policy, profiles.Diagnostics)
 	}
 	p.prepared = &pq
 	return p, nil
+}
+
+// DeniedBuiltins are the OPA built-in functions a guardrail may not call:
+// those that reach the network (http.send, net.lookup_ip_addr) and
+// opa.runtime, which reads the gateway's environment (its platform keys
+// among it). A decision is a function of the principal and the policy
+// alone. A module that calls one fails to compile, located at the call
+// (rego_type_error: undefined function).
+var DeniedBuiltins = []string{"http.send", "net.lookup_ip_addr", "opa.runtime"}
+
+// capabilities are OPA's own for this version without [DeniedBuiltins]
+// and with no network host allowed.
+func capabilities() *ast.Capabilities {
+	caps := ast.CapabilitiesForThisVersion()
+	kept := caps.Builtins[:0:0]
+	for _, b := range caps.Builtins {
+		if !slices.Contains(DeniedBuiltins, b.Name) {
+			kept = append(kept, b)
+		}
+	}
+	caps.Builtins = kept
+	caps.AllowNet = []string{}
+	return caps
 }
 
 func relPath(dir, file string) string {

@@ -157,6 +157,7 @@ func LoadWith(dir string, opts Options) (*Snapshot, profiles.Diagnostics) {
 		s.Upstreams[u.Name] = up
 	}
 	diags = append(diags, s.checkRoutes()...)
+	diags = append(diags, s.checkDecisions()...)
 	if len(diags) > 0 {
 		diags.Sort()
 		return nil, diags
@@ -216,8 +217,9 @@ func mergeListing(dir string, imp *listing.Import) (*guardrails.Catalog, profile
 	return a.Catalog, nil
 }
 
-// checkRoutes reports what needs the catalog: a target whose model's class a
-// route forbids (the tail of a pool included).
+// checkRoutes reports what needs the catalog: an alias that shadows a
+// catalog model, a target whose model's class a route forbids (the tail of
+// a pool included).
 func (s *Snapshot) checkRoutes() profiles.Diagnostics {
 	var diags profiles.Diagnostics
 	for _, p := range routeClassProblems(s.Catalog, s.Config.Routes) {
@@ -226,8 +228,8 @@ func (s *Snapshot) checkRoutes() profiles.Diagnostics {
 	return diags
 }
 
-// routeClassProblems finds targets whose model the catalog gives a class the
-// route forbids. Targets with an explicit class are checked by
+// routeClassProblems finds route aliases that are catalog slugs, and
+// targets whose model the catalog gives a class the route forbids. Targets with an explicit class are checked by
 // [profiles.CheckRoutes].
 func routeClassProblems(cat *guardrails.Catalog, routes []profiles.Route) []profiles.RouteProblem {
 	var out []profiles.RouteProblem
@@ -235,6 +237,12 @@ func routeClassProblems(cat *guardrails.Catalog, routes []profiles.Route) []prof
 		return nil
 	}
 	for i, r := range routes {
+		// An alias that is a catalog slug would hide the model behind the
+		// route for every caller, and its guardrail with it.
+		if _, ok := cat.Model(r.Model); ok {
+			out = append(out, profiles.RouteProblem{Tokens: []string{"routes", fmt.Sprint(i), "model"}, Code: profiles.CodeAliasShadowsModel,
+				Message: fmt.Sprintf("route alias %q is the slug of a catalog model; a route needs a name of its own", r.Model)})
+		}
 		if len(r.ForbidClasses) == 0 {
 			continue
 		}

@@ -1,0 +1,3 @@
+package sluice.guardrails
+
+content_filter := "toxicity" if input.principal.team == "clash"

@@ -1,0 +1,3 @@
+package sluice.guardrails
+
+content_filter := "pii-redact" if input.principal.team == "clash"
