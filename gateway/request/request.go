@@ -242,10 +242,20 @@ func parseCommon(raw []byte) (*Request, connectors.Body, *apierr.Error) {
 	if err != nil {
 		return nil, nil, &apierr.Error{Code: apierr.CodeInvalidJSON, Message: "request body is not a JSON object: " + err.Error()}
 	}
+	// Regardless of case: "Provider" is the field too to a decoder that
+	// matches names without case, as Go's encoding/json does.
+	// The first field in RawRoutingFields' order, and of its spellings the
+	// least, so that the answer does not depend on map order.
 	for _, f := range profiles.RawRoutingFields {
-		if _, ok := body[f]; ok {
-			return nil, nil, &apierr.Error{Code: apierr.CodeRawRoutingField, Param: "/" + f,
-				Message: fmt.Sprintf("%q is an upstream's own routing field and is not accepted; express routing preferences with the \"routing\" object", f)}
+		found := ""
+		for name := range body {
+			if strings.EqualFold(name, f) && (found == "" || name < found) {
+				found = name
+			}
+		}
+		if found != "" {
+			return nil, nil, &apierr.Error{Code: apierr.CodeRawRoutingField, Param: "/" + found,
+				Message: fmt.Sprintf("%q is an upstream's own routing field and is not accepted; express routing preferences with the \"routing\" object", found)}
 		}
 	}
 	r := &Request{Body: body, Completion: askedCompletion(body)}
