@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"sync"
 
 	"github.com/sluicegw/sluice/profiles"
 )
@@ -44,11 +45,48 @@ func principals(cfg *profiles.Config) []profiles.Principal {
 	return out
 }
 
+// checked remembers which principals passed the check under the policy
+// revision checked last. The outcome depends on the policy's sources and
+// the principal alone (not on the catalog), so a reload or a catalog
+// refresh that leaves the guardrails as they were checks only the
+// principals that are new; start-up and `sluice check` check them all.
+var checked struct {
+	sync.Mutex
+	revision string
+	ok       map[profiles.Principal]struct{}
+}
+
 // checkDecisions evaluates the guardrails for every principal the
-// configuration names (see [guardrails.Policy.CheckPrincipals]).
+// configuration names (see [guardrails.Policy.CheckPrincipals]), except
+// those that passed under the same policy revision before.
 func (s *Snapshot) checkDecisions() profiles.Diagnostics {
-	if s.Policy == nil {
+	if s.Policy == nil || len(s.Policy.Files()) == 0 {
 		return nil
 	}
-	return s.Policy.CheckPrincipals(context.Background(), principals(s.Config))
+	rev := s.Policy.Revision()
+	all := principals(s.Config)
+	todo := all
+	checked.Lock()
+	if checked.revision == rev {
+		todo = make([]profiles.Principal, 0, len(all))
+		for _, p := range all {
+			if _, ok := checked.ok[p]; !ok {
+				todo = append(todo, p)
+			}
+		}
+	}
+	checked.Unlock()
+	diags := s.Policy.CheckPrincipals(context.Background(), todo)
+	if len(diags) > 0 {
+		return diags
+	}
+	checked.Lock()
+	defer checked.Unlock()
+	if checked.revision != rev {
+		checked.revision, checked.ok = rev, make(map[profiles.Principal]struct{}, len(todo))
+	}
+	for _, p := range todo {
+		checked.ok[p] = struct{}{}
+	}
+	return nil
 }
