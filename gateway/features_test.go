@@ -206,6 +206,15 @@ func TestAnalyticsAccess(t *testing.T) {
 		{"wrong token", "nope", url.Values{}, 401, nil},
 		{"bad filter", adminToken, url.Values{"degraded": {"maybe"}}, 400, nil},
 		{"bad cursor", adminToken, url.Values{"cursor": {"garbage"}}, 400, nil},
+		{"the last hour", adminToken, url.Values{"from": {"-1h"}}, 200, []string{rid(sw), rid(ref), rid(deg), rid(ok)}},
+		{"before the last hour", adminToken, url.Values{"to": {"-1h"}}, 200, nil},
+		{"first preferred", adminToken, url.Values{"preference_verdict": {"first_preferred"}}, 200, []string{rid(ok)}},
+		{"outside the preference", adminToken, url.Values{"from": {"1h"}, "preference_verdict": {"outside_preference"}}, 200, []string{rid(sw)}},
+		{"refused or switched", adminToken, url.Values{"refused": {"true"}, "switched": {"true"}, "match": {"any"}}, 200, []string{rid(ref), rid(sw)}},
+		{"refused and switched", adminToken, url.Values{"refused": {"true"}, "switched": {"true"}}, 200, nil},
+		{"bad verdict", adminToken, url.Values{"preference_verdict": {"honoured"}}, 400, nil},
+		{"bad match", adminToken, url.Values{"match": {"either"}}, 400, nil},
+		{"bad relative time", adminToken, url.Values{"from": {"1 hour"}}, 400, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -125,13 +125,17 @@ func (s *Server) row(t *turn, r *requestlog.Row) {
 		r.Status = 499 // the client went away before an answer
 	}
 	if t.refusal != nil {
-		r.RefusedCode = t.refusal.Code
+		r.RefusedCode, r.RefusedMessage = t.refusal.Code, t.refusal.Message
 	}
+	r.PreferenceVerdict = requestlog.VerdictNotApplicable // until a provider answers
 	if t.req == nil {
 		return // refused before the body was understood
 	}
 	r.Stream, r.DecidedModel, r.Route = t.req.Stream, t.req.Model, t.routeName()
 	r.RequestRouting = t.req.Routing != nil
+	if t.req.RoutingJSON != nil {
+		r.RoutingObject = string(t.req.RoutingJSON)
+	}
 	if t.decided != "" {
 		r.DecidedModel = t.decided
 	}
@@ -139,7 +143,9 @@ func (s *Server) row(t *turn, r *requestlog.Row) {
 		r.Chain = t.chain
 	}
 	if t.decided != "" && t.memo.Snapshot() != nil {
-		r.DataPolicy = t.memo.Plan(t.decided).Data.Fields()
+		plan := t.memo.Plan(t.decided)
+		r.DataPolicy = plan.Data.Fields()
+		setPreference(r, plan.Providers)
 	}
 	r.Upstream = t.first.Upstream
 	if hit := t.cached; hit != nil {
@@ -169,6 +175,12 @@ func (s *Server) row(t *turn, r *requestlog.Row) {
 	r.CachedTokens, r.ReasoningTokens = sv.usage.CachedTokens, sv.usage.ReasoningTokens
 	r.RepresentationBreak, r.CacheDiscountApplied = sv.representationBreak, sv.cacheDiscount
 	r.TTFTMS = float64(a.out.ttft.Microseconds()) / 1000
+	if c := a.compiled; c.Call != nil && c.Call.Plan != nil { // the answering target's plan
+		ps := c.Call.Plan.Providers
+		setPreference(r, ps)
+		r.PreferenceVerdict = preferenceVerdict(ps, sv.provider, c.Upstream.Check.Capabilities.DirectProvider != "")
+	}
+	r.UpstreamAttempts = upstreamAttempts(a.out.result.Attempts)
 	switch {
 	case a.safetyNet:
 		r.RoutingSwitchReason = SwitchSafetyNet

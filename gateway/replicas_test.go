@@ -181,7 +181,7 @@ func TestReplicasBehindABalancer(t *testing.T) {
 	}
 	// Each replica's summary (ClickHouse aggregates it) counts them all.
 	for i, h := range replicas {
-		sums, err := requestlog.Summarize(context.Background(), h.srv.Store(), requestlog.Filter{})
+		sums, err := requestlog.Summarize(context.Background(), h.srv.Store(), requestlog.Filter{}, requestlog.BucketDay)
 		require.NoError(t, err)
 		var total int64
 		for _, d := range sums {

@@ -95,6 +95,38 @@ func TestDemoAndRows(t *testing.T) {
 	code, _, errOut = runCLI(t, "", "rows", "--config", cfg, "--degraded", "perhaps")
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, "degraded")
+
+	// The last hour, relative to now: every row the demo just recorded is
+	// in it, and none is older than an hour.
+	code, out, errOut = runCLI(t, "", "rows", "--config", cfg, "--all", "--format", "json")
+	require.Equal(t, 0, code, errOut)
+	var every []requestlog.Row
+	require.NoError(t, json.Unmarshal([]byte(out), &every))
+	code, out, errOut = runCLI(t, "", "rows", "--config", cfg, "--from", "1h", "--all", "--format", "json")
+	require.Equal(t, 0, code, errOut)
+	rows = nil
+	require.NoError(t, json.Unmarshal([]byte(out), &rows))
+	require.NotEmpty(t, rows)
+	require.Len(t, rows, len(every))
+	code, out, errOut = runCLI(t, "", "rows", "--config", cfg, "--to", "-1h", "--format", "json")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "[]", strings.TrimSpace(out))
+	code, _, errOut = runCLI(t, "", "rows", "--config", cfg, "--from", "2026-12-02 06:40")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "or a time back from now, such as 1h or 7d")
+
+	// Which requests were served outside the preference, or by a later
+	// preferred provider: the verdict filter reads them off.
+	code, out, errOut = runCLI(t, "", "rows", "--config", cfg, "--from", "1h", "--preference_verdict", "first_preferred", "--format", "json")
+	require.Equal(t, 0, code, errOut)
+	rows = nil
+	require.NoError(t, json.Unmarshal([]byte(out), &rows))
+	require.NotEmpty(t, rows)
+	for _, r := range rows {
+		require.Equal(t, requestlog.VerdictFirstPreferred, r.PreferenceVerdict)
+		require.NotEmpty(t, r.PreferencePreferred)
+		require.Equal(t, r.PreferencePreferred[0], strings.SplitN(r.ServedProvider, "/", 2)[0], "the first preferred provider served %s", r.RequestID)
+	}
 }
 
 // TestClickHousePasswordTLSFromConfig runs `sluice migrate` and `sluice

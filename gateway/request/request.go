@@ -15,6 +15,7 @@ import (
 	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/gateway/apierr"
 	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/store/requestlog"
 )
 
 // Request is a parsed request.
@@ -31,6 +32,10 @@ type Request struct {
 	Stream bool
 	// Routing is the request rung, or nil.
 	Routing *profiles.Profile
+	// RoutingJSON is the routing object as sent, compacted (nil without
+	// one, or when longer than requestlog.MaxRoutingObject bytes): the row
+	// keeps it so that the request's plan can be replayed.
+	RoutingJSON []byte
 	// PromptTokens is a rough estimate of the prompt size (4 bytes a token),
 	// used to plan around context windows before anything is sent.
 	PromptTokens int
@@ -278,9 +283,23 @@ func parseCommon(raw []byte) (*Request, connectors.Body, *apierr.Error) {
 			return nil, nil, e
 		}
 		r.Routing = p
+		r.RoutingJSON = compactRouting(rt)
 		delete(body, "routing")
 	}
 	return r, body, nil
+}
+
+// compactRouting returns a compact copy of a valid routing object, or nil
+// when it is longer than the request log keeps.
+func compactRouting(rt []byte) []byte {
+	if len(rt) > 4*requestlog.MaxRoutingObject {
+		return nil
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, rt) != nil || buf.Len() > requestlog.MaxRoutingObject {
+		return nil
+	}
+	return buf.Bytes()
 }
 
 // parseStream reads "stream".

@@ -67,7 +67,7 @@ func TestBrowser(t *testing.T) {
 
 	require.Equal(t, 3, c.count("figure.chart svg"), "a chart per team")
 	require.Equal(t, 9, c.count("#summary tbody tr"), "three teams on three days")
-	require.Equal(t, 3*3*4, c.count("figure.chart rect.bar"), "four bars per day and team")
+	require.Equal(t, 3*3*5, c.count("figure.chart rect.bar"), "five bars per day and team")
 	var teams []string
 	c.mustEval(`[...document.querySelectorAll("figure.chart")].map(f => f.dataset.team)`, &teams)
 	require.Equal(t, []string{"finance", "ml", "research"}, teams)
@@ -101,6 +101,47 @@ func TestBrowser(t *testing.T) {
 	c.mustEval(`[...document.querySelectorAll("#rows tbody tr")].every(tr => tr.querySelector(".label.degraded")?.textContent === "ranking")`, &allLabelled)
 	require.True(t, allLabelled, "every row shows its degraded label")
 	shoot("rows")
+
+	// At 1,280 px every column of the table is on screen: nothing cut off
+	// at the right, the page does not scroll sideways.
+	c.navigate(e.ts.URL + "/ui/rows")
+	c.waitFor(`document.querySelector("#rows") !== null`)
+	var fit struct {
+		Viewport, Scroll, TableRight, LastRight float64
+		Columns                                 int
+	}
+	c.mustEval(`(() => { const t = document.querySelector("#rows"); const th = [...t.querySelectorAll("thead th")];
+		return {Viewport: document.documentElement.clientWidth, Scroll: document.documentElement.scrollWidth,
+			TableRight: t.getBoundingClientRect().right, LastRight: th[th.length-1].getBoundingClientRect().right, Columns: th.length}; })()`, &fit)
+	require.Equal(t, 1280.0, fit.Viewport+0, "the window is 1,280 px wide")
+	require.LessOrEqual(t, fit.Scroll, fit.Viewport, "no sideways scroll")
+	require.LessOrEqual(t, fit.TableRight, fit.Viewport)
+	require.LessOrEqual(t, fit.LastRight, fit.Viewport, "the Status column is on screen")
+	require.Equal(t, 9, fit.Columns)
+	var status string
+	c.mustEval(`document.querySelector("#rows thead th:last-child").textContent`, &status)
+	require.Equal(t, "Status", status)
+
+	// The "Last hour" preset: one click, the range is in the address and
+	// in the form, and every row shown is of the last hour.
+	c.clickAndWait(`#presets a[data-from="1h"]`)
+	c.mustEval(`location.search`, &search)
+	require.Equal(t, "?from=1h", search)
+	var from string
+	c.mustEval(`document.querySelector("#f-from").value`, &from)
+	require.Equal(t, "1h", from)
+	require.Equal(t, "Last hour", c.text("#presets a.current"))
+	var times []string
+	c.mustEval(`[...document.querySelectorAll("#rows tbody td.when")].map(td => td.textContent)`, &times)
+	hourAgo := time.Now().UTC().Add(-time.Hour - time.Minute)
+	for _, ts := range times {
+		when, err := time.Parse("2006-01-02 15:04:05.000", ts)
+		require.NoError(t, err)
+		require.True(t, when.After(hourAgo), "%s is within the last hour", ts)
+	}
+	shoot("rows-last-hour")
+	c.navigate(e.ts.URL + "/ui/rows?degraded=true")
+	c.waitFor(`document.querySelector("#csv-export") !== null`)
 
 	// CSV export of the current filter, through a real download.
 	dl := t.TempDir()

@@ -127,6 +127,19 @@ func seedRows(now time.Time) []requestlog.Row {
 			r.ServedModel, r.ServedProvider = "anthropic/claude-sonnet-4.5", "anthropic"
 			r.RoutingSwitchReason, r.FallbackReason, r.Attempts = "target_fallback", "throttled", 2
 		}
+		// ml prefers openai then azure (testdata/demo/profiles/teams/ml.toml).
+		r.PreferencePreferred, r.PreferenceVerdict = []string{"openai", "azure"}, requestlog.VerdictNotApplicable
+		switch {
+		case r.RefusedCode != "":
+			r.RefusedMessage = "model \"openai/gpt-4o\" is forbidden for team " + st.team + " by its guardrail"
+		case i%8 == 5:
+			r.ServedProvider, r.PreferenceVerdict = "azure", requestlog.VerdictOtherPreferred
+			r.UpstreamAttempts = "openai/gpt-4o@OpenAI 503, openai/gpt-4o@Azure 200"
+		case r.ServedProvider == "openai":
+			r.PreferenceVerdict = requestlog.VerdictFirstPreferred
+		default:
+			r.PreferenceVerdict = requestlog.VerdictOutsidePreference
+		}
 		if st.team == "ml" && i < 15 { // one agent session's turns: 0, 3, 6, 9, 12
 			r.SessionID, r.SessionKey, r.SessionAffinity = "sess-ml-agent", "x-claude-code-session-id", "pin"
 			r.RepresentationBreak = r.ServedModel != "" && r.ServedModel != r.DecidedModel

@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/sluicegw/sluice/compiler"
 	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/snapshot"
 	"github.com/sluicegw/sluice/store/requestlog"
@@ -39,19 +42,28 @@ func scope(f *requestlog.Filter, ff *filterForm, v *viewer) bool {
 	return true
 }
 
-// readFilter parses and scopes the request's filter, answering the error page
-// itself when it cannot.
-func (h *handler) readFilter(w http.ResponseWriter, r *http.Request, v *viewer) (requestlog.Filter, filterForm, bool) {
-	f, ff, bad := parseFilter(r.URL.Query())
-	if bad != "" {
-		h.errorPage(w, r, v, http.StatusBadRequest, "Invalid filter: "+bad+".")
-		return f, ff, false
-	}
+// readFilter parses and scopes the request's filter. An invalid filter is
+// returned as a message for the page to show beside its form (problem);
+// a filter outside the analyst's scope is answered with the error page
+// itself (ok false).
+func (h *handler) readFilter(w http.ResponseWriter, r *http.Request, v *viewer) (f requestlog.Filter, ff filterForm, problem string, ok bool) {
+	f, ff, problem = parseFilterAt(r.URL.Query(), h.opts.Now)
 	if !scope(&f, &ff, v) {
 		h.errorPage(w, r, v, http.StatusForbidden, "An analyst key reads only its own team's rows (team "+v.Team+").")
-		return f, ff, false
+		return f, ff, "", false
 	}
-	return f, ff, true
+	return f, ff, problem, true
+}
+
+// readExportFilter is readFilter for a download, which has no form to show
+// a problem beside: an invalid filter gets the error page.
+func (h *handler) readExportFilter(w http.ResponseWriter, r *http.Request, v *viewer) (requestlog.Filter, bool) {
+	f, _, problem, ok := h.readFilter(w, r, v)
+	if ok && problem != "" {
+		h.errorPage(w, r, v, http.StatusBadRequest, "Invalid filter: "+problem+".")
+		return f, false
+	}
+	return f, ok
 }
 
 func (h *handler) storeFailed(w http.ResponseWriter, r *http.Request, v *viewer, err error) {
@@ -70,14 +82,20 @@ func (h *handler) storeFailed(w http.ResponseWriter, r *http.Request, v *viewer,
 type overviewData struct {
 	base
 	Form filterForm
-	// DataPolicies are the data_policy filter's choices.
-	DataPolicies []string
-	TeamLocked   bool
-	Rows         []summaryRow
-	Charts       []chart
-	Metrics      []metric
-	RowsLink     string
+	// FormError is an invalid filter's message, shown beside the form.
+	FormError  string
+	Presets    []preset
+	TeamLocked bool
+	// Hourly: the range is short enough to count per hour.
+	Hourly   bool
+	Rows     []summaryRow
+	Charts   []chart
+	Metrics  []metric
+	RowsLink string
 }
+
+// hourlyUpTo is the longest range the overview counts per hour.
+const hourlyUpTo = 48 * time.Hour
 
 func (h *handler) overview(w http.ResponseWriter, r *http.Request, v *viewer) {
 	q := r.URL.Query()
@@ -85,22 +103,35 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request, v *viewer) {
 		q.Set("from", h.opts.Now().UTC().AddDate(0, 0, 1-overviewDays).Format(time.DateOnly))
 	}
 	r.URL.RawQuery = q.Encode()
-	f, ff, ok := h.readFilter(w, r, v)
+	f, ff, problem, ok := h.readFilter(w, r, v)
 	if !ok {
 		return
 	}
-	sums, err := requestlog.Summarize(r.Context(), h.opts.Store, f)
+	d := overviewData{base: base{Title: "Overview", Nav: "overview", Viewer: v}, Form: ff, FormError: problem,
+		Presets: ff.presets("/ui/"), TeamLocked: !v.Admin, Metrics: metrics}
+	if problem != "" {
+		h.render(w, http.StatusBadRequest, "overview", d)
+		return
+	}
+	bucket := requestlog.BucketDay
+	if end := h.opts.Now(); !f.From.IsZero() && (f.To.IsZero() || f.To.Before(end)) {
+		if !f.To.IsZero() {
+			end = f.To
+		}
+		if end.Sub(f.From) <= hourlyUpTo {
+			bucket, d.Hourly = requestlog.BucketHour, true
+		}
+	}
+	sums, err := requestlog.Summarize(r.Context(), h.opts.Store, f, bucket)
 	if err != nil {
 		h.storeFailed(w, r, v, err)
 		return
 	}
-	rows, charts := buildOverview(sums)
+	d.Rows, d.Charts = buildOverview(sums, bucket)
 	rowsQ := ff.query()
 	rowsQ.Del("limit")
-	h.render(w, http.StatusOK, "overview", overviewData{
-		base: base{Title: "Overview", Nav: "overview", Viewer: v}, Form: ff, TeamLocked: !v.Admin,
-		Rows: rows, Charts: charts, Metrics: metrics, RowsLink: "/ui/rows?" + rowsQ.Encode(),
-	})
+	d.RowsLink = "/ui/rows?" + rowsQ.Encode()
+	h.render(w, http.StatusOK, "overview", d)
 }
 
 // rowView is one line of the rows table.
@@ -116,13 +147,18 @@ type rowView struct {
 type rowsData struct {
 	base
 	Form filterForm
-	// DataPolicies are the data_policy filter's choices.
+	// FormError is an invalid filter's message, shown beside the form.
+	FormError string
+	Presets   []preset
+	// DataPolicies and Verdicts are the select filters' choices.
 	DataPolicies []string
+	Verdicts     []string
 	TeamLocked   bool
 	Rows         []rowView
 	NextLink     string
 	FirstLink    string
 	CSVLink      string
+	JSONLink     string
 	Paged        bool
 }
 
@@ -140,8 +176,14 @@ func detailLink(r requestlog.Row) string {
 }
 
 func (h *handler) rows(w http.ResponseWriter, r *http.Request, v *viewer) {
-	f, ff, ok := h.readFilter(w, r, v)
+	f, ff, problem, ok := h.readFilter(w, r, v)
 	if !ok {
+		return
+	}
+	d := rowsData{base: base{Title: "Rows", Nav: "rows", Viewer: v}, Form: ff, FormError: problem, Presets: ff.presets("/ui/rows"),
+		DataPolicies: requestlog.DataPolicyValues, Verdicts: requestlog.PreferenceVerdicts, TeamLocked: !v.Admin, Paged: f.Cursor != ""}
+	if problem != "" {
+		h.render(w, http.StatusBadRequest, "rows", d)
 		return
 	}
 	if f.Limit == 0 {
@@ -152,7 +194,6 @@ func (h *handler) rows(w http.ResponseWriter, r *http.Request, v *viewer) {
 		h.storeFailed(w, r, v, err)
 		return
 	}
-	d := rowsData{base: base{Title: "Rows", Nav: "rows", Viewer: v}, Form: ff, DataPolicies: requestlog.DataPolicyValues, TeamLocked: !v.Admin, Paged: f.Cursor != ""}
 	for _, row := range p.Rows {
 		d.Rows = append(d.Rows, rowView{Row: row, Link: detailLink(row), When: row.TS.Format("2006-01-02 15:04:05.000"),
 			SessionLink: sessionLink(row), Switched: row.ServedModel != "" && row.ServedModel != row.DecidedModel,
@@ -167,13 +208,26 @@ func (h *handler) rows(w http.ResponseWriter, r *http.Request, v *viewer) {
 	}
 	q.Del("limit")
 	d.CSVLink = "/ui/rows.csv?" + q.Encode()
+	d.JSONLink = "/ui/rows.json?" + q.Encode()
 	h.render(w, http.StatusOK, "rows", d)
 }
 
 // rowsCSV exports every row of the filter (all pages, newest first) as
 // requestlog.WriteRows' CSV: one header line, then the rows.
 func (h *handler) rowsCSV(w http.ResponseWriter, r *http.Request, v *viewer) {
-	f, _, ok := h.readFilter(w, r, v)
+	h.export(w, r, v, requestlog.FormatCSV)
+}
+
+// rowsJSON exports every row of the filter (all pages, newest first) as
+// one JSON array of rows, each as the analytics API returns it.
+func (h *handler) rowsJSON(w http.ResponseWriter, r *http.Request, v *viewer) {
+	h.export(w, r, v, requestlog.FormatJSON)
+}
+
+// export writes every row of the filter in format (CSV or JSON), page by
+// page with requestlog.WriteRows, joined into one file.
+func (h *handler) export(w http.ResponseWriter, r *http.Request, v *viewer, format string) {
+	f, ok := h.readExportFilter(w, r, v)
 	if !ok {
 		return
 	}
@@ -188,31 +242,65 @@ func (h *handler) rowsCSV(w http.ResponseWriter, r *http.Request, v *viewer) {
 			}
 			// Part of the file is sent: abort the connection so the
 			// download fails rather than looks complete.
-			h.log.Error("ui: csv export failed mid-way", "err", err)
+			h.log.Error("ui: export failed mid-way", "format", format, "err", err)
 			panic(http.ErrAbortHandler)
 		}
 		buf.Reset()
-		if err := requestlog.WriteRows(&buf, p.Rows, requestlog.FormatCSV); err != nil {
-			h.log.Error("ui: csv export failed", "err", err)
+		if err := requestlog.WriteRows(&buf, p.Rows, format); err != nil {
+			h.log.Error("ui: export failed", "format", format, "err", err)
 			panic(http.ErrAbortHandler)
 		}
 		out := buf.Bytes()
+		last := p.NextCursor == ""
+		if format == requestlog.FormatJSON {
+			out = jsonPart(out, pageNo == 0, last)
+		}
 		if pageNo == 0 {
-			w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-			w.Header().Set("Content-Disposition", `attachment; filename="sluice-rows-`+h.opts.Now().UTC().Format("20060102T150405Z")+`.csv"`)
-		} else if i := bytes.IndexByte(out, '\n'); i >= 0 {
-			// Every page after the first drops WriteRows' header line (the
-			// column names, which hold no quotes or newlines).
-			out = out[i+1:]
+			name := "sluice-rows-" + h.opts.Now().UTC().Format("20060102T150405Z") + "." + format
+			ctype := "text/csv; charset=utf-8"
+			if format == requestlog.FormatJSON {
+				ctype = "application/json"
+			}
+			w.Header().Set("Content-Type", ctype)
+			w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
+		} else if format == requestlog.FormatCSV {
+			if i := bytes.IndexByte(out, '\n'); i >= 0 {
+				// Every page after the first drops WriteRows' header line (the
+				// column names, which hold no quotes or newlines).
+				out = out[i+1:]
+			}
 		}
 		if _, err := w.Write(out); err != nil {
 			return
 		}
-		if p.NextCursor == "" {
+		if last {
 			return
 		}
 		f.Cursor = p.NextCursor
 	}
+}
+
+// jsonPart turns one page's JSON array into its part of the whole file's
+// array: the first page keeps its "[", the last its "]", and pages are
+// joined by a comma (an empty page adds nothing).
+func jsonPart(page []byte, first, last bool) []byte {
+	page = bytes.TrimSpace(page)
+	inner := bytes.TrimSpace(page[1 : len(page)-1])
+	var out []byte
+	if first {
+		out = append(out, '[')
+	}
+	if len(inner) > 0 {
+		if !first {
+			out = append(out, ',')
+		}
+		out = append(out, '\n')
+		out = append(out, inner...)
+	}
+	if last {
+		out = append(out, "\n]\n"...)
+	}
+	return out
 }
 
 // maxScanRows bounds the search for a row opened without its ts (links from
@@ -278,6 +366,12 @@ type detailData struct {
 	BackLink        string
 	// SessionLink lists the row's session's turns ("" without a session).
 	SessionLink string
+	// Story tells the request in a few sentences, before the raw columns.
+	Story []string
+	// Replayed: the re-run replays the request's own routing object.
+	// RoutingLost: the request carried one and the row does not keep it,
+	// so the re-run cannot replay it.
+	Replayed, RoutingLost bool
 }
 
 func (h *handler) detail(w http.ResponseWriter, r *http.Request, v *viewer) {
@@ -303,7 +397,9 @@ func (h *handler) detail(w http.ResponseWriter, r *http.Request, v *viewer) {
 	case row.DecidedModel == "":
 		d.NoModel = true
 	default:
-		e, err := explainRow(r.Context(), snap, key, row.DecidedModel)
+		d.Replayed = row.RoutingObject != ""
+		d.RoutingLost = row.RequestRouting && row.RoutingObject == ""
+		e, err := explainRow(r.Context(), snap, key, row.DecidedModel, row.RoutingObject)
 		if err != nil {
 			d.ExplainErr = err.Error()
 			break
@@ -320,16 +416,30 @@ func (h *handler) detail(w http.ResponseWriter, r *http.Request, v *viewer) {
 			d.Provenance = append(d.Provenance, provenanceRow{Field: k, Rung: e.Provenance[k], File: e.Sources[k]})
 		}
 	}
+	d.Story = story(*row, d.Explain, !d.RevisionChanged)
 	h.render(w, http.StatusOK, "detail", d)
 }
 
 // explainRow re-runs the compile of a recorded request on the current
-// configuration: the row's key and decided model, no routing object (the
-// recorded request's body is not kept).
-func explainRow(ctx context.Context, snap *snapshot.Snapshot, key *profiles.Key, model string) (*snapshot.Explanation, error) {
-	e, err := snap.ExplainModel(ctx, key, model)
+// configuration: the row's key and decided model, and the request's own
+// routing object when the row keeps it (routing, "" for none; the rest of
+// the body is not kept).
+func explainRow(ctx context.Context, snap *snapshot.Snapshot, key *profiles.Key, model, routing string) (*snapshot.Explanation, error) {
+	if routing == "" {
+		e, err := snap.ExplainModel(ctx, key, model)
+		if err != nil {
+			return nil, fmt.Errorf("explain %s for key %s: %w", model, key.ID, err)
+		}
+		return e, nil
+	}
+	rt, diags := profiles.ParseRouting(json.RawMessage(routing))
+	if len(diags) > 0 {
+		return nil, fmt.Errorf("the recorded routing object no longer parses: %s", diags[0].Message)
+	}
+	model = strings.ToLower(strings.TrimSpace(model))
+	e, err := snap.Explain(ctx, key, &compiler.Request{Model: model, Routing: rt}, snapshot.ModelBody(model), "")
 	if err != nil {
-		return nil, fmt.Errorf("explain %s for key %s: %w", model, key.ID, err)
+		return nil, fmt.Errorf("explain %s for key %s with its routing object: %w", model, key.ID, err)
 	}
 	return e, nil
 }

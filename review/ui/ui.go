@@ -1,6 +1,7 @@
 // Package ui serves the compliance pages under /ui/: an overview of how often
 // requests were degraded, refused, switched or fell back (per day and team),
-// the filterable request-log rows with a CSV export, and one row's detail
+// the filterable request-log rows with CSV and JSON exports, a glossary of
+// every badge, and one row's detail
 // with the explain output of its compile re-run against the current
 // configuration. Pages are rendered on the server with html/template; the
 // stylesheet is embedded and the charts are inline SVG, so nothing is loaded
@@ -94,7 +95,7 @@ type handler struct {
 }
 
 // page names; each is templates/<name>.html rendered inside the layout.
-var pageNames = []string{"login", "overview", "rows", "detail", "whatif", "error"}
+var pageNames = []string{"login", "overview", "rows", "detail", "whatif", "error", "glossary"}
 
 // New returns the handler of the compliance pages. It serves paths under
 // /ui/ (mount it at /ui without stripping the prefix) and panics when a
@@ -123,7 +124,7 @@ func New(opts Options) http.Handler {
 	}
 	h := &handler{opts: opts, log: opts.Logger, pages: map[string]*template.Template{}, whatIfSlot: make(chan struct{}, 1),
 		sess: newSessions(opts.MaxSessions, opts.SessionIdle, opts.SessionMaxAge, opts.Now)}
-	funcs := template.FuncMap{"join": strings.Join}
+	funcs := template.FuncMap{"join": strings.Join, "help": helpText, "helpLink": helpLink}
 	for _, name := range pageNames {
 		h.pages[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+name+".html"))
 	}
@@ -141,6 +142,8 @@ func New(opts Options) http.Handler {
 	mux.HandleFunc("GET /ui/{$}", h.authed(h.overview))
 	mux.HandleFunc("GET /ui/rows", h.authed(h.rows))
 	mux.HandleFunc("GET /ui/rows.csv", h.authed(h.rowsCSV))
+	mux.HandleFunc("GET /ui/rows.json", h.authed(h.rowsJSON))
+	mux.HandleFunc("GET /ui/glossary", h.authed(h.glossaryPage))
 	mux.HandleFunc("GET /ui/rows/{id}", h.authed(h.detail))
 	mux.HandleFunc("GET /ui/whatif", h.authed(h.whatIf))
 	mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", http.FileServerFS(static)))

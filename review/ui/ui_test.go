@@ -130,7 +130,7 @@ func TestAdminLoginSessionCookieAndHeaders(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, b.get("/ui/nope").status)
 }
 
-var summaryRowRE = regexp.MustCompile(`(?s)<tr>\s*<td>(\d{4}-\d\d-\d\d)</td><td>([^<]*)</td><td class="num">(\d+)</td>\s*<td class="num">(\d+) <span class="pct">[^<]*</span></td>\s*<td class="num">(\d+) <span class="pct">[^<]*</span></td>\s*<td class="num">(\d+) <span class="pct">[^<]*</span></td>\s*<td class="num">(\d+) <span`)
+var summaryRowRE = regexp.MustCompile(`(?s)<tr>\s*<td>(\d{4}-\d\d-\d\d)</td><td>([^<]*)</td><td class="num">(\d+)</td>\s*<td class="num">(\d+) <span class="pct">[^<]*</span></td>\s*<td class="num">(\d+) <span class="pct">[^<]*</span></td>\s*<td class="num">(\d+) <span class="pct">[^<]*</span></td>\s*<td class="num">(\d+) <span class="pct">[^<]*</span></td>\s*<td class="num">(\d+) <span class="pct">[^<]*</span></td>\s*<td class="num">(\d+) <span class="pct">[^<]*</span></td>\s*<td class="num outside">(\d+) <span`)
 
 // overviewTable reads the overview table as "day team total degraded
 // refused switched fellback" lines.
@@ -144,8 +144,9 @@ func overviewTable(body string) []string {
 
 func expectedTable(rows []requestlog.Row) []string {
 	var out []string
-	for _, d := range requestlog.SummarizeRows(rows) {
-		out = append(out, fmt.Sprintf("%s %s %d %d %d %d %d", d.Day.Format(time.DateOnly), d.Team, d.Total, d.Degraded, d.Refused, d.Switched, d.FellBack))
+	for _, d := range requestlog.SummarizeRows(rows, requestlog.BucketDay) {
+		out = append(out, fmt.Sprintf("%s %s %d %d %d %d %d %d %d %d", d.Day.Format(time.DateOnly), d.Team, d.Total, d.Degraded, d.Refused, d.Switched, d.FellBack,
+			d.FirstPreferred, d.OtherPreferred, d.OutsidePreference))
 	}
 	return out
 }
@@ -196,7 +197,7 @@ func TestRowsFilterPaginationAndScope(t *testing.T) {
 	p = admin.get("/ui/rows?degraded=true")
 	require.Equal(t, degraded, rowIDs(p.body))
 	require.NotEmpty(t, degraded)
-	require.Contains(t, p.body, `<span class="label degraded">ranking</span>`)
+	require.Contains(t, p.body, `<a class="label degraded" href="/ui/glossary#degraded-ranking"><abbr title="degraded: The provider ranking`, "a badge explains itself and links to the glossary")
 
 	// The data-policy filter: only rows a zero-retention restriction bound,
 	// each labelled with how it was held.
@@ -204,7 +205,7 @@ func TestRowsFilterPaginationAndScope(t *testing.T) {
 	require.NotEmpty(t, zdr)
 	p = admin.get("/ui/rows?data_policy=zero_retention")
 	require.Equal(t, zdr, rowIDs(p.body))
-	require.Contains(t, p.body, `<span class="label data" title="zero_retention=native">zero_retention</span>`)
+	require.Contains(t, p.body, `<a class="label data" href="/ui/glossary#data"><abbr title="zero_retention=native">zero_retention</abbr></a>`)
 	require.Contains(t, p.body, `<option value="zero_retention" selected>`)
 	p = admin.get("/ui/rows?data_policy=none")
 	require.Len(t, rowIDs(p.body), len(e.rows)-len(zdr))
@@ -221,7 +222,7 @@ func TestRowsFilterPaginationAndScope(t *testing.T) {
 	require.NotEmpty(t, want)
 	require.Equal(t, want, rowIDs(p.body))
 	require.Contains(t, p.body, `<strong>anthropic/claude-sonnet-4.5</strong>`)
-	require.Contains(t, p.body, `<span class="label fallback">throttled</span>`)
+	require.Contains(t, p.body, `<abbr title="fell back: The gateway sent the request on to another target after a failure; the badge names the failure (a status class, a timeout, a connection error).">throttled</abbr>`)
 
 	// Pages of 4 with the cursor: every row once, newest first.
 	all := idsOf(e.matching(func(requestlog.Row) bool { return true }))
@@ -533,9 +534,9 @@ func TestRowsOfOneSession(t *testing.T) {
 	require.Equal(t, http.StatusOK, p.status)
 	require.Equal(t, idsOf(turns), rowIDs(p.body))
 	require.Contains(t, p.body, `name="session" value="sess-ml-agent" id="f-session"`, "the form keeps the filter")
-	require.Contains(t, p.body, `<span class="label break">representation break</span>`, "turn 3 switched model")
+	require.Contains(t, p.body, `>representation break</abbr></a>`, "turn 3 switched model")
 	require.Contains(t, p.body, `<strong>anthropic/claude-sonnet-4.5</strong>`)
-	require.Contains(t, p.body, `<td class="num cost">0.0012 <span class="label cache"`)
+	require.Contains(t, p.body, `<td class="num cost">0.0012 <a class="label cache"`)
 	require.Equal(t, len(turns), strings.Count(p.body, `<a href="`+sessionURL+`" class="session">sess-ml-agent</a>`), "each turn links to its session")
 	require.Equal(t, http.StatusOK, admin.get(sessionURL+"&team=research").status)
 	require.Empty(t, rowIDs(admin.get(sessionURL+"&team=research").body), "the session is the ml team's")

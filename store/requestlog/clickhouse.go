@@ -473,11 +473,12 @@ func appendColumns(b driver.Batch, rows []Row) error {
 		tsMS, prompt, completion              = make([]int64, n), make([]int64, n), make([]int64, n)
 		cached, reasoning                     = make([]int64, n), make([]int64, n)
 		chain, degraded                       = make([][]string, n), make([][]string, n)
+		preferred, allowed, denied            = make([][]string, n), make([][]string, n), make([][]string, n)
 		attempts, status                      = make([]int32, n), make([]int32, n)
 		stream, cacheHit, reprBreak, discount = make([]uint8, n), make([]uint8, n), make([]uint8, n), make([]uint8, n)
 		routing                               = make([]uint8, n)
 		cost, latency, ttft                   = make([]float64, n), make([]float64, n), make([]float64, n)
-		strs                                  [21][]string
+		strs                                  [26][]string
 	)
 	for i := range strs {
 		strs[i] = make([]string, n)
@@ -493,10 +494,12 @@ func appendColumns(b driver.Batch, rows []Row) error {
 		for j, v := range []string{r.RequestID, r.Org, r.Team, r.Project, r.KeyID, r.SessionID, r.Route,
 			r.Upstream, r.DecidedModel, r.ServedModel, r.ServedProvider, r.RoutingSwitchReason,
 			r.RefusedCode, r.FallbackReason, r.CostSource, r.ConfigRevision, r.API,
-			r.SessionKey, r.SessionAffinity, r.DataPolicy, r.DataPolicyVia} {
+			r.SessionKey, r.SessionAffinity, r.DataPolicy, r.DataPolicyVia,
+			r.PreferenceRankBy, r.PreferenceVerdict, r.RefusedMessage, r.UpstreamAttempts, r.RoutingObject} {
 			strs[j][i] = v
 		}
 		chain[i], degraded[i] = r.Chain, r.RoutingDegraded
+		preferred[i], allowed[i], denied[i] = r.PreferencePreferred, r.PreferenceAllowed, r.PreferenceDenied
 		attempts[i], status[i] = int32(r.Attempts), int32(r.Status)
 		stream[i], cacheHit[i] = b2u(r.Stream), b2u(r.CacheHit)
 		reprBreak[i], discount[i] = b2u(r.RepresentationBreak), b2u(r.CacheDiscountApplied)
@@ -511,7 +514,8 @@ func appendColumns(b driver.Batch, rows []Row) error {
 		chain, strs[9], strs[10], strs[11], degraded, strs[12], strs[13],
 		attempts, status, stream, cacheHit, reprBreak, discount,
 		prompt, completion, cost, latency, ttft, strs[14], routing, strs[15], strs[16],
-		strs[17], strs[18], cached, reasoning, strs[19], strs[20]}
+		strs[17], strs[18], cached, reasoning, strs[19], strs[20],
+		strs[21], preferred, allowed, denied, strs[22], strs[23], strs[24], strs[25]}
 	for i, c := range cols {
 		if err := b.Column(i).Append(c); err != nil {
 			return fmt.Errorf("column %d: %w", i, err)
@@ -551,7 +555,9 @@ func (s *clickhouseStore) Query(ctx context.Context, f Filter) (Page, error) {
 			&discount, &r.PromptTokens, &r.CompletionTokens, &r.CostUSD,
 			&r.LatencyMS, &r.TTFTMS, &r.CostSource, &routing, &r.ConfigRevision, &r.API,
 			&r.SessionKey, &r.SessionAffinity, &r.CachedTokens, &r.ReasoningTokens,
-			&r.DataPolicy, &r.DataPolicyVia); err != nil {
+			&r.DataPolicy, &r.DataPolicyVia,
+			&r.PreferenceRankBy, &r.PreferencePreferred, &r.PreferenceAllowed, &r.PreferenceDenied,
+			&r.PreferenceVerdict, &r.RefusedMessage, &r.UpstreamAttempts, &r.RoutingObject); err != nil {
 			return Page{}, fmt.Errorf("requestlog: clickhouse %s: scan: %w", s.addr, err)
 		}
 		r.TS = time.UnixMilli(tsMS).UTC()

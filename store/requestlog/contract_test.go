@@ -66,36 +66,48 @@ func sampleRows(n int) []Row {
 	rows := make([]Row, n)
 	for i := range rows {
 		r := Row{
-			TS:               baseTS.Add(time.Duration(i/2) * 1500 * time.Millisecond),
-			RequestID:        fmt.Sprintf("req-%05d", i),
-			Org:              orgs[i%len(orgs)],
-			Team:             teams[i%len(teams)],
-			Project:          fmt.Sprintf("p%d", i%5),
-			KeyID:            fmt.Sprintf("key-%d", i%7),
-			SessionID:        fmt.Sprintf("sess-%d", i%11),
-			Upstream:         "primary",
-			DecidedModel:     "gpt-4o",
-			Chain:            []string{"gpt-4o", "claude-sonnet"},
-			ServedModel:      "gpt-4o",
-			ServedProvider:   providers[i%len(providers)],
-			Attempts:         1 + i%3,
-			Status:           200,
-			Stream:           i%2 == 0,
-			CacheHit:         i%5 == 0,
-			PromptTokens:     int64(100 + i),
-			CompletionTokens: int64(10 + i),
-			CostUSD:          float64(i) * 0.0001,
-			CostSource:       []string{"catalog", "upstream", ""}[i%3],
-			ConfigRevision:   []string{"a1b2c3d4e5f60718", ""}[i%2],
-			API:              []string{"chat", "messages", "embeddings", ""}[i%4],
-			SessionKey:       []string{"X-Session-Id", "x-claude-code-session-id", "session-id"}[i%3],
-			SessionAffinity:  []string{"pin", "pin+session_id", "pin+prompt_cache_key"}[i%3],
-			CachedTokens:     int64(i * 3),
-			ReasoningTokens:  int64(i % 5),
-			DataPolicy:       []string{"", "zero_retention,no_training", "quantizations,max_price"}[i%3],
-			DataPolicyVia:    []string{"", "zero_retention=native,no_training=allow_list", "quantizations=native,max_price=local"}[i%3],
-			LatencyMS:        float64(i) + 0.25,
-			TTFTMS:           float64(i) / 2,
+			TS:                baseTS.Add(time.Duration(i/2) * 1500 * time.Millisecond),
+			RequestID:         fmt.Sprintf("req-%05d", i),
+			Org:               orgs[i%len(orgs)],
+			Team:              teams[i%len(teams)],
+			Project:           fmt.Sprintf("p%d", i%5),
+			KeyID:             fmt.Sprintf("key-%d", i%7),
+			SessionID:         fmt.Sprintf("sess-%d", i%11),
+			Upstream:          "primary",
+			DecidedModel:      "gpt-4o",
+			Chain:             []string{"gpt-4o", "claude-sonnet"},
+			ServedModel:       "gpt-4o",
+			ServedProvider:    providers[i%len(providers)],
+			Attempts:          1 + i%3,
+			Status:            200,
+			Stream:            i%2 == 0,
+			CacheHit:          i%5 == 0,
+			PromptTokens:      int64(100 + i),
+			CompletionTokens:  int64(10 + i),
+			CostUSD:           float64(i) * 0.0001,
+			CostSource:        []string{"catalog", "upstream", ""}[i%3],
+			ConfigRevision:    []string{"a1b2c3d4e5f60718", ""}[i%2],
+			API:               []string{"chat", "messages", "embeddings", ""}[i%4],
+			SessionKey:        []string{"X-Session-Id", "x-claude-code-session-id", "session-id"}[i%3],
+			SessionAffinity:   []string{"pin", "pin+session_id", "pin+prompt_cache_key"}[i%3],
+			CachedTokens:      int64(i * 3),
+			ReasoningTokens:   int64(i % 5),
+			DataPolicy:        []string{"", "zero_retention,no_training", "quantizations,max_price"}[i%3],
+			DataPolicyVia:     []string{"", "zero_retention=native,no_training=allow_list", "quantizations=native,max_price=local"}[i%3],
+			LatencyMS:         float64(i) + 0.25,
+			TTFTMS:            float64(i) / 2,
+			PreferenceVerdict: PreferenceVerdicts[i%len(PreferenceVerdicts)],
+		}
+		switch i % 4 {
+		case 1:
+			r.PreferenceRankBy = "latency"
+			r.PreferencePreferred = []string{"anthropic", "amazon-bedrock/us-east"}
+		case 2:
+			r.PreferenceAllowed = []string{"openai", "azure"}
+			r.PreferenceDenied = []string{"deepinfra"}
+			r.UpstreamAttempts = "openai/gpt-4o@OpenAI 503, openai/gpt-4o@Azure 200"
+		case 3:
+			r.RoutingObject = `{"providers":{"preferred":["anthropic"]},"note":"<é>"}`
 		}
 		if i%4 == 0 {
 			r.Route = "fast"
@@ -115,6 +127,7 @@ func sampleRows(n int) []Row {
 		}
 		if i%9 == 3 {
 			r.RefusedCode = "policy_denied"
+			r.RefusedMessage = "model \"x\" is forbidden by team ads's guardrail, line 3"
 			r.Status = 403
 			r.ServedModel, r.ServedProvider = "", ""
 		}
@@ -136,9 +149,12 @@ func matches(r Row, f Filter) bool {
 		f.SwitchReason != "" && r.RoutingSwitchReason != f.SwitchReason,
 		f.FallbackReason != "" && r.FallbackReason != f.FallbackReason,
 		f.SessionID != "" && r.SessionID != f.SessionID,
-		f.Degraded && len(r.RoutingDegraded) == 0,
-		f.Refused && r.RefusedCode == "",
-		f.Switched && (r.ServedModel == "" || r.ServedModel == r.DecidedModel),
+		!f.AnyFlag && f.Degraded && len(r.RoutingDegraded) == 0,
+		!f.AnyFlag && f.Refused && r.RefusedCode == "",
+		!f.AnyFlag && f.Switched && (r.ServedModel == "" || r.ServedModel == r.DecidedModel),
+		f.AnyFlag && (f.Degraded || f.Refused || f.Switched) && !(f.Degraded && len(r.RoutingDegraded) > 0 ||
+			f.Refused && r.RefusedCode != "" || f.Switched && r.ServedModel != "" && r.ServedModel != r.DecidedModel),
+		f.PreferenceVerdict != "" && r.PreferenceVerdict != f.PreferenceVerdict,
 		f.DataPolicy == DataPolicyAny && r.DataPolicy == "",
 		f.DataPolicy == DataPolicyNone && r.DataPolicy != "",
 		f.DataPolicy != "" && f.DataPolicy != DataPolicyAny && f.DataPolicy != DataPolicyNone && !slices.Contains(strings.Split(r.DataPolicy, ","), f.DataPolicy):
@@ -287,6 +303,13 @@ func runStoreContract(t *testing.T, b backend) {
 			{"degraded", Filter{Degraded: true}},
 			{"refused", Filter{Refused: true}},
 			{"switched", Filter{Switched: true}},
+			{"degraded and refused, all", Filter{Degraded: true, Switched: true}},
+			{"degraded or refused, any", Filter{Degraded: true, Refused: true, AnyFlag: true}},
+			{"one flag, any", Filter{Refused: true, AnyFlag: true}},
+			{"three flags, any, one team", Filter{Degraded: true, Refused: true, Switched: true, AnyFlag: true, Team: "ads"}},
+			{"verdict first_preferred", Filter{PreferenceVerdict: VerdictFirstPreferred}},
+			{"verdict outside_preference", Filter{PreferenceVerdict: VerdictOutsidePreference}},
+			{"verdict outside and refused", Filter{PreferenceVerdict: VerdictOutsidePreference, Refused: true}},
 			{"data policy zero_retention", Filter{DataPolicy: "zero_retention"}},
 			{"data policy no_training", Filter{DataPolicy: "no_training"}},
 			{"data policy max_price", Filter{DataPolicy: "max_price"}},

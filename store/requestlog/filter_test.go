@@ -18,6 +18,8 @@ func TestParseFilter(t *testing.T) {
 		require.NoError(t, err)
 		return v
 	}
+	now := time.Date(2026, 12, 2, 7, 40, 0, 0, time.UTC)
+	opts := requestlog.ParseOptions{Now: func() time.Time { return now }}
 	good := []struct {
 		query string
 		want  requestlog.Filter
@@ -33,12 +35,19 @@ func TestParseFilter(t *testing.T) {
 		{"data_policy=none", requestlog.Filter{DataPolicy: requestlog.DataPolicyNone}},
 		{"degraded=true&refused=1&switched=false&limit=1000&cursor=abc",
 			requestlog.Filter{Degraded: true, Refused: true, Limit: 1000, Cursor: "abc"}},
+		{"from=1h", requestlog.Filter{From: now.Add(-time.Hour)}},
+		{"from=-1h", requestlog.Filter{From: now.Add(-time.Hour)}},
+		{"from=7d&to=-90m", requestlog.Filter{From: now.AddDate(0, 0, -7), To: now.Add(-90 * time.Minute)}},
+		{"from=24h&to=2026-12-02T07:00:00Z", requestlog.Filter{From: now.AddDate(0, 0, -1), To: at("2026-12-02T07:00:00Z")}},
+		{"preference_verdict=outside_preference", requestlog.Filter{PreferenceVerdict: requestlog.VerdictOutsidePreference}},
+		{"degraded=true&switched=true&match=any", requestlog.Filter{Degraded: true, Switched: true, AnyFlag: true}},
+		{"degraded=true&match=all", requestlog.Filter{Degraded: true}},
 	}
 	for _, tc := range good {
 		t.Run(tc.query, func(t *testing.T) {
 			q, err := url.ParseQuery(tc.query)
 			require.NoError(t, err)
-			f, problems := requestlog.ParseFilter(q, requestlog.ParseOptions{})
+			f, problems := requestlog.ParseFilter(q, opts)
 			require.Empty(t, problems)
 			require.True(t, tc.want.From.Equal(f.From) && tc.want.To.Equal(f.To), "from %v to %v", f.From, f.To)
 			f.From, f.To, tc.want.From, tc.want.To = time.Time{}, time.Time{}, time.Time{}, time.Time{}
@@ -55,12 +64,18 @@ func TestParseFilter(t *testing.T) {
 		{"limit=0", "limit", "invalid_limit"},
 		{"limit=1001", "limit", "invalid_limit"},
 		{"limit=ten", "limit", "invalid_limit"},
+		{"from=1x", "from", "invalid_time"},
+		{"from=0h", "from", "invalid_time"},
+		{"from=--1h", "from", "invalid_time"},
+		{"from=2026-12-02 06:40", "from", "invalid_time"},
+		{"preference_verdict=honoured", "preference_verdict", "invalid_preference_verdict"},
+		{"match=either", "match", "invalid_match"},
 	}
 	for _, tc := range bad {
 		t.Run(tc.query, func(t *testing.T) {
 			q, err := url.ParseQuery(tc.query)
 			require.NoError(t, err)
-			_, problems := requestlog.ParseFilter(q, requestlog.ParseOptions{})
+			_, problems := requestlog.ParseFilter(q, opts)
 			require.Len(t, problems, 1)
 			require.Equal(t, tc.param, problems[0].Param)
 			require.Equal(t, tc.code, problems[0].Code)

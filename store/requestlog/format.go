@@ -107,6 +107,8 @@ var csvHeader = []string{
 	"cost_source", "latency_ms", "ttft_ms", "request_routing", "config_revision", "api",
 	"session_key", "session_affinity", "cached_tokens", "reasoning_tokens",
 	"data_policy", "data_policy_via",
+	"preference_rank_by", "preference_preferred", "preference_allowed", "preference_denied",
+	"preference_verdict", "refused_message", "upstream_attempts", "routing_object",
 }
 
 // csvText guards a text cell against formula injection: a spreadsheet
@@ -130,6 +132,9 @@ func writeCSV(w io.Writer, rows []Row) error {
 		r = r.normalized()
 		chain, _ := json.Marshal(r.Chain)
 		degraded, _ := json.Marshal(r.RoutingDegraded)
+		preferred, _ := json.Marshal(r.PreferencePreferred)
+		allowed, _ := json.Marshal(r.PreferenceAllowed)
+		denied, _ := json.Marshal(r.PreferenceDenied)
 		c := csvText
 		_ = cw.Write([]string{
 			r.TS.Format(time.RFC3339Nano), c(r.RequestID), c(r.Org), c(r.Team), c(r.Project), c(r.KeyID), c(r.SessionID), c(r.Route),
@@ -143,6 +148,8 @@ func writeCSV(w io.Writer, rows []Row) error {
 			c(r.SessionKey), c(r.SessionAffinity),
 			strconv.FormatInt(r.CachedTokens, 10), strconv.FormatInt(r.ReasoningTokens, 10),
 			r.DataPolicy, r.DataPolicyVia,
+			r.PreferenceRankBy, string(preferred), string(allowed), string(denied),
+			r.PreferenceVerdict, c(r.RefusedMessage), c(r.UpstreamAttempts), c(r.RoutingObject),
 		})
 	}
 	cw.Flush()

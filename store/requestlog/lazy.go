@@ -119,12 +119,12 @@ func (l *lazyStore) Query(ctx context.Context, f Filter) (Page, error) {
 
 // Summarize implements [Summarizer.Summarize]: in the backend's
 // database when it aggregates, otherwise over its rows.
-func (l *lazyStore) Summarize(ctx context.Context, f Filter) ([]DaySummary, error) {
+func (l *lazyStore) Summarize(ctx context.Context, f Filter, bucket Bucket) ([]DaySummary, error) {
 	s, err := l.get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return Summarize(ctx, s, f)
+	return Summarize(ctx, s, f, bucket)
 }
 
 // Ping implements [Store.Ping].

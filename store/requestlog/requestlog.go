@@ -123,7 +123,61 @@ type Row struct {
 	// Rows recorded before the columns existed read "".
 	DataPolicy    string `json:"data_policy"`
 	DataPolicyVia string `json:"data_policy_via"`
+	// PreferenceRankBy, PreferencePreferred, PreferenceAllowed and
+	// PreferenceDenied are the provider preference the request was sent
+	// with, as merged down the ladder (with a guardrail's lists, the
+	// Anthropic first-party default and a session's pinned provider): the
+	// ranking ("cost", "latency", "throughput" or ""), the preferred order,
+	// and the allow and deny lists, lower-case catalog slugs. Stores return
+	// empty (non-nil) lists when none was set; an empty allow list reads as
+	// no restriction. Rows recorded before the columns existed read empty.
+	PreferenceRankBy    string   `json:"preference_rank_by"`
+	PreferencePreferred []string `json:"preference_preferred"`
+	PreferenceAllowed   []string `json:"preference_allowed"`
+	PreferenceDenied    []string `json:"preference_denied"`
+	// PreferenceVerdict says whether the served provider honoured the
+	// preference: one of [PreferenceVerdicts] (docs/request-log.md), ""
+	// for rows recorded before the column existed.
+	PreferenceVerdict string `json:"preference_verdict"`
+	// RefusedMessage is the refusal's message, beside RefusedCode; "" when
+	// the request was not refused.
+	RefusedMessage string `json:"refused_message"`
+	// UpstreamAttempts is what the upstream reported of its own attempts
+	// when one before the serving one failed (a chain switch, or another
+	// provider of the same model): "model@provider status" entries, in
+	// order, comma-separated. "" when the upstream reported none, or only
+	// the attempt that served.
+	UpstreamAttempts string `json:"upstream_attempts"`
+	// RoutingObject is the request's own routing object (the request rung)
+	// as compact JSON, so that its plan can be replayed; "" without one,
+	// or when it was longer than [MaxRoutingObject] bytes.
+	RoutingObject string `json:"routing_object"`
 }
+
+// MaxRoutingObject bounds the routing object a row keeps, in bytes.
+const MaxRoutingObject = 4096
+
+// Preference verdicts recorded in preference_verdict.
+const (
+	// VerdictFirstPreferred: the first provider of the preferred order served.
+	VerdictFirstPreferred = "first_preferred"
+	// VerdictOtherPreferred: a later provider of the preferred order served.
+	VerdictOtherPreferred = "other_preferred"
+	// VerdictOutsidePreference: a provider outside the preferred order
+	// served, or, without an order, one the allow or deny list excludes.
+	VerdictOutsidePreference = "outside_preference"
+	// VerdictUnknown: a marketplace upstream answered without naming the
+	// provider that served, so the preference cannot be checked.
+	VerdictUnknown = "unknown"
+	// VerdictNotApplicable: there was nothing to check: no provider was
+	// asked (refused, failed, a cache hit), a direct upstream (one
+	// provider), or no preferred order and no allow or deny list.
+	VerdictNotApplicable = "not_applicable"
+)
+
+// PreferenceVerdicts are the values of preference_verdict, in the order
+// the pages list them.
+var PreferenceVerdicts = []string{VerdictFirstPreferred, VerdictOtherPreferred, VerdictOutsidePreference, VerdictUnknown, VerdictNotApplicable}
 
 // normalized returns r as stores keep it: TS in UTC truncated to the
 // millisecond (now if zero), RoutingDegraded sorted and Chain and
@@ -141,6 +195,11 @@ func (r Row) normalizedToRead() Row {
 	if r.Chain == nil {
 		r.Chain = []string{}
 	}
+	for _, l := range []*[]string{&r.PreferencePreferred, &r.PreferenceAllowed, &r.PreferenceDenied} {
+		if *l == nil {
+			*l = []string{}
+		}
+	}
 	switch {
 	case r.RoutingDegraded == nil:
 		r.RoutingDegraded = []string{}
@@ -156,6 +215,9 @@ func (r *Row) normalize() {
 	r.Chain = append(make([]string, 0, len(r.Chain)), r.Chain...)
 	r.RoutingDegraded = append(make([]string, 0, len(r.RoutingDegraded)), r.RoutingDegraded...)
 	slices.Sort(r.RoutingDegraded)
+	for _, l := range []*[]string{&r.PreferencePreferred, &r.PreferenceAllowed, &r.PreferenceDenied} {
+		*l = append(make([]string, 0, len(*l)), *l...)
+	}
 }
 
 // normalizeScalars does what both [Row.normalize] and
@@ -229,6 +291,13 @@ type Filter struct {
 	// Switched keeps only rows where a model other than the decided one
 	// served the request (served_model != "" and != decided_model).
 	Switched bool
+	// AnyFlag combines Degraded, Refused and Switched with OR: a row is
+	// kept when it has any of the flags set. Default false: with AND, a
+	// row must have all of them.
+	AnyFlag bool
+	// PreferenceVerdict matches preference_verdict exactly (one of
+	// [PreferenceVerdicts]). Default "" (every row).
+	PreferenceVerdict string
 	// DataPolicy keeps only rows whose data_policy names this restriction
 	// (zero_retention, no_training, quantizations, max_price), or, with
 	// [DataPolicyAny] or [DataPolicyNone], rows with any or with none.
@@ -406,8 +475,26 @@ func filterWhere(f Filter, c *cursor, d dialect) *where {
 			w.add(eq.col+" = ?", eq.val)
 		}
 	}
+	var flags []string
 	if f.Degraded {
-		w.add(d.degraded)
+		flags = append(flags, d.degraded)
+	}
+	if f.Refused {
+		flags = append(flags, "refused_code != ''")
+	}
+	if f.Switched {
+		flags = append(flags, "(served_model != '' AND served_model != decided_model)")
+	}
+	switch {
+	case len(flags) > 1 && f.AnyFlag:
+		w.add("(" + strings.Join(flags, " OR ") + ")")
+	default:
+		for _, c := range flags {
+			w.add(c)
+		}
+	}
+	if f.PreferenceVerdict != "" {
+		w.add("preference_verdict = ?", f.PreferenceVerdict)
 	}
 	switch f.DataPolicy {
 	case "":
@@ -417,12 +504,6 @@ func filterWhere(f Filter, c *cursor, d dialect) *where {
 		w.add("data_policy = ''")
 	default:
 		w.add(d.listHas, "%,"+f.DataPolicy+",%")
-	}
-	if f.Refused {
-		w.add("refused_code != ''")
-	}
-	if f.Switched {
-		w.add("served_model != '' AND served_model != decided_model")
 	}
 	if c != nil {
 		// The redundant "ts_ms <= ?" lets both backends range-scan the ts index.

@@ -83,6 +83,14 @@ var sqliteColumns = []struct{ name, ddl string }{
 	{"reasoning_tokens", "ALTER TABLE requests ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0"},
 	{"data_policy", "ALTER TABLE requests ADD COLUMN data_policy TEXT NOT NULL DEFAULT ''"},
 	{"data_policy_via", "ALTER TABLE requests ADD COLUMN data_policy_via TEXT NOT NULL DEFAULT ''"},
+	{"preference_rank_by", "ALTER TABLE requests ADD COLUMN preference_rank_by TEXT NOT NULL DEFAULT ''"},
+	{"preference_preferred", "ALTER TABLE requests ADD COLUMN preference_preferred TEXT NOT NULL DEFAULT '[]'"},
+	{"preference_allowed", "ALTER TABLE requests ADD COLUMN preference_allowed TEXT NOT NULL DEFAULT '[]'"},
+	{"preference_denied", "ALTER TABLE requests ADD COLUMN preference_denied TEXT NOT NULL DEFAULT '[]'"},
+	{"preference_verdict", "ALTER TABLE requests ADD COLUMN preference_verdict TEXT NOT NULL DEFAULT ''"},
+	{"refused_message", "ALTER TABLE requests ADD COLUMN refused_message TEXT NOT NULL DEFAULT ''"},
+	{"upstream_attempts", "ALTER TABLE requests ADD COLUMN upstream_attempts TEXT NOT NULL DEFAULT ''"},
+	{"routing_object", "ALTER TABLE requests ADD COLUMN routing_object TEXT NOT NULL DEFAULT ''"},
 }
 
 // sqliteIndexes follow the columns; every statement is idempotent.
@@ -118,6 +126,8 @@ var rowColumns = []string{
 	"latency_ms", "ttft_ms", "cost_source", "request_routing", "config_revision", "api",
 	"session_key", "session_affinity", "cached_tokens", "reasoning_tokens",
 	"data_policy", "data_policy_via",
+	"preference_rank_by", "preference_preferred", "preference_allowed", "preference_denied",
+	"preference_verdict", "refused_message", "upstream_attempts", "routing_object",
 }
 
 // OpenSQLite opens (creating if needed) the SQLite request log at path, in
@@ -296,9 +306,10 @@ func (s *sqliteStore) Query(ctx context.Context, f Filter) (Page, error) {
 	var rows []Row
 	for rs.Next() {
 		var (
-			r               Row
-			tsMS            int64
-			chain, degraded string
+			r                          Row
+			tsMS                       int64
+			chain, degraded            string
+			preferred, allowed, denied string
 		)
 		if err := rs.Scan(&tsMS, &r.RequestID, &r.Org, &r.Team, &r.Project, &r.KeyID, &r.SessionID, &r.Route,
 			&r.Upstream, &r.DecidedModel, &chain, &r.ServedModel, &r.ServedProvider,
@@ -307,7 +318,9 @@ func (s *sqliteStore) Query(ctx context.Context, f Filter) (Page, error) {
 			&r.CacheDiscountApplied, &r.PromptTokens, &r.CompletionTokens, &r.CostUSD,
 			&r.LatencyMS, &r.TTFTMS, &r.CostSource, &r.RequestRouting, &r.ConfigRevision, &r.API,
 			&r.SessionKey, &r.SessionAffinity, &r.CachedTokens, &r.ReasoningTokens,
-			&r.DataPolicy, &r.DataPolicyVia); err != nil {
+			&r.DataPolicy, &r.DataPolicyVia,
+			&r.PreferenceRankBy, &preferred, &allowed, &denied,
+			&r.PreferenceVerdict, &r.RefusedMessage, &r.UpstreamAttempts, &r.RoutingObject); err != nil {
 			return Page{}, fmt.Errorf("requestlog: sqlite scan: %w", err)
 		}
 		r.TS = time.UnixMilli(tsMS).UTC()
@@ -316,6 +329,15 @@ func (s *sqliteStore) Query(ctx context.Context, f Filter) (Page, error) {
 		}
 		if err := json.Unmarshal([]byte(degraded), &r.RoutingDegraded); err != nil {
 			return Page{}, fmt.Errorf("requestlog: sqlite row %q: routing_degraded: %w", r.RequestID, err)
+		}
+		for _, l := range []struct {
+			col string
+			src string
+			dst *[]string
+		}{{"preference_preferred", preferred, &r.PreferencePreferred}, {"preference_allowed", allowed, &r.PreferenceAllowed}, {"preference_denied", denied, &r.PreferenceDenied}} {
+			if err := json.Unmarshal([]byte(l.src), l.dst); err != nil {
+				return Page{}, fmt.Errorf("requestlog: sqlite row %q: %s: %w", r.RequestID, l.col, err)
+			}
 		}
 		rows = append(rows, r.normalized())
 	}

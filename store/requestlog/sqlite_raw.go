@@ -442,6 +442,14 @@ func bindRow(b *rowBinder, r *Row) {
 	b.int(r.ReasoningTokens)
 	b.text(r.DataPolicy)
 	b.text(r.DataPolicyVia)
+	b.text(r.PreferenceRankBy)
+	b.list(r.PreferencePreferred)
+	b.list(r.PreferenceAllowed)
+	b.list(r.PreferenceDenied)
+	b.text(r.PreferenceVerdict)
+	b.text(r.RefusedMessage)
+	b.text(r.UpstreamAttempts)
+	b.text(r.RoutingObject)
 }
 
 // appendJSONStrings appends l as json.Marshal encodes a []string (a nil l

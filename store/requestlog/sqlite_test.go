@@ -86,6 +86,8 @@ func TestSQLiteAddsNewColumnsToAnOldFile(t *testing.T) {
 	require.Equal(t, 0.5, p.Rows[0].CostUSD)
 	require.Equal(t, "", p.Rows[0].SessionKey)
 	require.Equal(t, "", p.Rows[0].SessionAffinity)
+	require.Equal(t, []string{}, p.Rows[0].PreferencePreferred, "an old row reads no preference")
+	require.Equal(t, "", p.Rows[0].PreferenceVerdict)
 	require.NoError(t, s.Insert(t.Context(), []Row{{TS: baseTS, RequestID: "new-1", RequestRouting: true, CostUSD: 0.25, CostSource: "upstream",
 		SessionID: "s-1", SessionKey: "session-id", SessionAffinity: "pin+prompt_cache_key"}}))
 	require.NoError(t, s.Close())
