@@ -1,8 +1,11 @@
 package sluice_test
 
 import (
+	"bytes"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -178,4 +181,37 @@ func TestWirePackagesImportNothingOfSluice(t *testing.T) {
 			require.False(t, inModule, "%s imports %s", f[0], dep)
 		}
 	}
+}
+
+// maxFileLines bounds a source file of the connectors and the gateway: past
+// it, a file holds more than one concern and is split by concern, as the
+// translate_* files are (request, turns, answer, stream).
+const maxFileLines = 900
+
+// TestSourceFilesStaySmall: no non-test .go file under connectors/ or
+// gateway/ (subpackages included) is longer than maxFileLines lines.
+func TestSourceFilesStaySmall(t *testing.T) {
+	seen := 0
+	for _, root := range []string{"connectors", "gateway"} {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			seen++
+			n := bytes.Count(b, []byte("\n"))
+			if len(b) > 0 && b[len(b)-1] != '\n' {
+				n++
+			}
+			if n > maxFileLines {
+				t.Errorf("%s has %d lines, over the bound of %d: split it by concern (see the translate_*_{turns,answer,stream}.go files)", path, n, maxFileLines)
+			}
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	require.Greater(t, seen, 20, "the walk found the connectors' and the gateway's source files")
 }
