@@ -548,6 +548,19 @@ func (c *Config) Route(model string) *Route {
 // DIR/profiles. It returns every problem found, sorted and located; the Config
 // is nil whenever any diagnostic is returned.
 func Load(dir string) (*Config, Diagnostics) {
+	cfg, diags := LoadAll(dir)
+	if len(diags) > 0 {
+		return nil, diags
+	}
+	return cfg, nil
+}
+
+// LoadAll is [Load] for a reader of every mistake at once (sluice check): it
+// goes on past schema violations, checking what still decodes, and returns
+// the best-effort Config beside the diagnostics. The Config is nil only when
+// sluice.toml cannot be read or decoded at all; with diagnostics it must not
+// be served.
+func LoadAll(dir string) (*Config, Diagnostics) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, Diagnostics{{File: dir, Code: CodeReadError, Message: err.Error()}}
@@ -567,14 +580,15 @@ func Load(dir string) (*Config, Diagnostics) {
 		}
 		diags = append(diags, set.checkTightening(cfg.Keys)...)
 	}
-	if len(diags) > 0 {
-		diags.Sort()
-		return nil, diags
-	}
-	return cfg, nil
+	diags.Sort()
+	return cfg, diags
 }
 
 // loadMain reads, validates and decodes sluice.toml, writing its bytes to h.
+// Schema violations do not stop it: when the document still decodes, the
+// cross-references are checked too (a problem on a line the schema already
+// reported is left to the schema's message). It returns nil only when the
+// file cannot be read or decoded.
 func loadMain(dir string, diags *Diagnostics, h io.Writer) *Config {
 	data, err := os.ReadFile(filepath.Join(dir, ConfigFile))
 	if err != nil {
@@ -587,24 +601,29 @@ func loadMain(dir string, diags *Diagnostics, h io.Writer) *Config {
 		*diags = append(*diags, *syn)
 		return nil
 	}
-	if vs := schemas.Validate(schemas.Sluice, doc); len(vs) > 0 {
-		for _, v := range vs {
-			*diags = append(*diags, Diagnostic{File: ConfigFile, Pointer: v.Pointer, Code: CodeSchema, Message: v.Message})
-		}
-		return nil
+	schemaLines := map[int]bool{}
+	vs := schemas.Validate(schemas.Sluice, doc)
+	for _, v := range vs {
+		line := pos.schemaLine(v)
+		schemaLines[line] = true
+		*diags = append(*diags, Diagnostic{File: ConfigFile, Line: line, Pointer: v.Pointer, Code: CodeSchema, Message: v.Message})
 	}
 	cfg := &Config{Dir: dir}
 	if err := toml.Unmarshal(data, cfg); err != nil {
-		// The schema admitted something the typed decoder cannot hold: a bug in
-		// the schema, reported rather than hidden.
-		*diags = append(*diags, Diagnostic{File: ConfigFile, Code: CodeSchema, Message: err.Error()})
+		if len(vs) == 0 {
+			// The schema admitted something the typed decoder cannot hold: a
+			// bug in the schema, reported rather than hidden.
+			*diags = append(*diags, Diagnostic{File: ConfigFile, Code: CodeSchema, Message: err.Error()})
+		}
 		return nil
 	}
 	cfg.applyDefaults()
-	before := len(*diags)
-	cfg.crossCheck(pos, diags)
-	if len(*diags) > before {
-		return nil
+	var cross Diagnostics
+	cfg.crossCheck(pos, &cross)
+	for _, d := range cross {
+		if len(vs) == 0 || !schemaLines[d.Line] {
+			*diags = append(*diags, d)
+		}
 	}
 	return cfg
 }

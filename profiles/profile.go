@@ -152,7 +152,14 @@ func ParseProfile(file string, data []byte) (*Profile, Diagnostics) {
 	if vs := schemas.Validate(schemas.Profile, doc); len(vs) > 0 {
 		diags := make(Diagnostics, len(vs))
 		for i, v := range vs {
-			diags[i] = Diagnostic{File: file, Pointer: v.Pointer, Code: CodeSchema, Message: v.Message}
+			diags[i] = Diagnostic{File: file, Line: pos.schemaLine(v), Pointer: v.Pointer, Code: CodeSchema, Message: v.Message}
+		}
+		// Go on where the document still decodes: its other mistakes
+		// belong in the same report.
+		var p Profile
+		if toml.Unmarshal(data, &p) == nil {
+			p.normalize()
+			diags = append(diags, p.check(file, pos.line, false)...)
 		}
 		return nil, diags
 	}
