@@ -74,6 +74,8 @@ func TestCLI(t *testing.T) {
 			args: []string{"explain", "--config", demoDir, "--key", "k-chat", "--request", "-"}, code: 0, contains: []string{"decided model: anthropic/claude-haiku-4.5"}},
 		{name: "explain --model replaces the request's model", stdin: `{"model": "anthropic/claude-haiku-4.5", "messages": [{"role": "user", "content": "x"}]}`,
 			args: []string{"explain", "--config", demoDir, "--key", "k-chat", "--request", "-", "--model", "openai/gpt-4o-mini"}, code: 0, contains: []string{"decided model: openai/gpt-4o-mini"}},
+		{name: "explain: a model outside the catalog is refused as such, with the slug it may mean", args: []string{"explain", "--config", demoDir, "--key", "k-chat", "--model", "claude-haiku-4.5", "--json"}, code: 0,
+			contains: []string{`"code": "model_not_in_catalog"`, `model \"claude-haiku-4.5\" is not in the model catalog`, `(did you mean \"anthropic/claude-haiku-4.5\"?)`}},
 		{name: "keys hash", stdin: "sk-sluice-demo-chat\n", args: []string{"keys", "hash"}, code: 0, stdout: profiles.HashSecret("sk-sluice-demo-chat") + "\n"},
 		{name: "keys hash empty", stdin: "", args: []string{"keys", "hash"}, code: 1},
 		{name: "keys usage", args: []string{"keys"}, code: 2},
