@@ -38,6 +38,9 @@ type Config struct {
 	Responses Responses  `toml:"responses" json:"responses"`
 	Retry     Retry      `toml:"retry" json:"retry"`
 	Catalog   Catalog    `toml:"catalog" json:"catalog"`
+	// UI configures the compliance pages' sign-in. Default: the admin
+	// token and analyst keys only.
+	UI UI `toml:"ui" json:"ui"`
 	Upstreams []Upstream `toml:"upstreams" json:"upstreams"`
 	Keys      []Key      `toml:"keys" json:"keys"`
 	Routes    []Route    `toml:"routes" json:"routes"`
@@ -730,6 +733,14 @@ func (c *Config) applyDefaults() {
 			}
 		}
 	}
+	if o := c.UI.OIDC; o != nil {
+		if o.GroupsClaim == "" {
+			o.GroupsClaim = "groups"
+		}
+		if o.Scopes == nil {
+			o.Scopes = []string{"profile", "email", "groups"}
+		}
+	}
 	if c.Retry.MaxRetries == nil {
 		two := 2
 		c.Retry.MaxRetries = &two
@@ -1011,4 +1022,53 @@ func ParseProxy(s string) (netip.Prefix, error) {
 	}
 	a = a.Unmap()
 	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// UI configures the compliance pages.
+type UI struct {
+	// OIDC, when set, lets reviewers sign in to the pages through the
+	// company's OpenID Connect identity provider. Default: unset (no
+	// single sign-on).
+	OIDC *OIDC `toml:"oidc" json:"oidc,omitempty"`
+}
+
+// OIDC is the pages' OpenID Connect relying party: the authorization-code
+// flow with PKCE, the groups claim mapped to a role and a scope.
+type OIDC struct {
+	// Issuer is the identity provider's issuer URL (its discovery document
+	// is Issuer + "/.well-known/openid-configuration"). Required.
+	Issuer string `toml:"issuer" json:"issuer"`
+	// ClientID is the pages' client id at the provider. Required.
+	ClientID string `toml:"client_id" json:"client_id"`
+	// ClientSecretEnv names the environment variable holding the client
+	// secret. Default "": a public client, authenticated by PKCE alone.
+	ClientSecretEnv string `toml:"client_secret_env" json:"client_secret_env,omitempty"`
+	// RedirectURL is the callback registered at the provider: the pages'
+	// /ui/oidc/callback under the gateway's external URL. Required.
+	RedirectURL string `toml:"redirect_url" json:"redirect_url"`
+	// GroupsClaim is the claim (of the ID token, else of the userinfo
+	// answer) listing the user's groups. Default "groups".
+	GroupsClaim string `toml:"groups_claim" json:"groups_claim,omitempty"`
+	// Scopes are the scopes asked for beside "openid". Default ["profile",
+	// "email", "groups"].
+	Scopes []string `toml:"scopes" json:"scopes,omitempty"`
+	// Groups map the provider's groups to a role and a scope; the first
+	// entry naming one of the user's groups applies. A user in none is
+	// refused. Default none (nobody signs in).
+	Groups []OIDCGroup `toml:"groups" json:"groups,omitempty"`
+}
+
+// OIDCGroup maps one identity-provider group to a role on the pages.
+type OIDCGroup struct {
+	// Group is the group's name as the groups claim spells it. Required.
+	Group string `toml:"group" json:"group"`
+	// Role is "reviewer": reads the request log's rows and pages of its
+	// scope, and holds no API key (it cannot call the model APIs).
+	// Required.
+	Role string `toml:"role" json:"role"`
+	// Org is the organisation whose rows the role reads. Required.
+	Org string `toml:"org" json:"org"`
+	// Team narrows the scope to one team of Org. Default "": every team
+	// of Org.
+	Team string `toml:"team" json:"team,omitempty"`
 }
