@@ -29,18 +29,19 @@ type Config struct {
 	// Dir is the absolute path of the configuration directory.
 	Dir string `toml:"-" json:"-"`
 
-	Server    Server    `toml:"server" json:"server"`
-	Store     Store     `toml:"store" json:"store"`
-	State     State     `toml:"state" json:"state"`
-	Shared    Shared    `toml:"shared" json:"shared"`
-	Cache     Cache     `toml:"cache" json:"cache"`
-	Sessions  Sessions  `toml:"sessions" json:"sessions"`
-	Responses Responses `toml:"responses" json:"responses"`
-	Retry     Retry     `toml:"retry" json:"retry"`
-	Catalog   Catalog   `toml:"catalog" json:"catalog"`
+	Server    Server     `toml:"server" json:"server"`
+	Store     Store      `toml:"store" json:"store"`
+	State     State      `toml:"state" json:"state"`
+	Shared    Shared     `toml:"shared" json:"shared"`
+	Cache     Cache      `toml:"cache" json:"cache"`
+	Sessions  Sessions   `toml:"sessions" json:"sessions"`
+	Responses Responses  `toml:"responses" json:"responses"`
+	Retry     Retry      `toml:"retry" json:"retry"`
+	Catalog   Catalog    `toml:"catalog" json:"catalog"`
+
 	// UI configures the compliance pages' sign-in. Default: the admin
 	// token and analyst keys only.
-	UI        UI         `toml:"ui" json:"ui"`
+	UI UI `toml:"ui" json:"ui"`
 	Upstreams []Upstream `toml:"upstreams" json:"upstreams"`
 	Keys      []Key      `toml:"keys" json:"keys"`
 	Routes    []Route    `toml:"routes" json:"routes"`
