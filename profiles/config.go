@@ -38,14 +38,14 @@ type Config struct {
 	Responses Responses  `toml:"responses" json:"responses"`
 	Retry     Retry      `toml:"retry" json:"retry"`
 	Catalog   Catalog    `toml:"catalog" json:"catalog"`
-
-	// UI configures the compliance pages' sign-in. Default: the admin
-	// token and analyst keys only.
-	UI UI `toml:"ui" json:"ui"`
 	Upstreams []Upstream `toml:"upstreams" json:"upstreams"`
 	Keys      []Key      `toml:"keys" json:"keys"`
 	Routes    []Route    `toml:"routes" json:"routes"`
 	Teams     []Team     `toml:"teams" json:"teams"`
+
+	// UI configures the compliance pages' sign-in. Default: the admin
+	// token and analyst keys only.
+	UI UI `toml:"ui" json:"ui"`
 
 	// Profiles holds every profile file of the directory, by rung.
 	Profiles *ProfileSet `toml:"-" json:"-"`
