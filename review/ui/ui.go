@@ -6,7 +6,8 @@
 // stylesheet is embedded and the charts are inline SVG, so nothing is loaded
 // from the network and no script runs.
 //
-// A reviewer logs in once with the admin token or an analyst key's secret.
+// A reviewer logs in once with the admin token or an analyst key's secret,
+// or, with [ui.oidc], through the company's identity provider (oidc.go).
 // The browser then holds only an opaque session id (HttpOnly, SameSite=Strict
 // cookie) mapped in memory to the principal; analyst keys see only their own
 // team's rows on every page.
