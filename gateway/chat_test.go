@@ -55,7 +55,7 @@ func TestChatOutcomes(t *testing.T) {
 		{name: "guardrail forbids the model", secret: secretChat, body: chatBody("x-ai/grok-4", ""),
 			status: 403, code: "model_forbidden", simCalls: 0},
 		{name: "a wildcard in a request is a literal", secret: secretChat, body: chatBody("openai/*", ""),
-			status: 403, code: "model_forbidden", simCalls: 0},
+			status: 404, code: "model_not_in_catalog", simCalls: 0},
 		{name: "raw upstream routing field", secret: secretChat, body: chatBody("openai/gpt-4o", `,"provider":{"only":["together"]}`),
 			status: 400, code: "raw_routing_field", simCalls: 0},
 		{name: "invalid routing object", secret: secretChat, body: chatBody("openai/gpt-4o", `,"routing":{"providers":{"rank_by":"vibes"}}`),

@@ -144,7 +144,14 @@ func runCorpusCase(t *testing.T, is *Issuer, c corpusCase) {
 		}
 		var r *Refusal
 		require.ErrorAs(t, err, &r)
-		require.Equal(t, CodeModelForbidden, r.Code)
+		// A slug outside the catalog is refused for that reason, in its
+		// own words; a catalog model by the guardrail.
+		wantCode := CodeModelForbidden
+		if _, ok := d.cat.Model(slug); !ok {
+			wantCode = CodeModelNotInCatalog
+			require.Contains(t, r.Message, "is not in the model catalog")
+		}
+		require.Equal(t, wantCode, r.Code, r.Message)
 		require.ErrorIs(t, err, ErrForbidden)
 		require.Contains(t, r.Message, c.Principal.String())
 	}

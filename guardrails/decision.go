@@ -20,6 +20,10 @@ import (
 const (
 	// CodeModelForbidden: a guardrail forbids the model for the principal.
 	CodeModelForbidden = "model_forbidden"
+	// CodeModelNotInCatalog: the model is not in the model catalog, and a
+	// guardrail's model rules apply to the principal (rules admit only
+	// catalog models). Without model rules an uncatalogued model goes on.
+	CodeModelNotInCatalog = "model_not_in_catalog"
 	// CodeEvalError: evaluating the policy failed (the OPA error code, e.g.
 	// eval_conflict_error, is kept in [EvalError.OPACode]).
 	CodeEvalError = "guardrail_eval_error"
@@ -180,17 +184,43 @@ func (d *Decision) ModelAllowed(slug string) bool {
 	return d.allowed.has(i)
 }
 
-// CheckModel returns nil when the principal may use the model and a [*Refusal]
-// with code [CodeModelForbidden] otherwise.
+// CheckModel returns nil when the principal may use the model, a [*Refusal]
+// with code [CodeModelNotInCatalog] when the model is not in the catalog
+// (naming the catalog slug it may mean), and one with [CodeModelForbidden]
+// otherwise.
 func (d *Decision) CheckModel(slug string) error {
 	if d.ModelAllowed(slug) {
 		return nil
 	}
-	msg := fmt.Sprintf("model %q is forbidden by guardrail for principal %s", strings.ToLower(slug), d.principal)
-	if _, ok := d.cat.index[strings.ToLower(slug)]; !ok {
-		msg += " (it is not in the model catalog)"
+	lower := strings.ToLower(slug)
+	if _, ok := d.cat.index[lower]; !ok {
+		msg := fmt.Sprintf("model %q is not in the model catalog, and the guardrails for principal %s admit only catalog models", lower, d.principal)
+		if m := d.cat.likely(lower); m != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", m)
+		}
+		return &Refusal{Code: CodeModelNotInCatalog, Message: msg}
 	}
-	return &Refusal{Code: CodeModelForbidden, Message: msg}
+	return &Refusal{Code: CodeModelForbidden, Message: fmt.Sprintf("model %q is forbidden by guardrail for principal %s", lower, d.principal)}
+}
+
+// likely returns the catalog slug an uncatalogued model name most likely
+// means: the one model whose name without the author is that name
+// ("gpt-5" → "openai/gpt-5"), or "" when none or several are.
+func (c *Catalog) likely(name string) string {
+	_, bare, ok := strings.Cut(name, "/")
+	if !ok {
+		bare = name
+	}
+	found := ""
+	for _, m := range c.models {
+		if _, n, _ := strings.Cut(m.Slug, "/"); n == bare {
+			if found != "" {
+				return ""
+			}
+			found = m.Slug
+		}
+	}
+	return found
 }
 
 // Dropped is a fallback-chain entry [Decision.FilterChain] removed, and why.

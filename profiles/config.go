@@ -43,6 +43,10 @@ type Config struct {
 	Routes    []Route    `toml:"routes" json:"routes"`
 	Teams     []Team     `toml:"teams" json:"teams"`
 
+	// UI configures the compliance pages' sign-in. Default: the admin
+	// token and analyst keys only.
+	UI UI `toml:"ui" json:"ui"`
+
 	// Profiles holds every profile file of the directory, by rung.
 	Profiles *ProfileSet `toml:"-" json:"-"`
 
@@ -548,6 +552,19 @@ func (c *Config) Route(model string) *Route {
 // DIR/profiles. It returns every problem found, sorted and located; the Config
 // is nil whenever any diagnostic is returned.
 func Load(dir string) (*Config, Diagnostics) {
+	cfg, diags := LoadAll(dir)
+	if len(diags) > 0 {
+		return nil, diags
+	}
+	return cfg, nil
+}
+
+// LoadAll is [Load] for a reader of every mistake at once (sluice check): it
+// goes on past schema violations, checking what still decodes, and returns
+// the best-effort Config beside the diagnostics. The Config is nil only when
+// sluice.toml cannot be read or decoded at all; with diagnostics it must not
+// be served.
+func LoadAll(dir string) (*Config, Diagnostics) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, Diagnostics{{File: dir, Code: CodeReadError, Message: err.Error()}}
@@ -567,14 +584,15 @@ func Load(dir string) (*Config, Diagnostics) {
 		}
 		diags = append(diags, set.checkTightening(cfg.Keys)...)
 	}
-	if len(diags) > 0 {
-		diags.Sort()
-		return nil, diags
-	}
-	return cfg, nil
+	diags.Sort()
+	return cfg, diags
 }
 
 // loadMain reads, validates and decodes sluice.toml, writing its bytes to h.
+// Schema violations do not stop it: when the document still decodes, the
+// cross-references are checked too (a problem on a line the schema already
+// reported is left to the schema's message). It returns nil only when the
+// file cannot be read or decoded.
 func loadMain(dir string, diags *Diagnostics, h io.Writer) *Config {
 	data, err := os.ReadFile(filepath.Join(dir, ConfigFile))
 	if err != nil {
@@ -587,24 +605,29 @@ func loadMain(dir string, diags *Diagnostics, h io.Writer) *Config {
 		*diags = append(*diags, *syn)
 		return nil
 	}
-	if vs := schemas.Validate(schemas.Sluice, doc); len(vs) > 0 {
-		for _, v := range vs {
-			*diags = append(*diags, Diagnostic{File: ConfigFile, Pointer: v.Pointer, Code: CodeSchema, Message: v.Message})
-		}
-		return nil
+	schemaLines := map[int]bool{}
+	vs := schemas.Validate(schemas.Sluice, doc)
+	for _, v := range vs {
+		line := pos.schemaLine(v)
+		schemaLines[line] = true
+		*diags = append(*diags, Diagnostic{File: ConfigFile, Line: line, Pointer: v.Pointer, Code: CodeSchema, Message: v.Message})
 	}
 	cfg := &Config{Dir: dir}
 	if err := toml.Unmarshal(data, cfg); err != nil {
-		// The schema admitted something the typed decoder cannot hold: a bug in
-		// the schema, reported rather than hidden.
-		*diags = append(*diags, Diagnostic{File: ConfigFile, Code: CodeSchema, Message: err.Error()})
+		if len(vs) == 0 {
+			// The schema admitted something the typed decoder cannot hold: a
+			// bug in the schema, reported rather than hidden.
+			*diags = append(*diags, Diagnostic{File: ConfigFile, Code: CodeSchema, Message: err.Error()})
+		}
 		return nil
 	}
 	cfg.applyDefaults()
-	before := len(*diags)
-	cfg.crossCheck(pos, diags)
-	if len(*diags) > before {
-		return nil
+	var cross Diagnostics
+	cfg.crossCheck(pos, &cross)
+	for _, d := range cross {
+		if len(vs) == 0 || !schemaLines[d.Line] {
+			*diags = append(*diags, d)
+		}
 	}
 	return cfg
 }
@@ -709,6 +732,14 @@ func (c *Config) applyDefaults() {
 				c.Catalog.Upstream = u.Name
 				break
 			}
+		}
+	}
+	if o := c.UI.OIDC; o != nil {
+		if o.GroupsClaim == "" {
+			o.GroupsClaim = "groups"
+		}
+		if o.Scopes == nil {
+			o.Scopes = []string{"profile", "email", "groups"}
 		}
 	}
 	if c.Retry.MaxRetries == nil {
@@ -1004,4 +1035,53 @@ func ParseProxy(s string) (netip.Prefix, error) {
 	}
 	a = a.Unmap()
 	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// UI configures the compliance pages.
+type UI struct {
+	// OIDC, when set, lets reviewers sign in to the pages through the
+	// company's OpenID Connect identity provider. Default: unset (no
+	// single sign-on).
+	OIDC *OIDC `toml:"oidc" json:"oidc,omitempty"`
+}
+
+// OIDC is the pages' OpenID Connect relying party: the authorization-code
+// flow with PKCE, the groups claim mapped to a role and a scope.
+type OIDC struct {
+	// Issuer is the identity provider's issuer URL (its discovery document
+	// is Issuer + "/.well-known/openid-configuration"). Required.
+	Issuer string `toml:"issuer" json:"issuer"`
+	// ClientID is the pages' client id at the provider. Required.
+	ClientID string `toml:"client_id" json:"client_id"`
+	// ClientSecretEnv names the environment variable holding the client
+	// secret. Default "": a public client, authenticated by PKCE alone.
+	ClientSecretEnv string `toml:"client_secret_env" json:"client_secret_env,omitempty"`
+	// RedirectURL is the callback registered at the provider: the pages'
+	// /ui/oidc/callback under the gateway's external URL. Required.
+	RedirectURL string `toml:"redirect_url" json:"redirect_url"`
+	// GroupsClaim is the claim (of the ID token, else of the userinfo
+	// answer) listing the user's groups. Default "groups".
+	GroupsClaim string `toml:"groups_claim" json:"groups_claim,omitempty"`
+	// Scopes are the scopes asked for beside "openid". Default ["profile",
+	// "email", "groups"].
+	Scopes []string `toml:"scopes" json:"scopes,omitempty"`
+	// Groups map the provider's groups to a role and a scope; the first
+	// entry naming one of the user's groups applies. A user in none is
+	// refused. Default none (nobody signs in).
+	Groups []OIDCGroup `toml:"groups" json:"groups,omitempty"`
+}
+
+// OIDCGroup maps one identity-provider group to a role on the pages.
+type OIDCGroup struct {
+	// Group is the group's name as the groups claim spells it. Required.
+	Group string `toml:"group" json:"group"`
+	// Role is "reviewer": reads the request log's rows and pages of its
+	// scope, and holds no API key (it cannot call the model APIs).
+	// Required.
+	Role string `toml:"role" json:"role"`
+	// Org is the organisation whose rows the role reads. Required.
+	Org string `toml:"org" json:"org"`
+	// Team narrows the scope to one team of Org. Default "": every team
+	// of Org.
+	Team string `toml:"team" json:"team,omitempty"`
 }

@@ -25,9 +25,13 @@ type Diagnostic struct {
 	Message string `json:"message"`
 }
 
-// Location renders where the diagnostic points: FILE:LINE[:COL], FILE#POINTER or FILE.
+// Location renders where the diagnostic points: FILE:LINE#POINTER (a schema
+// error in a TOML file, located both ways), FILE:LINE[:COL], FILE#POINTER or
+// FILE.
 func (d Diagnostic) Location() string {
 	switch {
+	case d.Line > 0 && (d.Pointer != "" || d.Code == CodeSchema):
+		return fmt.Sprintf("%s:%d#%s", d.File, d.Line, d.Pointer)
 	case d.Pointer != "" || (d.Line == 0 && d.Code == CodeSchema):
 		return d.File + "#" + d.Pointer
 	case d.Line > 0 && d.Col > 0:

@@ -152,7 +152,14 @@ func ParseProfile(file string, data []byte) (*Profile, Diagnostics) {
 	if vs := schemas.Validate(schemas.Profile, doc); len(vs) > 0 {
 		diags := make(Diagnostics, len(vs))
 		for i, v := range vs {
-			diags[i] = Diagnostic{File: file, Pointer: v.Pointer, Code: CodeSchema, Message: v.Message}
+			diags[i] = Diagnostic{File: file, Line: pos.schemaLine(v), Pointer: v.Pointer, Code: CodeSchema, Message: v.Message}
+		}
+		// Go on where the document still decodes: its other mistakes
+		// belong in the same report.
+		var p Profile
+		if toml.Unmarshal(data, &p) == nil {
+			p.normalize()
+			diags = append(diags, p.check(file, pos.line, false)...)
 		}
 		return nil, diags
 	}
@@ -379,4 +386,29 @@ func loadProfiles(dir string, diags *Diagnostics, h io.Writer) *ProfileSet {
 		return nil
 	})
 	return set
+}
+
+// All returns every profile file's layer (org, teams, projects, keys),
+// sorted by file.
+func (s *ProfileSet) All() []Layer {
+	var out []Layer
+	if s.org != nil {
+		out = append(out, *s.org)
+	}
+	for _, in := range []map[string]*Layer{s.teams, s.projects, s.keys} {
+		for _, l := range in {
+			out = append(out, *l)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].File < out[j].File })
+	return out
+}
+
+// Line returns the line of a JSON pointer ("/fallbacks/1") in the profile's
+// file, or of its nearest located parent; 0 for the request rung.
+func (p *Profile) Line(ptr string) int {
+	if p == nil || p.pos == nil {
+		return 0
+	}
+	return p.pos.line(ptr)
 }

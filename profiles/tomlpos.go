@@ -161,3 +161,17 @@ func (p positions) line(ptr string) int {
 		ptr = ptr[:i]
 	}
 }
+
+// schemaLine locates a schema violation: the line of the offending value, or
+// for a property that is not allowed, the line of that property itself
+// (the violation's pointer names the table that holds it).
+func (p positions) schemaLine(v schemas.Violation) int {
+	if rest, ok := strings.CutPrefix(v.Message, "additionalProperties '"); ok {
+		if name, _, ok := strings.Cut(rest, "'"); ok {
+			if l, ok := p[v.Pointer+"/"+name]; ok {
+				return l
+			}
+		}
+	}
+	return p.line(v.Pointer)
+}

@@ -203,8 +203,12 @@ func (s *Server) ErrorBodies() map[string]errorbodies.Recording { return s.errs 
 
 // Start listens on 127.0.0.1:0 and serves in the background; it returns the
 // base URL, e.g. "http://127.0.0.1:41234".
-func (s *Server) Start() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func (s *Server) Start() (string, error) { return s.StartOn("127.0.0.1:0") }
+
+// StartOn is [Server.Start] on the given address (sluice simulate's
+// --listen).
+func (s *Server) StartOn(addr string) (string, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", fmt.Errorf("simulator: listen: %w", err)
 	}

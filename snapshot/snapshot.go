@@ -99,7 +99,10 @@ func Load(dir string) (*Snapshot, profiles.Diagnostics) { return LoadWith(dir, O
 // LoadWith is [Load] with options.
 func LoadWith(dir string, opts Options) (*Snapshot, profiles.Diagnostics) {
 	var diags profiles.Diagnostics
-	cfg, d := profiles.Load(dir)
+	// LoadAll goes on past sluice.toml's schema violations, so that one
+	// load reports every mistake (sluice check); cfg is best-effort then,
+	// used below only to find more and never served.
+	cfg, d := profiles.LoadAll(dir)
 	diags = append(diags, d...)
 	absDir, _ := filepath.Abs(dir)
 	if opts.Listing == nil && opts.ListingFor != nil && len(d) == 0 {
@@ -126,6 +129,9 @@ func LoadWith(dir string, opts Options) (*Snapshot, profiles.Diagnostics) {
 			Message: "guardrails exist but there is no model catalog to expand their patterns against"})
 	}
 	if len(diags) > 0 {
+		if cfg != nil && cat != nil {
+			diags = append(diags, (&Snapshot{Config: cfg, Catalog: cat}).checkRoutes()...)
+		}
 		diags.Sort()
 		return nil, diags
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,8 +12,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	sluice "github.com/sluicegw/sluice"
@@ -66,8 +70,10 @@ var demoSteps = []demoStep{
 }
 
 func runDemo(env *cliEnv, args []string) int {
-	fs := newFlags(env, "demo", "[--dir DIR]")
+	fs := newFlags(env, "demo", "[--dir DIR] [--serve [--listen ADDR]]")
 	dir := fs.String("dir", filepath.Join(os.TempDir(), "sluice-demo"), "working directory for the demo's config copy and database (recreated)")
+	serve := fs.Bool("serve", false, "after the scripted requests, keep the simulator, the gateway and the compliance pages running until Ctrl-C")
+	listen := fs.String("listen", "127.0.0.1:8080", "with --serve: the gateway's address")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
@@ -157,7 +163,101 @@ func runDemo(env *cliEnv, args []string) int {
 		fmt.Fprintf(env.stderr, "sluice demo: %d step(s) did not behave as scripted; %d rows recorded for %d requests\n", failed, len(page.Rows), len(demoSteps))
 		return 1
 	}
+	if *serve {
+		return demoServe(env, cfgDir, sim, urls, *listen)
+	}
 	return 0
+}
+
+// demoKeys are the demo configuration's keys, as its sluice.toml lists them.
+var demoKeys = []struct{ id, secret, what string }{
+	{"k-chat", "sk-sluice-demo-chat", "team ml, project chat: the marketplace"},
+	{"k-research", "sk-sluice-demo-research", "team research: a filtered upstream, redacted"},
+	{"k-finance", "sk-sluice-demo-finance", "team finance: providers under a DPA only"},
+	{"k-batch", "sk-sluice-demo-batch", "team ml, project batch: the direct OpenAI upstream"},
+	{"k-analyst", "sk-sluice-demo-analyst", "analyst: reads the request log and the pages"},
+}
+
+// demoServe serves the demo's configuration on listen, with an admin token
+// made for this run and the compliance pages, against the demo's simulator,
+// until Ctrl-C (or env.interrupt). It prints what a user needs to try it:
+// the URLs, the token and keys, and one command per API and coding agent.
+func demoServe(env *cliEnv, cfgDir string, sim *simulator.Server, urls map[string]string, listen string) int {
+	var rnd [16]byte
+	_, _ = rand.Read(rnd[:])
+	token := "sluice-demo-admin-" + hex.EncodeToString(rnd[:]) // 50 characters
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := gateway.New(gateway.Options{ConfigDir: cfgDir, Logger: logger, UpstreamURLs: urls, AdminToken: token, Pages: compliancePages})
+	if err != nil {
+		printLoadError(env, err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		_ = srv.Close(context.Background())
+		fmt.Fprintf(env.stderr, "sluice demo: --listen: %v (pick another address with --listen 127.0.0.1:0)\n", err)
+		return 1
+	}
+	hs := newHTTPServer(srv.Handler(), context.Background())
+	go func() { _ = hs.Serve(ln) }()
+	base := "http://" + ln.Addr().String()
+	out := env.stdout
+	fmt.Fprintf(out, "\nServing until Ctrl-C (config %s):\n", cfgDir)
+	fmt.Fprintf(out, "  gateway:      %s  (OpenAI-compatible API under /v1, Messages API at /v1/messages)\n", base)
+	fmt.Fprintf(out, "  pages:        %s/ui/  (sign in with the admin token or the analyst key)\n", base)
+	fmt.Fprintf(out, "  simulator:    %s  (openrouter %s, vercel %s, openai %s, anthropic %s)\n", sim.BaseURL(),
+		sim.URL(simulator.KindOpenRouter), sim.URL(simulator.KindVercel), sim.URL(simulator.KindOpenAI), sim.URL(simulator.KindAnthropic))
+	fmt.Fprintf(out, "  admin token:  %s  (SLUICE_ADMIN_TOKEN for this run: the admin and analytics APIs, the pages)\n", token)
+	fmt.Fprintln(out, "  keys:")
+	for _, k := range demoKeys {
+		fmt.Fprintf(out, "    %-11s %-24s %s\n", k.id, k.secret, k.what)
+	}
+	fmt.Fprintln(out, "\nTry it (copy and paste):")
+	for _, c := range demoCommands(base) {
+		fmt.Fprintf(out, "  # %s\n  %s\n", c.what, c.command)
+	}
+	if env.serving != nil {
+		env.serving()
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	select {
+	case <-sigs:
+	case <-env.interrupt:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(ctx)
+	if err := srv.Close(ctx); err != nil {
+		fmt.Fprintf(env.stderr, "sluice demo: flushing the request log: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// demoCommand is one copy-paste command demo --serve prints.
+type demoCommand struct{ what, command string }
+
+// demoCommands are one command per API and per coding agent, against base,
+// with the ml team's key and models of the demo catalog.
+func demoCommands(base string) []demoCommand {
+	const key = "sk-sluice-demo-chat"
+	curl := func(path, auth, body string, headers ...string) string {
+		c := "curl -sS " + base + path + " -H '" + auth + "' -H 'Content-Type: application/json'"
+		for _, h := range headers {
+			c += " -H '" + h + "'"
+		}
+		return c + " -d '" + body + "'"
+	}
+	return []demoCommand{
+		{"chat completions", curl("/v1/chat/completions", "Authorization: Bearer "+key, `{"model":"openai/gpt-4o","messages":[{"role":"user","content":"Hello"}]}`)},
+		{"Messages API (Anthropic's model ids work too)", curl("/v1/messages", "x-api-key: "+key, `{"model":"claude-sonnet-4-5","max_tokens":256,"messages":[{"role":"user","content":"Hello"}]}`, "anthropic-version: 2023-06-01")},
+		{"Responses API", curl("/v1/responses", "Authorization: Bearer "+key, `{"model":"openai/gpt-4o","input":"Hello"}`)},
+		{"embeddings", curl("/v1/embeddings", "Authorization: Bearer "+key, `{"model":"openai/text-embedding-3-small","input":"Hello"}`)},
+		{"Claude Code", "ANTHROPIC_BASE_URL=" + base + " ANTHROPIC_AUTH_TOKEN=" + key + " claude"},
+		{"Codex (a custom provider on the Responses API)", "SLUICE_KEY=" + key + " codex -m openai/gpt-4o -c model_provider=sluice -c 'model_providers.sluice={name=\"sluice\", base_url=\"" + base + "/v1\", env_key=\"SLUICE_KEY\", wire_api=\"responses\"}'"},
+	}
 }
 
 // demoRequest sends one step and describes the answer in a line. ok reports

@@ -1,14 +1,21 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	toml "github.com/pelletier/go-toml/v2"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicegw/sluice/snapshot"
 
 	"github.com/sluicegw/sluice/store/requestlog"
 	"github.com/sluicegw/sluice/store/requestlog/chtest"
@@ -199,4 +206,174 @@ func TestMigrateClickHouse(t *testing.T) {
 	code, out, errOut = runCLI(t, "", "rows", "--config", dir, "--format", "json")
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "[]", strings.TrimSpace(out))
+}
+
+// TestDemoServeAndREADME runs `sluice demo --serve`, holds the README's demo
+// excerpt to the output, sends every copy-paste command it prints, opens
+// the analytics API with the admin token it prints, and checks the
+// README's model examples against the demo catalog.
+func TestDemoServeAndREADME(t *testing.T) {
+	var out, errb bytes.Buffer
+	ready, stop, done := make(chan struct{}), make(chan struct{}), make(chan int, 1)
+	env := &cliEnv{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, interrupt: stop, serving: func() { close(ready) }}
+	go func() { done <- run(env, []string{"demo", "--dir", t.TempDir(), "--serve", "--listen", "127.0.0.1:0"}) }()
+	select {
+	case <-ready:
+	case code := <-done:
+		t.Fatalf("demo --serve ended with %d before serving:\n%s\n%s", code, out.String(), errb.String())
+	}
+	output := out.String()
+	stopped := false
+	defer func() {
+		if !stopped {
+			close(stop)
+			<-done
+		}
+	}()
+
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	excerpt := readmeBlock(t, string(readme), "## What the demo prints")
+	rows := map[string]bool{}
+	inRows := false
+	for _, l := range strings.Split(output, "\n") {
+		if strings.HasPrefix(l, "TS ") {
+			inRows = true
+		}
+		if f := strings.Fields(l); inRows && len(f) > 2 {
+			rows[strings.Join(f[2:], " ")] = true
+		}
+		if inRows && l == "" {
+			inRows = false
+		}
+	}
+	for _, l := range strings.Split(excerpt, "\n") {
+		if strings.HasPrefix(l, "[") || strings.HasPrefix(l, "      ") {
+			require.Contains(t, output, l+"\n", "the README's demo excerpt is not what the demo prints")
+			continue
+		}
+		// A row, printed without its TS and REQUEST_ID columns.
+		require.True(t, rows[strings.Join(strings.Fields(l), " ")], "README row %q is not among the demo's rows", l)
+	}
+
+	serving := output[strings.Index(output, "Serving until Ctrl-C"):]
+	base := regexp.MustCompile(`gateway:\s+(http://\S+)`).FindStringSubmatch(serving)[1]
+	token := regexp.MustCompile(`admin token:\s+(\S+)`).FindStringSubmatch(output)[1]
+	require.GreaterOrEqual(t, len(token), 32)
+	get := func(path, auth string) int {
+		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+		if auth != "" {
+			req.Header.Set("Authorization", "Bearer "+auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusOK, get("/api/v1/analytics/invocations", token), "the printed admin token opens the analytics API")
+	require.Equal(t, http.StatusUnauthorized, get("/api/v1/analytics/invocations", "not-the-token"))
+	require.Equal(t, http.StatusOK, get("/ui/login", ""), "the pages are served")
+
+	curls := 0
+	for _, l := range strings.Split(output, "\n") {
+		l = strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(l, "curl "):
+			curls++
+			args := shellWords(t, l)
+			req, err := http.NewRequest(http.MethodPost, args[2], nil)
+			require.NoError(t, err)
+			for i := 3; i+1 < len(args); i += 2 {
+				switch args[i] {
+				case "-H":
+					k, v, _ := strings.Cut(args[i+1], ": ")
+					req.Header.Set(k, v)
+				case "-d":
+					req.Body = io.NopCloser(strings.NewReader(args[i+1]))
+				}
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode, "%s\n%s", l, body)
+		case strings.HasPrefix(l, "ANTHROPIC_BASE_URL="):
+			require.Equal(t, "ANTHROPIC_BASE_URL="+base+" ANTHROPIC_AUTH_TOKEN=sk-sluice-demo-chat claude", l)
+		case strings.HasPrefix(l, "SLUICE_KEY="):
+			// The -c value is TOML, as Codex reads it.
+			args := shellWords(t, l)
+			cfg := args[len(args)-1]
+			require.True(t, strings.HasPrefix(cfg, "model_providers.sluice="), cfg)
+			var p struct{ Sluice map[string]string }
+			require.NoError(t, toml.Unmarshal([]byte("sluice = "+strings.TrimPrefix(cfg, "model_providers.sluice=")), &p))
+			require.Equal(t, map[string]string{"name": "sluice", "base_url": base + "/v1", "env_key": "SLUICE_KEY", "wire_api": "responses"}, p.Sluice)
+		}
+	}
+	require.Equal(t, 4, curls, "one curl per API: chat, messages, responses, embeddings")
+
+	close(stop)
+	stopped = true
+	require.Equal(t, 0, <-done, errb.String())
+
+	// The README's model examples are models of the demo catalog, as each
+	// API resolves them.
+	snap, diags := snapshot.Load(demoDir)
+	require.Empty(t, diags)
+	for _, ex := range []struct{ re, owner string }{
+		{"Models are catalog slugs \\(`([^`]+)`\\)", "openai"},
+		{"Anthropic's own ids \\(`([^`]+)`\\)", "anthropic"},
+		{"on the Responses\\s+API OpenAI's \\(`([^`]+)`\\)", "openai"},
+	} {
+		m := regexp.MustCompile(ex.re).FindStringSubmatch(string(readme))
+		require.NotNil(t, m, "README lost its example %s", ex.re)
+		_, ok := snap.Catalog.Model(snap.ResolveModel(m[1], ex.owner))
+		require.True(t, ok, "README example model %q is not in the demo catalog", m[1])
+	}
+}
+
+// readmeBlock returns the first fenced block after heading.
+func readmeBlock(t *testing.T, doc, heading string) string {
+	t.Helper()
+	i := strings.Index(doc, heading)
+	require.GreaterOrEqual(t, i, 0, heading)
+	rest := doc[i:]
+	start := strings.Index(rest, "```\n")
+	require.GreaterOrEqual(t, start, 0)
+	rest = rest[start+4:]
+	end := strings.Index(rest, "```")
+	require.GreaterOrEqual(t, end, 0)
+	return strings.TrimRight(rest[:end], "\n")
+}
+
+// shellWords splits a command line as a POSIX shell does for the quoting
+// the demo prints: words separated by spaces, single quotes kept literal.
+func shellWords(t *testing.T, line string) []string {
+	t.Helper()
+	var words []string
+	var cur strings.Builder
+	inWord, quoted := false, false
+	for _, r := range line {
+		switch {
+		case quoted && r == '\'':
+			quoted = false
+		case quoted:
+			cur.WriteRune(r)
+		case r == '\'':
+			quoted, inWord = true, true
+		case r == ' ':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	require.False(t, quoted, "unbalanced quote in %q", line)
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words
 }

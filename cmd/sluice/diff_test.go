@@ -89,7 +89,7 @@ func TestDiff(t *testing.T) {
 		{"needs base and head", []string{"diff", "--head", diffDir}, 2, "--base and --head are required"},
 		{"unknown format", []string{"diff", "--base", "x", "--head", "y", "--format", "yaml"}, 2, "unknown --format"},
 		{"unknown key", []string{"diff", "--base", diffDir + "/no-change/base", "--head", diffDir + "/no-change/head", "--keys", "k-plain,k-nope"}, 2, "no key k-nope"},
-		{"selected key and model", []string{"diff", "--base", diffDir + "/rank-by-change/base", "--head", diffDir + "/rank-by-change/head", "--keys", "k-plain", "--models", "openai/gpt-4o"}, 0, "compared 1 keys × 1 models"},
+		{"selected key and model", []string{"diff", "--base", diffDir + "/rank-by-change/base", "--head", diffDir + "/rank-by-change/head", "--keys", "k-plain", "--models", "openai/gpt-4o"}, 0, "compared 1 key × 1 model"},
 		{"missing dir", []string{"diff", "--base", "/nonexistent", "--head", diffDir + "/no-change/head"}, 2, "base: sluice.toml: read_error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -17,10 +18,11 @@ import (
 )
 
 func runExplain(env *cliEnv, args []string) int {
-	fs := newFlags(env, "explain", "--key KEY_ID [--config DIR] [--request FILE] [--upstream NAME] [--json]")
+	fs := newFlags(env, "explain", "--key KEY_ID [--config DIR] [--model M] [--request FILE|-] [--upstream NAME] [--json]")
 	dir := fs.String("config", ".", "configuration directory")
 	keyID := fs.String("key", "", "key id whose principal to explain (required)")
-	reqFile := fs.String("request", "", "a request body (JSON) to compile, in the shape of --api")
+	reqFile := fs.String("request", "", "a request body (JSON) to compile, in the shape of --api; - reads it from stdin")
+	model := fs.String("model", "", "the model to explain a request for (a one-message request when --request is not given; it replaces the request's model when it is)")
 	apiName := fs.String("api", "chat", "the API the request comes in on: chat, messages or responses")
 	upstream := fs.String("upstream", "", "compile for this upstream only (default: every upstream)")
 	asJSON := fs.Bool("json", false, "print the stable JSON form (documented in docs/upstreams.md)")
@@ -45,8 +47,8 @@ func runExplain(env *cliEnv, args []string) int {
 	var creq *compiler.Request
 	var body connectors.Body
 	var in *connectors.Inbound
-	if *reqFile != "" {
-		raw, err := os.ReadFile(*reqFile)
+	if *reqFile != "" || *model != "" {
+		raw, err := readRequest(env, *reqFile, *model, *apiName)
 		if err != nil {
 			fmt.Fprintf(env.stderr, "sluice explain: %v\n", err)
 			return 1
@@ -247,4 +249,37 @@ func allowedText(a []string) string {
 		return "(no restriction)"
 	}
 	return "[" + strings.Join(a, ", ") + "]"
+}
+
+// readRequest returns the request body explain compiles: the file (stdin
+// for "-"), or a one-message request in the API's shape when there is none;
+// model, when set, replaces the body's model.
+func readRequest(env *cliEnv, file, model, api string) ([]byte, error) {
+	var raw []byte
+	var err error
+	switch file {
+	case "":
+		switch api {
+		case "messages":
+			raw = []byte(`{"max_tokens": 1024, "messages": [{"role": "user", "content": "hello"}]}`)
+		case "responses":
+			raw = []byte(`{"input": "hello"}`)
+		default:
+			raw = []byte(`{"messages": [{"role": "user", "content": "hello"}]}`)
+		}
+	case "-":
+		raw, err = io.ReadAll(env.stdin)
+	default:
+		raw, err = os.ReadFile(file)
+	}
+	if err != nil || model == "" {
+		return raw, err
+	}
+	var body map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &body); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	m, _ := json.Marshal(model)
+	body["model"] = m
+	return json.Marshal(body)
 }

@@ -25,11 +25,18 @@ type command struct {
 type cliEnv struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// interrupt, when set, stops a command that serves until Ctrl-C (demo
+	// --serve, simulate) as SIGINT does; tests close it.
+	interrupt <-chan struct{}
+	// serving, when set, is called once such a command has printed its
+	// URLs and serves.
+	serving func()
 }
 
 func commands() []command {
 	return []command{
 		{"demo", "serve the demo config against the built-in simulator, send scripted requests, print the rows", runDemo},
+		{"simulate", "serve the upstream simulator on its own, for your own configuration's base_url (until Ctrl-C)", runSimulate},
 		{"serve", "serve the OpenAI-compatible API (reloads on SIGHUP and file changes)", runServe},
 		{"rows", "read the request log (same filters as the analytics API)", runRows},
 		{"migrate", "apply the ClickHouse request-log migrations", runMigrate},

@@ -46,6 +46,7 @@ const (
 	CodeContentInexpressible  = "content_guardrail_inexpressible"
 	CodeAutoModeInexpressible = "auto_mode_inexpressible"
 	CodeUnknownModel          = "unknown_model"
+	CodeModelNotInCatalog     = "model_not_in_catalog"
 	CodeAllTargetsRestricted  = "all_targets_restricted"
 	CodeValidation            = "validation_failed"
 	CodeServiceUnavailable    = "service_unavailable"
@@ -97,6 +98,7 @@ var statuses = map[string]int{
 	CodeContentInexpressible:  http.StatusUnprocessableEntity,
 	CodeAutoModeInexpressible: http.StatusUnprocessableEntity,
 	CodeUnknownModel:          http.StatusNotFound,
+	CodeModelNotInCatalog:     http.StatusNotFound,
 	CodeAllTargetsRestricted:  http.StatusUnprocessableEntity,
 	CodeValidation:            http.StatusUnprocessableEntity,
 }

@@ -23,7 +23,7 @@ func ExampleCompare() {
 	_ = r.WriteText(os.Stdout)
 	// Output:
 	// changed: true
-	// compared 1 keys × 1 models × 4 upstreams
+	// compared 1 key × 1 model × 4 upstreams
 	// keys affected: 1 (0 added, 0 removed)
 	// upstreams changed: 0
 	// routes changed: 0

@@ -27,7 +27,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	c := r.Compared
-	fmt.Fprintf(&b, "compared %d keys × %d models × %d upstreams\n", c.Keys, c.Models, c.Upstreams)
+	fmt.Fprintf(&b, "compared %s × %s × %s\n", plural(c.Keys, "key"), plural(c.Models, "model"), plural(c.Upstreams, "upstream"))
 	if !r.Changed {
 		b.WriteString("no changes\n")
 		_, err := io.WriteString(w, b.String())
@@ -63,11 +63,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	c := r.Compared
 	b.WriteString("### sluice diff\n\n")
 	if !r.Changed {
-		fmt.Fprintf(&b, "No routing change: compared %d keys × %d models × %d upstreams.\n", c.Keys, c.Models, c.Upstreams)
+		fmt.Fprintf(&b, "No routing change: compared %s × %s × %s.\n", plural(c.Keys, "key"), plural(c.Models, "model"), plural(c.Upstreams, "upstream"))
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
-	fmt.Fprintf(&b, "Compared %d keys × %d models × %d upstreams.\n\n", c.Keys, c.Models, c.Upstreams)
+	fmt.Fprintf(&b, "Compared %s × %s × %s.\n\n", plural(c.Keys, "key"), plural(c.Models, "model"), plural(c.Upstreams, "upstream"))
 	b.WriteString("| change | count |\n| --- | --- |\n")
 	for _, row := range r.summaryRows() {
 		fmt.Fprintf(&b, "| %s | %s |\n", row[0], mdCodes(row[1]))

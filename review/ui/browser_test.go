@@ -7,6 +7,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -198,3 +199,37 @@ func TestBrowser(t *testing.T) {
 	c.navigate(e.ts.URL + "/ui/rows/" + e.rows[1].RequestID)
 	require.Equal(t, "404 Not Found", c.text("#error-status"), "another team's row")
 }
+
+// TestBrowserOIDC signs in through the identity provider in Chromium: the
+// login page's single sign-on link, the provider's own login form, the
+// redirects back and the callback page that moves on to the overview, which
+// names the reviewer and shows only team ml.
+func TestBrowserOIDC(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	e, issuer := newOIDCEnv(t)
+	c := startChrome(t, ctx)
+	host := strings.TrimPrefix(issuer, "http://")
+	host = host[:strings.LastIndexByte(host, ':')]
+
+	c.navigate(e.ts.URL + "/ui/login")
+	c.clickAndWait("#sso-login")
+	var at string
+	c.mustEval(`location.origin`, &at)
+	require.Equal(t, issuer, at, "the browser is at the provider")
+	c.typeInto("#username", "test-user@"+host)
+	c.typeInto("#password", oidcPassword)
+	c.markDocument()
+	c.click(`button[type="submit"]`)
+	c.waitFor(`location.origin === ` + jsString(e.ts.URL) + ` && location.pathname === "/ui/" && document.readyState === "complete"`)
+	require.Equal(t, "reviewer test-user@zitadel.ch (team ml)", c.text("#who"))
+	var teams []string
+	c.mustEval(`[...document.querySelectorAll("figure.chart")].map(f => f.dataset.team)`, &teams)
+	require.Equal(t, []string{"ml"}, teams, "a team reviewer sees its team only")
+	var cookies string
+	c.mustEval(`document.cookie`, &cookies)
+	require.NotContains(t, cookies, "sluice_ui", "the session cookie is HttpOnly")
+}
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string { return strconv.Quote(s) }

@@ -53,8 +53,19 @@ func newEnv(t *testing.T) *env {
 // configured one).
 func newEnvStore(t *testing.T, store requestlog.Store) *env {
 	t.Helper()
+	return newEnvConfig(t, store, nil)
+}
+
+// newEnvConfig is newEnvStore with edit applied to the configuration copy
+// first; edit learns the gateway's base URL (its listener is open already).
+func newEnvConfig(t *testing.T, store requestlog.Store, edit func(dir, base string)) *env {
+	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(dir, sluice.DemoConfig()))
+	ts := httptest.NewUnstartedServer(nil)
+	if edit != nil {
+		edit(dir, "http://"+ts.Listener.Addr().String())
+	}
 	for k, v := range map[string]string{
 		"OPENROUTER_API_KEY": "sk-or-ui-test", "AI_GATEWAY_API_KEY": "vck-ui-test",
 		"OPENAI_API_KEY": "sk-openai-ui-test", "ANTHROPIC_API_KEY": "sk-ant-ui-test",
@@ -72,7 +83,8 @@ func newEnvStore(t *testing.T, store requestlog.Store) *env {
 		},
 	})
 	require.NoError(t, err)
-	ts := httptest.NewServer(srv.Handler())
+	ts.Config.Handler = srv.Handler()
+	ts.Start()
 	t.Cleanup(func() {
 		ts.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -34,10 +34,12 @@ func scope(f *requestlog.Filter, ff *filterForm, v *viewer) bool {
 	if v.Admin {
 		return true
 	}
-	if (f.Team != "" && f.Team != v.Team) || (f.Org != "" && f.Org != v.Org) {
+	if (f.Team != "" && v.Team != "" && f.Team != v.Team) || (f.Org != "" && f.Org != v.Org) {
 		return false
 	}
-	f.Team, ff.Team = v.Team, v.Team
+	if v.Team != "" { // "": a reviewer of the whole org
+		f.Team, ff.Team = v.Team, v.Team
+	}
 	f.Org, ff.Org = v.Org, v.Org
 	return true
 }

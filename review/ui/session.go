@@ -14,10 +14,12 @@ type session struct {
 	csrf string
 	// admin is true for the admin token; otherwise keyID names the analyst
 	// key, re-checked against the current configuration on every request.
-	admin   bool
-	keyID   string
-	created time.Time
-	seen    time.Time
+	admin bool
+	keyID string
+	// reviewer is set for a sign-in through the identity provider (oidc.go).
+	reviewer *reviewer
+	created  time.Time
+	seen     time.Time
 	// seq orders sessions by creation, breaking ties between sessions last
 	// used at the same instant.
 	seq uint64

@@ -7,7 +7,8 @@
 // stylesheet is embedded and the charts are inline SVG, so nothing is loaded
 // from the network and no script runs.
 //
-// A reviewer logs in once with the admin token or an analyst key's secret.
+// A reviewer logs in once with the admin token or an analyst key's secret,
+// or, with [ui.oidc], through the company's identity provider (oidc.go).
 // The browser then holds only an opaque session id (HttpOnly, SameSite=Strict
 // cookie) mapped in memory to the principal; analyst keys see only their own
 // team's rows on every page.
@@ -92,6 +93,8 @@ type handler struct {
 	mux   *http.ServeMux
 	// whatIfSlot admits one what-if run at a time.
 	whatIfSlot chan struct{}
+	// oidc is the single sign-on state (oidc.go).
+	oidc oidcState
 }
 
 // page names; each is templates/<name>.html rendered inside the layout.
@@ -124,6 +127,7 @@ func New(opts Options) http.Handler {
 	}
 	h := &handler{opts: opts, log: opts.Logger, pages: map[string]*template.Template{}, whatIfSlot: make(chan struct{}, 1),
 		sess: newSessions(opts.MaxSessions, opts.SessionIdle, opts.SessionMaxAge, opts.Now)}
+	h.oidc.pending = map[string]pendingLogin{}
 	funcs := template.FuncMap{"join": strings.Join, "help": helpText, "helpLink": helpLink}
 	for _, name := range pageNames {
 		h.pages[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+name+".html"))
@@ -139,6 +143,8 @@ func New(opts Options) http.Handler {
 	mux.HandleFunc("GET /ui/login", h.loginPage)
 	mux.HandleFunc("POST /ui/login", h.login)
 	mux.HandleFunc("POST /ui/logout", h.authed(h.logout))
+	mux.HandleFunc("GET /ui/oidc/start", h.oidcStart)
+	mux.HandleFunc("GET /ui/oidc/callback", h.oidcCallback)
 	mux.HandleFunc("GET /ui/{$}", h.authed(h.overview))
 	mux.HandleFunc("GET /ui/rows", h.authed(h.rows))
 	mux.HandleFunc("GET /ui/rows.csv", h.authed(h.rowsCSV))
@@ -177,12 +183,22 @@ type viewer struct {
 	KeyID string
 	Org   string
 	Team  string
+	// Reviewer names a user signed in through the identity provider (role
+	// reviewer; KeyID is empty, Team is empty for an org-wide scope).
+	Reviewer string
 }
 
 // Label names the viewer in the page header.
 func (v *viewer) Label() string {
 	if v.Admin {
 		return "admin"
+	}
+	if v.Reviewer != "" {
+		scope := "org " + v.Org
+		if v.Team != "" {
+			scope = "team " + v.Team
+		}
+		return "reviewer " + v.Reviewer + " (" + scope + ")"
 	}
 	return "analyst " + v.KeyID + " (team " + v.Team + ")"
 }
@@ -204,6 +220,22 @@ func (h *handler) resolve(r *http.Request) *viewer {
 			h.sess.delete(s.id)
 			return nil
 		}
+		return v
+	}
+	if rv := s.reviewer; rv != nil {
+		// The session lasts while [ui.oidc] still maps its group to the
+		// same scope.
+		cfg := h.oidcConfig()
+		if cfg == nil {
+			h.sess.delete(s.id)
+			return nil
+		}
+		m := mapGroups(cfg.Groups, []string{rv.Group})
+		if m == nil || m.Org != rv.Org || m.Team != rv.Team {
+			h.sess.delete(s.id)
+			return nil
+		}
+		v.Reviewer, v.Org, v.Team = rv.Name, rv.Org, rv.Team
 		return v
 	}
 	k := h.opts.Snapshot().Config.KeyByID(s.keyID)
@@ -274,6 +306,8 @@ type loginData struct {
 	base
 	CSRF  string
 	Error string
+	// SSO is the identity provider's issuer when [ui.oidc] is configured.
+	SSO string
 }
 
 // loginPage shows the form, with a fresh login CSRF token that must come
@@ -290,7 +324,11 @@ func (h *handler) loginPage(w http.ResponseWriter, r *http.Request) {
 func (h *handler) showLogin(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	tok := randomToken()
 	h.setCookie(w, r, loginCookie, tok, "/ui/login", 3600)
-	h.render(w, status, "login", loginData{base: base{Title: "Log in"}, CSRF: tok, Error: msg})
+	d := loginData{base: base{Title: "Log in"}, CSRF: tok, Error: msg}
+	if cfg := h.oidcConfig(); cfg != nil {
+		d.SSO = cfg.Issuer
+	}
+	h.render(w, status, "login", d)
 }
 
 // maxFormBytes bounds a posted form.

@@ -1,0 +1,3 @@
+package sluice.guardrails
+
+deny_models contains "x-ai/**" if {
