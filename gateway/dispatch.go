@@ -294,7 +294,9 @@ func (s *Server) reserve(t *turn, c *snapshot.Compiled, model string) (body conn
 	}
 	asked := t.req.Completion
 	grant, release, hold := s.hold(t, c.Upstream.Config.Name, model, month, want, limits)
-	maxTokens := int64((grant - promptCost) / out * 1e6)
+	// Each of the body's n completions may run to the cap: the grant pays
+	// for all of them.
+	maxTokens := int64((grant - promptCost) / out * 1e6 / float64(choices(t)))
 	if grant <= 0 || maxTokens < 1 {
 		release()
 		return nil, false, nil, nil, exhausted
@@ -311,9 +313,9 @@ func (s *Server) reserve(t *turn, c *snapshot.Compiled, model string) (body conn
 }
 
 // worstCase prices an attempt at its worst: want is the prompt plus the
-// completion cap the body asks at the highest prices of what the upstream
-// may serve (+Inf without a cap); priced is false when the catalog has no
-// output price for any of it.
+// completion cap the body asks, times the completions it asks for (n), at
+// the highest prices of what the upstream may serve (+Inf without a cap);
+// priced is false when the catalog has no output price for any of it.
 func worstCase(t *turn, c *snapshot.Compiled, model string) (want, promptCost, out float64, priced bool) {
 	in, out, priced := highestPrices(t.snap, c, model)
 	if !priced {
@@ -322,9 +324,15 @@ func worstCase(t *turn, c *snapshot.Compiled, model string) (want, promptCost, o
 	promptCost = float64(t.req.PromptTokens) * in / 1e6
 	want = math.Inf(1)
 	if asked := t.req.Completion; asked > 0 {
-		want = promptCost + float64(asked)*out/1e6
+		want = promptCost + float64(asked)*float64(choices(t))*out/1e6
 	}
 	return want, promptCost, out, true
+}
+
+// choices is how many completions the request asks for (chat completions'
+// n), at least 1: one prompt, priced once, answered that many times.
+func choices(t *turn) int64 {
+	return max(t.req.Choices, 1)
 }
 
 // hold reserves want under the limits: in this process, or in the fleet's

@@ -118,14 +118,19 @@ func TestFleet(t *testing.T) {
 		v, err := rdb.Get(context.Background(), "sluice:resp:"+stored.ID).Result()
 		require.NoError(t, err)
 		require.Equal(t, "openai\x00k-batch", v)
-		// Another replica knows it: another key is told it does not exist
-		// (not that no upstream stores responses, as for an unknown id).
-		resp, b = replicas[1].do(http.MethodPost, "/v1/responses", secretChat,
-			`{"model": "openai/gpt-4o", "input": "Which?", "previous_response_id": "`+stored.ID+`"}`, "Content-Type", "application/json")
-		require.Equal(t, http.StatusNotFound, resp.StatusCode, "%s", b)
-		resp, b = replicas[1].do(http.MethodPost, "/v1/responses", secretChat,
-			`{"model": "openai/gpt-4o", "input": "Which?", "previous_response_id": "resp_never_stored"}`, "Content-Type", "application/json")
-		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "%s", b)
+		// Another replica knows it: another key on the same upstream is
+		// told it does not exist, in the same words as for an id nobody
+		// stored; a key whose upstream stores no responses is told that,
+		// whatever the id.
+		for _, id := range []string{stored.ID, "resp_never_stored"} {
+			resp, b = replicas[1].do(http.MethodPost, "/v1/responses", secretBudget,
+				`{"model": "openai/gpt-4o", "input": "Which?", "previous_response_id": "`+id+`"}`, "Content-Type", "application/json")
+			require.Equal(t, http.StatusNotFound, resp.StatusCode, "%s", b)
+			require.Contains(t, string(b), `"code":"not_found"`)
+			resp, b = replicas[1].do(http.MethodPost, "/v1/responses", secretChat,
+				`{"model": "openai/gpt-4o", "input": "Which?", "previous_response_id": "`+id+`"}`, "Content-Type", "application/json")
+			require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "%s", b)
+		}
 	})
 
 	t.Run("one budget across the fleet", func(t *testing.T) {

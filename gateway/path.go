@@ -72,6 +72,9 @@ type turn struct {
 	// api is the API the request came in on: its body's shape, its
 	// answer's, and its errors'.
 	api connectors.API
+	// stored is the row's api of a GET or DELETE of a stored response
+	// ("" for every other request; holders.go).
+	stored string
 	// span is the request's server span, spanCtx its context (nil when
 	// tracing is off).
 	span    trace.Span

@@ -39,7 +39,7 @@ func (s *Server) record(t *turn) {
 	if t.span != nil { // checked here: endSpan's frame is large
 		s.endSpan(t, r)
 	}
-	s.measure(r, t.operation())
+	s.measure(t.snap, r, t.operation())
 	for _, d := range r.RoutingDegraded {
 		s.metrics.Degraded.WithLabelValues(d).Inc()
 	}
@@ -90,26 +90,30 @@ func (s *Server) logRequest(r *requestlog.Row) {
 }
 
 // measure counts an answered request's tokens and cost by served model,
-// provider and team, and observes the GenAI duration histograms.
-func (s *Server) measure(r *requestlog.Row, op string) {
+// provider and team, and observes the GenAI duration histograms. A model
+// is labelled by modelLabel: one the configuration and the catalog do not
+// know is OtherModel.
+func (s *Server) measure(snap *snapshot.Snapshot, r *requestlog.Row, op string) {
 	m := s.metrics
+	decided := modelLabel(snap, r.DecidedModel)
 	if r.ServedModel != "" && !r.CacheHit { // a replayed answer used no tokens
-		m.Tokens.WithLabelValues(r.ServedModel, r.ServedProvider, r.Team, "input").Add(float64(r.PromptTokens))
-		m.Tokens.WithLabelValues(r.ServedModel, r.ServedProvider, r.Team, "output").Add(float64(r.CompletionTokens))
+		served := modelLabel(snap, r.ServedModel)
+		m.Tokens.WithLabelValues(served, r.ServedProvider, r.Team, "input").Add(float64(r.PromptTokens))
+		m.Tokens.WithLabelValues(served, r.ServedProvider, r.Team, "output").Add(float64(r.CompletionTokens))
 		if r.CachedTokens > 0 { // parts of input and output, counted apart as well
-			m.Tokens.WithLabelValues(r.ServedModel, r.ServedProvider, r.Team, "cached").Add(float64(r.CachedTokens))
+			m.Tokens.WithLabelValues(served, r.ServedProvider, r.Team, "cached").Add(float64(r.CachedTokens))
 		}
 		if r.ReasoningTokens > 0 {
-			m.Tokens.WithLabelValues(r.ServedModel, r.ServedProvider, r.Team, "reasoning").Add(float64(r.ReasoningTokens))
+			m.Tokens.WithLabelValues(served, r.ServedProvider, r.Team, "reasoning").Add(float64(r.ReasoningTokens))
 		}
 		if r.CostSource != "" {
-			m.Cost.WithLabelValues(r.ServedModel, r.ServedProvider, r.Team, r.CostSource).Add(r.CostUSD)
+			m.Cost.WithLabelValues(served, r.ServedProvider, r.Team, r.CostSource).Add(r.CostUSD)
 		}
 	}
 	provider := r.ServedProvider
-	m.GenAIDuration.WithLabelValues(op, r.DecidedModel, provider, errorType(r)).Observe(r.LatencyMS / 1000)
+	m.GenAIDuration.WithLabelValues(op, decided, provider, errorType(r)).Observe(r.LatencyMS / 1000)
 	if r.TTFTMS > 0 {
-		m.GenAITTFT.WithLabelValues(op, r.DecidedModel, provider).Observe(r.TTFTMS / 1000)
+		m.GenAITTFT.WithLabelValues(op, decided, provider).Observe(r.TTFTMS / 1000)
 	}
 }
 
@@ -119,7 +123,7 @@ func (s *Server) row(t *turn, r *requestlog.Row) {
 	p := t.key.Principal()
 	*r = requestlog.Row{TS: t.start, RequestID: t.id, Org: p.Org, Team: p.Team, Project: p.Project, KeyID: p.Key,
 		SessionID: t.session, SessionKey: t.sessionKey, Chain: []string{}, RoutingDegraded: []string{}, Status: t.status, ConfigRevision: t.snap.Revision,
-		API:       t.api.String(),
+		API: t.apiName(), Upstream: t.first.Upstream, Attempts: t.sent,
 		LatencyMS: float64(time.Since(t.start).Microseconds()) / 1000}
 	if r.Status == 0 {
 		r.Status = 499 // the client went away before an answer
@@ -131,27 +135,27 @@ func (s *Server) row(t *turn, r *requestlog.Row) {
 	if t.req == nil {
 		return // refused before the body was understood
 	}
-	r.Stream, r.DecidedModel, r.Route = t.req.Stream, t.req.Model, t.routeName()
+	// The caller's names are capped (bound.go).
+	r.Stream, r.DecidedModel, r.Route = t.req.Stream, recorded(t.req.Model), t.routeName()
 	r.RequestRouting = t.req.Routing != nil
 	if t.req.RoutingJSON != nil {
 		r.RoutingObject = string(t.req.RoutingJSON)
 	}
 	if t.decided != "" {
-		r.DecidedModel = t.decided
+		r.DecidedModel = recorded(t.decided)
 	}
 	if t.chain != nil {
-		r.Chain = t.chain
+		r.Chain = recordedList(t.chain)
 	}
 	if t.decided != "" && t.memo.Snapshot() != nil {
 		plan := t.memo.Plan(t.decided)
 		r.DataPolicy = plan.Data.Fields()
 		setPreference(r, plan.Providers)
 	}
-	r.Upstream = t.first.Upstream
 	if hit := t.cached; hit != nil {
 		r.CacheHit = true
 		r.Upstream = hit.upstream // the upstream whose answer is replayed; none was contacted now
-		r.ServedModel, r.ServedProvider = hit.servedModel, hit.servedProvider
+		r.ServedModel, r.ServedProvider = recorded(hit.servedModel), recorded(hit.servedProvider)
 		r.RoutingSwitchReason = switchReason(r.DecidedModel, nil, hit.servedModel)
 		r.PromptTokens, r.CompletionTokens = hit.usage.PromptTokens, hit.usage.CompletionTokens
 		r.CachedTokens, r.ReasoningTokens = hit.usage.CachedTokens, hit.usage.ReasoningTokens
@@ -161,7 +165,6 @@ func (s *Server) row(t *turn, r *requestlog.Row) {
 		r.Upstream, r.RoutingDegraded, r.FallbackReason = at.compiled.Upstream.Config.Name, at.compiled.Degraded(), at.reason
 		r.DataPolicyVia = at.compiled.Outcome.DataVia
 	}
-	r.Attempts = t.sent
 	a := t.final
 	if t.session != "" && a != nil {
 		r.SessionAffinity = sessionAffinity(a.compiled)
@@ -170,7 +173,7 @@ func (s *Server) row(t *turn, r *requestlog.Row) {
 		return // refused, or ended on a failure
 	}
 	sv := t.served
-	r.ServedModel, r.ServedProvider = sv.model, sv.provider
+	r.ServedModel, r.ServedProvider = recorded(sv.model), recorded(sv.provider)
 	r.PromptTokens, r.CompletionTokens, r.CostUSD, r.CostSource = sv.usage.PromptTokens, sv.usage.CompletionTokens, sv.cost, sv.costSource
 	r.CachedTokens, r.ReasoningTokens = sv.usage.CachedTokens, sv.usage.ReasoningTokens
 	r.RepresentationBreak, r.CacheDiscountApplied = sv.representationBreak, sv.cacheDiscount

@@ -41,10 +41,12 @@ func TestStoredResponsesPlacedWhereStored(t *testing.T) {
 	assert.Equal(t, "responses", row.API)
 	assert.Equal(t, "openai", row.Upstream)
 
-	// Another key cannot continue, read or delete it: as if it did not exist.
+	// Another key cannot continue, read or delete it. Its upstream (a
+	// marketplace) stores no responses, which is all it is told, whatever
+	// the id (TestStoredResponseHolderSurvivesRestart has a key on OpenAI).
 	resp, answer = post(secretChat, `{"model": "openai/gpt-4o", "input": "Which number?", "previous_response_id": "`+first.ID+`"}`)
-	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "%s", answer)
-	assert.Contains(t, string(answer), `"code":"not_found"`)
+	assert.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "%s", answer)
+	assert.Contains(t, string(answer), `"code":"previous_response_elsewhere"`)
 	assert.Empty(t, h.sent.take(), "nothing is sent for another key's response")
 	resp, _ = h.do(http.MethodGet, "/v1/responses/"+first.ID, secretChat, "")
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
@@ -70,11 +72,12 @@ func TestStoredResponsesPlacedWhereStored(t *testing.T) {
 	resp, _ = h.do(http.MethodGet, "/v1/responses/"+unstored.ID, secretBatch, "")
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 
-	// A continuation of a response sluice has no record of still goes to
-	// the one upstream that stores responses, which answers for it.
+	// A continuation of a response sluice has no record of is refused as
+	// another key's is, and sent nowhere: the upstream would continue any
+	// tenant's response on the platform key.
 	h.sent.take()
 	resp, answer = post(secretBatch, `{"model": "openai/gpt-4o", "input": "x", "previous_response_id": "resp_unknown"}`)
-	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", answer)
-	assert.Contains(t, string(answer), "previous_response_not_found")
-	assert.Len(t, h.sent.take(), 1)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "%s", answer)
+	assert.Contains(t, string(answer), `"code":"not_found"`)
+	assert.Empty(t, h.sent.take())
 }

@@ -42,6 +42,7 @@ import (
 	"github.com/sluicegw/sluice/guardrails/listing"
 	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/snapshot"
+	"github.com/sluicegw/sluice/store/holders"
 	"github.com/sluicegw/sluice/store/requestlog"
 	"github.com/sluicegw/sluice/store/state"
 )
@@ -115,9 +116,13 @@ type Server struct {
 	// holders records where each stored Responses API response is
 	// (holders.go).
 	holders *lru.Cache[string, holder]
-	planner *failover.Planner
-	ledger  *budget.Ledger
-	state   state.Store
+	// holderFile keeps the records of holders in data_dir's state file
+	// when there is no fleet's Redis to keep them (nil with one), so that
+	// they survive a restart and an eviction (store/holders).
+	holderFile *holders.Table
+	planner    *failover.Planner
+	ledger     *budget.Ledger
+	state      state.Store
 	// limiter is the rate limiter in process; fleet, set by [shared]
 	// redis_url, is the fleet's shared state (budgets, rate limits, pins,
 	// cache, health), nil without it.
@@ -211,6 +216,11 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.ledger = ledger
+	if s.fleet == nil {
+		if s.holderFile, err = holders.Open(filepath.Join(st.DataDir, state.File)); err != nil {
+			return nil, err
+		}
+	}
 	if s.state, err = state.Open(context.Background(), cfg); err != nil {
 		return nil, err
 	}
@@ -385,6 +395,9 @@ func (s *Server) Close(ctx context.Context) error {
 			s.stopWatch()
 		}
 		err := errors.Join(s.writer.Close(ctx), s.ledger.Close(ctx), s.state.Close(), s.tracing.Shutdown(ctx))
+		if s.holderFile != nil {
+			err = errors.Join(err, s.holderFile.Close(ctx))
+		}
 		if s.fleet != nil {
 			err = errors.Join(err, s.fleet.Close())
 		}

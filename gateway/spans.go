@@ -88,9 +88,9 @@ func (s *Server) startAttemptSpan(t *turn, a *attempt) {
 	if t.span == nil {
 		return
 	}
-	op := t.operation()
-	a.spanCtx, a.span = s.tracing.Tracer().Start(t.spanCtx, op+" "+a.target.Model, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attrOperation.String(op), attrRequestModel.String(a.target.Model),
+	op, model := t.operation(), recorded(a.target.Model) // the caller's name, capped (bound.go)
+	a.spanCtx, a.span = s.tracing.Tracer().Start(t.spanCtx, op+" "+model, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attrOperation.String(op), attrRequestModel.String(model),
 			attrProvider.String(a.compiled.Upstream.Config.Connector), attrUpstream.String(a.target.Upstream)))
 }
 

@@ -236,8 +236,9 @@ type Responses struct {
 	// TTL is how long sluice remembers where a response is stored.
 	// Default 720h (30 days, as long as OpenAI keeps a stored response).
 	TTL Duration `toml:"ttl" json:"ttl"`
-	// MaxEntries bounds the table in each replica (with [shared] redis_url
-	// the fleet's table is in Redis, bounded by the TTL). Default 100000.
+	// MaxEntries bounds the table in each replica's memory; the record
+	// itself is kept for TTL in the fleet's Redis with [shared] redis_url,
+	// else in data_dir's state file. Default 100000.
 	MaxEntries int `toml:"max_entries" json:"max_entries"`
 }
 

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/sluicegw/sluice/compiler/failover"
@@ -43,7 +44,14 @@ type Request struct {
 	// (max_completion_tokens, else max_tokens), read once for the rate
 	// limits' and the budgets' reservations; 0 when it sets none.
 	Completion int64
+	// Choices is how many completions the body asks for: chat completions'
+	// "n" when it is an integer above 1, else 1 (the other APIs answer one).
+	// The budgets' reservation prices Completion that many times.
+	Choices int64
 }
+
+// maxChoices bounds Request.Choices: far more than any budget pays for.
+const maxChoices = 1 << 30
 
 // Parse parses and validates a chat-completions request body.
 func Parse(raw []byte) (*Request, *apierr.Error) {
@@ -58,6 +66,16 @@ func Parse(raw []byte) (*Request, *apierr.Error) {
 		return nil, &apierr.Error{Code: apierr.CodeInvalidRequest, Param: "/messages", Message: "\"messages\" must be a non-empty array"}
 	}
 	r.PromptTokens = failover.EstimateTokens(msgs)
+	if v, ok := body["n"]; ok {
+		// Anything but an integer is the upstream's to refuse; a count
+		// above 1 is what each completion's price is multiplied by.
+		// Read as a number, so that 1e9 counts as what an upstream may
+		// take it for.
+		var n float64
+		if json.Unmarshal(v, &n) == nil && n > 1 {
+			r.Choices = int64(min(math.Ceil(n), maxChoices))
+		}
+	}
 	if e := r.parseStream(body); e != nil {
 		return nil, e
 	}
@@ -263,7 +281,7 @@ func parseCommon(raw []byte) (*Request, connectors.Body, *apierr.Error) {
 				Message: fmt.Sprintf("%q is an upstream's own routing field and is not accepted; express routing preferences with the \"routing\" object", found)}
 		}
 	}
-	r := &Request{Body: body, Completion: askedCompletion(body)}
+	r := &Request{Body: body, Completion: askedCompletion(body), Choices: 1}
 	var model string
 	if err := json.Unmarshal(body["model"], &model); err != nil || strings.TrimSpace(model) == "" {
 		return nil, nil, &apierr.Error{Code: apierr.CodeInvalidRequest, Param: "/model", Message: "\"model\" must be a non-empty string"}
