@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicegw/sluice/gateway"
 	"github.com/sluicegw/sluice/simulator"
+	"github.com/sluicegw/sluice/simulator/errorbodies"
 )
 
 // hopRoutes are routes of the per-hop tests, appended to the demo config.
@@ -38,6 +39,14 @@ model = "openai/gpt-4o-mini"
 [[routes.targets]]
 upstream = "openai"
 model = "openai/gpt-4o"
+
+# one target on the Anthropic upstream, which a chat request reaches by
+# translation.
+[[routes]]
+model = "anthropic-only"
+[[routes.targets]]
+upstream = "anthropic"
+model = "anthropic/claude-sonnet-4.5"
 
 # a pool whose tail starts with a target the guardrail forbids.
 [[routes]]
@@ -151,4 +160,49 @@ func TestFilteredAnswerIsAnAnswer(t *testing.T) {
 	require.Empty(t, row.FallbackReason)
 	require.Equal(t, "meta-llama/llama-3.1-70b-instruct", row.ServedModel)
 	require.Zero(t, h.sim.CallCount(simulator.CallFilter{Kind: simulator.KindAnthropic}), "the refusal target is not dialled")
+}
+
+// TestClientErrorInTheCallersShape: a client error is final and reaches a
+// chat caller with its meaning unchanged (status, message, type, code): byte
+// for byte from an upstream that speaks chat completions, retold in the
+// chat shape from one that answered in the Messages API.
+func TestClientErrorInTheCallersShape(t *testing.T) {
+	recs, err := errorbodies.Load()
+	require.NoError(t, err)
+	h := newHarness(t, withHopRoutes())
+	for _, tc := range []struct {
+		model, fault string
+		native       bool
+	}{
+		{"anthropic-only", "anthropic/invalid_request_error", false},
+		{"anthropic-only", "anthropic/permission_error", false},
+		{"openai/gpt-4o", "openai/invalid_request", true}, // k-chat's upstream is the marketplace
+	} {
+		t.Run(tc.fault, func(t *testing.T) {
+			rec := recs[tc.fault]
+			resp, b := h.post(secretChat, chatBody(tc.model, noChain), "X-Sim-Fault", "error="+tc.fault)
+			require.Equal(t, rec.Status, resp.StatusCode, string(b))
+			if tc.native {
+				require.Equal(t, string(rec.Body), string(b), "a native upstream's error body is forwarded byte for byte")
+				return
+			}
+			var in struct {
+				Error struct{ Message, Type string } `json:"error"`
+			}
+			require.NoError(t, json.Unmarshal(rec.Body, &in))
+			var got struct {
+				Error struct {
+					Message string          `json:"message"`
+					Type    string          `json:"type"`
+					Code    json.RawMessage `json:"code"`
+				} `json:"error"`
+			}
+			require.NoError(t, json.Unmarshal(b, &got))
+			require.Equal(t, in.Error.Message, got.Error.Message)
+			require.Equal(t, in.Error.Type, got.Error.Type)
+			require.Equal(t, "null", string(got.Error.Code))
+			require.NotContains(t, string(b), `"type":"error"`, "not the Messages API's envelope")
+			require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+		})
+	}
 }
