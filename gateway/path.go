@@ -72,6 +72,9 @@ type turn struct {
 	// api is the API the request came in on: its body's shape, its
 	// answer's, and its errors'.
 	api connectors.API
+	// blindKey is the request's blind caller key (X-Sluice-Caller-Key), for
+	// blindUpstream, the upstream its shape names; both "" without one.
+	blindKey, blindUpstream string
 	// span is the request's server span, spanCtx its context (nil when
 	// tracing is off).
 	span    trace.Span
