@@ -141,3 +141,36 @@ func (t anthTokens) prompt() int64 { return t.input + t.cacheCreate + t.cacheRea
 func (t anthTokens) usage() Usage {
 	return Usage{PromptTokens: t.prompt(), CompletionTokens: t.output, CachedTokens: t.cacheRead, CacheWriteTokens: t.cacheCreate}
 }
+
+// ChatError retells an upstream's error answer in the chat-completions
+// API's error shape, for a chat caller served by translation onto an
+// upstream that answers in another API (Anthropic's Messages). The meaning
+// is kept, not reworded: the status stays the caller's to read (it is not in
+// the body), and the upstream's message, type, param and code are carried
+// over as they are (Anthropic's errors have a type and no code: code is
+// null). A body that is not an error object becomes the message whole, with
+// a type that follows from the status.
+func ChatError(status int, body []byte) []byte {
+	var in struct {
+		Error json.RawMessage `json:"error"`
+	}
+	out := chat.Error{Message: upstreamErrorMessage(body)}
+	if json.Unmarshal(body, &in) == nil && len(in.Error) > 0 {
+		var e struct {
+			Type  string          `json:"type"`
+			Param *string         `json:"param"`
+			Code  json.RawMessage `json:"code"`
+		}
+		if json.Unmarshal(in.Error, &e) == nil {
+			out.Type, out.Param = e.Type, e.Param
+			if len(e.Code) > 0 && !bytes.Equal(e.Code, []byte("null")) {
+				out.Code = e.Code
+			}
+		}
+	}
+	if out.Type == "" {
+		out.Type = ErrorTypeForStatus(status)
+	}
+	b, _ := json.Marshal(chat.ErrorBody{Error: out})
+	return b
+}

@@ -153,7 +153,7 @@ func (s *Server) firstAsk(r *http.Request, t *turn) *preReservation {
 		return nil
 	}
 	upstream := t.snap.Config.UpstreamFor(t.key)
-	if t.snap.CallerKey(t.key.ID, upstream) != "" || s.decide(r, t) != nil {
+	if t.callerKey(upstream) != "" || s.decide(r, t) != nil {
 		return nil
 	}
 	s.initMemo(t, snapshot.Pin{})

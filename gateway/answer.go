@@ -36,7 +36,9 @@ const (
 
 // answer writes what the request ended on: the answer of the attempt that
 // answered, or the failure of the last attempt (the upstream's own error
-// answer unchanged, status and body, or the gateway's error). A stream has
+// answer, status and body unchanged when the upstream speaks the caller's
+// API, else its status, message, type and code retold in the caller's API's
+// shape; or the gateway's error). A stream has
 // already been relayed by its exchange; there is nothing left to write.
 func (s *Server) answer(w http.ResponseWriter, t *turn) {
 	a := t.final
@@ -69,6 +71,11 @@ func (s *Server) answer(w http.ResponseWriter, t *turn) {
 			h.Set("Content-Type", "application/json")
 		} else if t.api == connectors.APIResponses && !connectors.SpeaksNatively(a.compiled.Upstream.Connector, t.api) {
 			body = connectors.ResponsesError(rel.status, rel.body)
+			h.Set("Content-Type", "application/json")
+		} else if t.api == connectors.APIChat && !connectors.SpeaksNatively(a.compiled.Upstream.Connector, t.api) {
+			// A chat client reads errors in the chat shape: the upstream's
+			// status, message, type and code, retold.
+			body = connectors.ChatError(rel.status, rel.body)
 			h.Set("Content-Type", "application/json")
 		} else if ct := rel.header.Get("Content-Type"); ct != "" {
 			h.Set("Content-Type", ct)

@@ -123,9 +123,12 @@ func (s *Server) begin(r *http.Request, api connectors.API) *turn {
 // answer, and the row records 499.
 var errClientGone = &apierr.Error{Code: "client_gone"}
 
-// parse reads and validates the request: the session id, the body within
+// parse reads and validates the request: a blind caller key, the session id, the body within
 // max_body_bytes, and the body itself.
 func (s *Server) parse(w http.ResponseWriter, r *http.Request, t *turn) *apierr.Error {
+	if e := blindCallerKey(r, t); e != nil {
+		return e
+	}
 	if name, sid := t.snap.Config.Sessions.Lookup(r.Header); sid != "" {
 		if !validSessionID(sid) {
 			return apierr.New(apierr.CodeInvalidRequest, name+" must be 1 to 128 printable ASCII characters")

@@ -55,7 +55,7 @@ func (s *Server) count(w http.ResponseWriter, r *http.Request, t *turn) *apierr.
 		_, _ = w.Write([]byte(`{"input_tokens":` + strconv.Itoa(n) + `}`))
 		return nil
 	}
-	key := t.snap.CallerKey(t.key.ID, c.Upstream.Config.Name)
+	key := t.callerKey(c.Upstream.Config.Name)
 	if key == "" {
 		key = c.Upstream.APIKey
 	}

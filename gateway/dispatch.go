@@ -84,7 +84,7 @@ func (s *Server) dispatchTarget(w http.ResponseWriter, r *http.Request, t *turn)
 		return nil, s.compileFailed(t, tgt, err)
 	}
 	t.at = stage{compiled: c, reason: reason}
-	ck := t.snap.CallerKey(t.key.ID, tgt.Upstream)
+	ck := t.callerKey(tgt.Upstream)
 	if ck == "" {
 		a, stop := s.meteredAttempt(t, tgt, c, reason)
 		if stop != nil {

@@ -810,6 +810,29 @@ func (r *Route) ApplyDefaults() {
 	}
 }
 
+// Forbids returns the route's forbid_classes entry that names one of
+// classes (as written in the route), and whether there is one. Classes compare as [SameClass] does;
+// empty classes are never forbidden. sluice.toml, the state store, the admin
+// API, the catalog check and request planning all decide with it.
+func (r *Route) Forbids(classes ...string) (string, bool) {
+	for _, c := range classes {
+		for _, fc := range r.ForbidClasses {
+			if SameClass(fc, c) {
+				return fc, true
+			}
+		}
+	}
+	return "", false
+}
+
+// SameClass reports whether two cost classes are the same class: compared
+// without case and surrounding space ("PAID" and "paid " are one class). An
+// empty class matches nothing.
+func SameClass(a, b string) bool {
+	a, b = strings.TrimSpace(a), strings.TrimSpace(b)
+	return a != "" && strings.EqualFold(a, b)
+}
+
 // AllTargets returns pointers to the route's targets, members first, then
 // the tail's.
 func (r *Route) AllTargets() []*Target {
@@ -987,10 +1010,8 @@ func CheckRoutes(routes []Route, upstreamKnown func(string) bool) []RouteProblem
 			if !upstreamKnown(t.Upstream) {
 				add(CodeUnknownUpstream, append(tokens, "upstream"), "route %q %s names upstream %q, which is not defined in [[upstreams]]", r.Model, what, t.Upstream)
 			}
-			for _, fc := range r.ForbidClasses {
-				if t.Class != "" && strings.EqualFold(fc, t.Class) {
-					add(CodeForbiddenClass, append(tokens, "class"), "route %q forbids class %q, but target %s/%s has it", r.Model, fc, t.Upstream, t.Model)
-				}
+			if c, ok := r.Forbids(t.Class); ok {
+				add(CodeForbiddenClass, append(tokens, "class"), "route %q forbids class %q, but target %s/%s has it", r.Model, c, t.Upstream, t.Model)
 			}
 			if t.ID != "" {
 				if targetIDs[t.ID] {

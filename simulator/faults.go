@@ -23,6 +23,7 @@ const (
 	FaultGarbage            FaultAction = "garbage"              // 200 with invalid JSON
 	FaultHugeError          FaultAction = "huge_error"           // ~10 MB error body (status Fault.Status, default 500)
 	FaultSlowStream         FaultAction = "slow_stream"          // endless slow answer until the client goes away
+	FaultFiltered           FaultAction = "filtered"             // 200 whose chat completion finishes with content_filter (non-stream)
 )
 
 // maxFaultDelay bounds delay= so a typo cannot park a test for hours.
@@ -65,6 +66,7 @@ var flagActions = map[string]FaultAction{
 	"garbage":              FaultGarbage,
 	"huge_error":           FaultHugeError,
 	"slow_stream":          FaultSlowStream,
+	"filtered":             FaultFiltered,
 }
 
 // ParseFaults parses a comma-separated list of faults (the X-Sim-Fault value).
@@ -90,7 +92,7 @@ func ParseFaults(s string) ([]Fault, error) {
 // ParseFault parses one fault: items separated by ";", each either
 // key=value (status, error, provider, model, delay, cut_after,
 // stream_error_after, times) or a flag (hang, headers_then_nothing, garbage,
-// huge_error, slow_stream). At most one action; status may accompany
+// huge_error, slow_stream, filtered). At most one action; status may accompany
 // huge_error; a fault needs an action or a delay.
 func ParseFault(s string) (Fault, error) {
 	var f Fault
@@ -185,7 +187,7 @@ func ParseFault(s string) (Fault, error) {
 		}
 	}
 	if f.Action == FaultNone && f.Delay == 0 && !seen["delay"] {
-		return f, fmt.Errorf("%w: %q: no action (status, error, delay, hang, headers_then_nothing, cut_after, stream_error_after, garbage, huge_error, slow_stream)", ErrFaultSyntax, s)
+		return f, fmt.Errorf("%w: %q: no action (status, error, delay, hang, headers_then_nothing, cut_after, stream_error_after, garbage, huge_error, slow_stream, filtered)", ErrFaultSyntax, s)
 	}
 	return f, nil
 }
@@ -198,7 +200,7 @@ func (f Fault) Validate() error {
 	}
 	switch f.Action {
 	case FaultNone, FaultStatus, FaultError, FaultHang, FaultHeadersThenNothing, FaultCutAfter,
-		FaultStreamErrorAfter, FaultGarbage, FaultHugeError, FaultSlowStream:
+		FaultStreamErrorAfter, FaultGarbage, FaultHugeError, FaultSlowStream, FaultFiltered:
 	default:
 		return fmt.Errorf("%w: unknown action %q", ErrFaultSyntax, f.Action)
 	}

@@ -663,6 +663,18 @@ func (s *Server) serveBehaviour(w http.ResponseWriter, r *http.Request, f *Fault
 		w.WriteHeader(http.StatusOK)
 		_, _ = io.WriteString(w, `{"id":"chatcmpl-garbage","choices":[{"message":{"content":"unterminated`)
 		return true
+	case FaultFiltered:
+		// A chat completion the provider's content filter stopped: a 200
+		// whose finish_reason is content_filter, a value the chat
+		// completions API documents. Other shapes answer as usual.
+		filtered := bytes.Replace(body, []byte(`"finish_reason":"stop"`), []byte(`"finish_reason":"content_filter"`), 1)
+		if stream || bytes.Equal(filtered, body) {
+			return false
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(filtered)
+		return true
 	case FaultSlowStream:
 		if stream {
 			e := s.newSSE(w, r, "text/event-stream")

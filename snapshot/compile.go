@@ -376,8 +376,11 @@ func (s *Snapshot) explainRoute(e *Explanation, memo *Memo, rt *profiles.Route) 
 
 // PlanRoute orders the attempts of a request on a route (one whose targets
 // the request may all be sent to: [Memo.Usable]) with the route's retry
-// budget, the prompt's estimated size and the catalog's context windows.
+// budget, the prompt's estimated size and the catalog's context windows and
+// classes (a target whose model the catalog gives a forbidden class is
+// removed like one of a forbidden class of its own).
 func (s *Snapshot) PlanRoute(p *failover.Planner, usable *profiles.Route, body connectors.Body) *failover.Plan {
+	usable = s.withCatalogClasses(usable)
 	return p.Plan(usable, s.Config.RetryBudget(usable), failover.EstimateTokens(PromptOf(body)), s.ContextWindow)
 }
 

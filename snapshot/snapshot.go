@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -235,14 +236,16 @@ func (s *Snapshot) checkRoutes() profiles.Diagnostics {
 }
 
 // routeClassProblems finds route aliases that are catalog slugs, and
-// targets whose model the catalog gives a class the route forbids. Targets with an explicit class are checked by
-// [profiles.CheckRoutes].
+// targets whose model the catalog gives a class the route forbids: the
+// model's class or an endpoint's own (the tail of a pool included). A
+// target's own class is checked by [profiles.CheckRoutes].
 func routeClassProblems(cat *guardrails.Catalog, routes []profiles.Route) []profiles.RouteProblem {
 	var out []profiles.RouteProblem
 	if cat == nil {
 		return nil
 	}
-	for i, r := range routes {
+	for i := range routes {
+		r := &routes[i]
 		// An alias that is a catalog slug would hide the model behind the
 		// route for every caller, and its guardrail with it.
 		if _, ok := cat.Model(r.Model); ok {
@@ -253,15 +256,9 @@ func routeClassProblems(cat *guardrails.Catalog, routes []profiles.Route) []prof
 			continue
 		}
 		check := func(t profiles.Target, tokens ...string) {
-			m, ok := cat.Model(t.Model)
-			if !ok || t.Class != "" {
-				return
-			}
-			for _, fc := range r.ForbidClasses {
-				if m.Class != "" && m.Class == fc {
-					out = append(out, profiles.RouteProblem{Tokens: tokens, Code: profiles.CodeForbiddenClass,
-						Message: fmt.Sprintf("route %q forbids class %q, and the catalog gives model %q that class", r.Model, fc, t.Model)})
-				}
+			if c, fc, ok := catalogForbids(cat, r, t.Model); ok {
+				out = append(out, profiles.RouteProblem{Tokens: tokens, Code: profiles.CodeForbiddenClass,
+					Message: fmt.Sprintf("route %q forbids class %q, and the catalog gives model %q class %q", r.Model, fc, t.Model, c)})
 			}
 		}
 		for j, t := range r.Targets {
@@ -272,6 +269,73 @@ func routeClassProblems(cat *guardrails.Catalog, routes []profiles.Route) []prof
 				check(t, "routes", fmt.Sprint(i), "then", "targets", fmt.Sprint(j))
 			}
 		}
+	}
+	return out
+}
+
+// catalogForbids returns a class the catalog gives model (the model's own,
+// else an endpoint's override) that the route forbids, with the route's
+// forbid_classes entry naming it.
+func catalogForbids(cat *guardrails.Catalog, r *profiles.Route, model string) (class, forbid string, ok bool) {
+	m, found := cat.Model(model)
+	if !found {
+		return "", "", false
+	}
+	if fc, ok := r.Forbids(m.Class); ok {
+		return m.Class, fc, true
+	}
+	for _, e := range m.Endpoints {
+		if fc, ok := r.Forbids(e.Class); ok {
+			return e.Class, fc, true
+		}
+	}
+	return "", "", false
+}
+
+// withCatalogClasses returns the route with each target whose model the
+// catalog gives a forbidden class carrying that class, so that planning
+// removes it as it removes a target of a forbidden class of its own. The
+// route is returned as it is when nothing changes (always, for a snapshot
+// that loaded: loading refuses such a target).
+func (s *Snapshot) withCatalogClasses(r *profiles.Route) *profiles.Route {
+	if s.Catalog == nil || len(r.ForbidClasses) == 0 {
+		return r
+	}
+	var out *profiles.Route
+	mark := func(ts []profiles.Target, set func([]profiles.Target)) {
+		var cp []profiles.Target
+		for j, t := range ts {
+			if _, own := r.Forbids(t.Class); own {
+				continue
+			}
+			c, _, ok := catalogForbids(s.Catalog, r, t.Model)
+			if !ok {
+				continue
+			}
+			if cp == nil {
+				cp = slices.Clone(ts)
+			}
+			cp[j].Class = c
+		}
+		if cp == nil {
+			return
+		}
+		if out == nil {
+			u := *r
+			if r.Then != nil {
+				tail := *r.Then
+				u.Then = &tail
+			}
+			out = &u
+		}
+		set(cp)
+	}
+	mark(r.Targets, func(ts []profiles.Target) { out.Targets = ts })
+	if r.Then != nil {
+		mark(r.Then.Targets, func(ts []profiles.Target) { out.Then.Targets = ts })
+	}
+	if out == nil {
+		return r
 	}
 	return out
 }

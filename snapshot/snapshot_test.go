@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	sluice "github.com/sluicegw/sluice"
+	"github.com/sluicegw/sluice/compiler/failover"
+	"github.com/sluicegw/sluice/profiles"
 )
 
 // demoWith copies the demo config and applies literal edits to a file.
@@ -16,6 +18,13 @@ func demoWith(t *testing.T, file string, edits ...[2]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(dir, sluice.DemoConfig()))
+	editFile(t, dir, file, edits...)
+	return dir
+}
+
+// editFile applies literal edits to a file of dir.
+func editFile(t *testing.T, dir, file string, edits ...[2]string) {
+	t.Helper()
 	p := filepath.Join(dir, file)
 	b, err := os.ReadFile(p)
 	require.NoError(t, err)
@@ -25,7 +34,6 @@ func demoWith(t *testing.T, file string, edits ...[2]string) string {
 		s = strings.Replace(s, e[0], e[1], 1)
 	}
 	require.NoError(t, os.WriteFile(p, []byte(s), 0o644))
-	return dir
 }
 
 func TestLoadChecksThatNeedTheCatalog(t *testing.T) {
@@ -39,7 +47,24 @@ func TestLoadChecksThatNeedTheCatalog(t *testing.T) {
 			return demoWith(t, "sluice.toml", [2]string{
 				`then = { targets = [{upstream = "openai", model = "openai/gpt-4o", class = "paid"}], on = ["overflow"] }`,
 				"forbid_classes = [\"paid\"]\n" + `then = { targets = [{upstream = "openai", model = "openai/gpt-4o-mini"}], on = ["overflow"] }`})
-		}, []string{`sluice.toml#/routes/1/then/targets/0: forbidden_class: route "free-pool" forbids class "paid", and the catalog gives model "openai/gpt-4o-mini" that class`}},
+		}, []string{`sluice.toml#/routes/1/then/targets/0: forbidden_class: route "free-pool" forbids class "paid", and the catalog gives model "openai/gpt-4o-mini" class "paid"`}},
+		{"tail model of a forbidden class written in another case", func(t *testing.T) string {
+			return demoWith(t, "sluice.toml", [2]string{
+				`then = { targets = [{upstream = "openai", model = "openai/gpt-4o", class = "paid"}], on = ["overflow"] }`,
+				"forbid_classes = [\"PAID\"]\n" + `then = { targets = [{upstream = "openai", model = "openai/gpt-4o-mini"}], on = ["overflow"] }`})
+		}, []string{`sluice.toml#/routes/1/then/targets/0: forbidden_class: route "free-pool" forbids class "PAID", and the catalog gives model "openai/gpt-4o-mini" class "paid"`}},
+		{"tail target whose own class hides the catalog's", func(t *testing.T) string {
+			return demoWith(t, "sluice.toml", [2]string{
+				`then = { targets = [{upstream = "openai", model = "openai/gpt-4o", class = "paid"}], on = ["overflow"] }`,
+				"forbid_classes = [\"paid\"]\n" + `then = { targets = [{upstream = "openai", model = "openai/gpt-4o-mini", class = "free"}], on = ["overflow"] }`})
+		}, []string{`sluice.toml#/routes/1/then/targets/0: forbidden_class: route "free-pool" forbids class "paid", and the catalog gives model "openai/gpt-4o-mini" class "paid"`}},
+		{"member whose endpoint the catalog gives a forbidden class", func(t *testing.T) string {
+			dir := demoWith(t, "sluice.toml", [2]string{
+				`then = { targets = [{upstream = "openai", model = "openai/gpt-4o", class = "paid"}], on = ["overflow"] }`,
+				`forbid_classes = ["Paid"]`})
+			editFile(t, dir, "catalog.json", [2]string{`"latency_ms": 800, "throughput_tps": 30, "class": "free"}`, `"latency_ms": 800, "throughput_tps": 30, "class": "paid"}`})
+			return dir
+		}, []string{`sluice.toml#/routes/1/targets/1: forbidden_class: route "free-pool" forbids class "Paid", and the catalog gives model "b/free-2" class "paid"`}},
 		{"guardrails without a catalog", func(t *testing.T) string {
 			dir := demoWith(t, "sluice.toml")
 			require.NoError(t, os.Remove(filepath.Join(dir, "catalog.json")))
@@ -110,4 +135,33 @@ func TestSymlinkedDirectoriesLoadTheSame(t *testing.T) {
 	require.Equal(t, want.Config.Profiles.Count(), got.Config.Profiles.Count())
 	require.Positive(t, got.Config.Profiles.Count())
 	require.Equal(t, want.Revision, got.Revision)
+}
+
+// TestPlanRemovesCatalogForbiddenClass: planning reads the catalog's class
+// (the model's or an endpoint's, in any case) as loading does, so a route
+// that reached a request without the load check (a hand-made route) still
+// never dials a target of a class it forbids.
+func TestPlanRemovesCatalogForbiddenClass(t *testing.T) {
+	dir := demoWith(t, "catalog.json", [2]string{`"latency_ms": 800, "throughput_tps": 30, "class": "free"}`, `"latency_ms": 800, "throughput_tps": 30, "class": "paid"}`})
+	snap, diags := Load(dir)
+	require.Empty(t, diags)
+	rt := &profiles.Route{Model: "strict", Strategy: failover.StrategyFastest, ForbidClasses: []string{"PAID"},
+		Targets: []profiles.Target{{Upstream: "market", Model: "a/free-1"}, {Upstream: "market", Model: "b/free-2"}},
+		Then:    &profiles.Tail{Targets: []profiles.Target{{Upstream: "openai", Model: "openai/gpt-4o-mini"}}, On: []string{"overflow"}}}
+	rt.ApplyDefaults()
+	e := snap.PlanRoute(failover.NewPlanner(failover.PlannerOptions{}), rt, ModelBody("strict")).Explain()
+	var members, tail, removed []string
+	for _, m := range e.Members {
+		members = append(members, m.Name())
+	}
+	for _, m := range e.Tail {
+		tail = append(tail, m.Name())
+	}
+	for _, r := range e.Removed {
+		removed = append(removed, r.Target.Name()+" "+r.Reason+" "+r.Target.Class)
+	}
+	require.Equal(t, []string{"market/a/free-1"}, members)
+	require.Empty(t, tail)
+	require.Equal(t, []string{"market/b/free-2 forbidden_class paid", "openai/openai/gpt-4o-mini forbidden_class paid"}, removed)
+	require.Empty(t, rt.Targets[1].Class, "the route itself is left as written")
 }

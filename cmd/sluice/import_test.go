@@ -18,19 +18,26 @@ func TestImport(t *testing.T) {
 	require.NoError(t, os.CopyFS(dir, sluice.DemoConfig()))
 	dbPath := filepath.Join(dir, "data", state.File)
 
-	// An invalid file is refused before anything is written.
+	// An invalid file is refused before anything is written: a target on
+	// an unknown upstream, a route whose every target is restricted.
 	toml := filepath.Join(dir, "sluice.toml")
 	good, err := os.ReadFile(toml)
 	require.NoError(t, err)
-	bad := strings.Replace(string(good), "model = \"anthropic/claude-sonnet-4.5\"\ntakes_over = [\"refusal\"]",
-		"model = \"anthropic/claude-sonnet-4.5\"\ntakes_over = [\"refusal\"]\n[[routes.targets]]\nupstream = \"ghost\"", 1)
-	require.NotEqual(t, string(good), bad)
-	require.NoError(t, os.WriteFile(toml, []byte(bad), 0o644))
-	code, out, _ := runCLI(t, "", "import", "--config", dir)
-	require.Equal(t, 1, code)
-	require.Contains(t, out, "unknown_upstream")
-	_, err = os.Stat(dbPath)
-	require.True(t, os.IsNotExist(err), "nothing written")
+	for _, bad := range []struct{ old, new, code string }{
+		{"model = \"anthropic/claude-sonnet-4.5\"\ntakes_over = [\"refusal\"]",
+			"model = \"anthropic/claude-sonnet-4.5\"\ntakes_over = [\"refusal\"]\n[[routes.targets]]\nupstream = \"ghost\"", "unknown_upstream"},
+		{"model = \"meta-llama/llama-3.1-70b-instruct\"\n[[routes.targets]]",
+			"model = \"meta-llama/llama-3.1-70b-instruct\"\ntakes_over = [\"throttled\"]\n[[routes.targets]]", "all_targets_restricted"},
+	} {
+		edited := strings.Replace(string(good), bad.old, bad.new, 1)
+		require.NotEqual(t, string(good), edited)
+		require.NoError(t, os.WriteFile(toml, []byte(edited), 0o644))
+		code, out, _ := runCLI(t, "", "import", "--config", dir)
+		require.Equal(t, 1, code, bad.code)
+		require.Contains(t, out, bad.code)
+		_, err = os.Stat(dbPath)
+		require.True(t, os.IsNotExist(err), "nothing written (%s)", bad.code)
+	}
 
 	require.NoError(t, os.WriteFile(toml, good, 0o644))
 	code, out, errOut := runCLI(t, "", "import", "--config", dir)

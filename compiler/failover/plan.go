@@ -437,15 +437,8 @@ func toTarget(route *profiles.Route, t *profiles.Target, i int, isTail bool) Tar
 }
 
 func forbidden(route *profiles.Route, class string) bool {
-	if class == "" {
-		return false
-	}
-	for _, fc := range route.ForbidClasses {
-		if strings.EqualFold(fc, class) {
-			return true
-		}
-	}
-	return false
+	_, ok := route.Forbids(class)
+	return ok
 }
 
 func keep(ts []Target, pred func(Target) bool) []Target {

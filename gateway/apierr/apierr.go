@@ -38,6 +38,10 @@ const (
 	CodeUnsupportedParameter  = "unsupported_parameter"
 	CodeBudgetExhausted       = "budget_exhausted"
 	CodeSafetyNetNotPermitted = "safety_net_not_permitted"
+	// CodeCallerKeyUnrecognized: a blind caller key (X-Sluice-Caller-Key)
+	// whose shape names no upstream for certain, or names one this gateway
+	// has not exactly one of.
+	CodeCallerKeyUnrecognized = "caller_key_unrecognized"
 	CodeNotFound              = "not_found"
 	CodeInternal              = "internal_error"
 	CodeModelForbidden        = "model_forbidden"
@@ -82,6 +86,7 @@ var statuses = map[string]int{
 	CodeUpstreamBadResponse:     http.StatusBadGateway,
 	CodeBudgetExhausted:         http.StatusPaymentRequired,
 	CodeSafetyNetNotPermitted:   http.StatusForbidden,
+	CodeCallerKeyUnrecognized:   http.StatusBadRequest,
 	CodeNotFound:                http.StatusNotFound,
 	CodeInternal:                http.StatusInternalServerError,
 	CodeServiceUnavailable:      http.StatusServiceUnavailable,

@@ -146,3 +146,21 @@ type Usage struct {
 		CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
 	} `json:"prompt_tokens_details"`
 }
+
+// ErrorBody is the chat-completions API's error answer.
+type ErrorBody struct {
+	// Error is the error object.
+	Error Error `json:"error"`
+}
+
+// Error is the error object of an [ErrorBody].
+type Error struct {
+	// Message says what went wrong.
+	Message string `json:"message"`
+	// Type is the error's type, e.g. invalid_request_error.
+	Type string `json:"type"`
+	// Param names the offending request member, or null.
+	Param *string `json:"param"`
+	// Code is the error's code (a string, a number, or null), as given.
+	Code json.RawMessage `json:"code"`
+}
