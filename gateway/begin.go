@@ -89,10 +89,24 @@ func (s *Server) authRequest(w http.ResponseWriter, r *http.Request, api connect
 	k := access.Key(snap.Config, secret(r))
 	if k == nil {
 		s.metrics.AuthFailures.Inc()
+		s.logUnauthorized(r, snap, api, id, start)
 		writeAPIError(w, api, apierr.New(apierr.CodeUnauthorized, "missing or unknown API key; "+hint))
 		return nil
 	}
 	return r.WithContext(context.WithValue(r.Context(), authCtx, authenticated{key: k, snap: snap, id: id, start: start}))
+}
+
+// logUnauthorized writes the log line of a request refused for a missing
+// or unknown key (it has no row): under log_requests "errors" and "all",
+// like any other refusal.
+//
+//go:noinline
+func (s *Server) logUnauthorized(r *http.Request, snap *snapshot.Snapshot, api connectors.API, id string, start time.Time) {
+	if snap.Config.Server.LogRequests == "off" {
+		return
+	}
+	s.log.Info("request", "request_id", id, "api", api.String(), "path", r.URL.Path, "status", http.StatusUnauthorized,
+		"refused_code", apierr.CodeUnauthorized, "latency_us", time.Since(start).Microseconds())
 }
 
 // newRequestID returns 32 hex digits: the time in Unix milliseconds (6
@@ -114,7 +128,7 @@ func newRequestID(now time.Time) string {
 // begin starts the turn of an authenticated request of an API.
 func (s *Server) begin(r *http.Request, api connectors.API) *turn {
 	a := authFrom(r.Context())
-	t := &turn{id: a.id, start: a.start, snap: a.snap, key: a.key, api: api}
+	t := &turn{id: a.id, start: a.start, snap: a.snap, key: a.key, api: api, path: r.URL.Path}
 	s.startSpan(r, t)
 	return t
 }

@@ -72,6 +72,8 @@ type turn struct {
 	// api is the API the request came in on: its body's shape, its
 	// answer's, and its errors'.
 	api connectors.API
+	// path is the request's URL path, for its log line.
+	path string
 	// span is the request's server span, spanCtx its context (nil when
 	// tracing is off).
 	span    trace.Span
@@ -209,6 +211,9 @@ type exchange struct {
 	ttft     time.Duration
 	// gone: the caller left before anything was written.
 	gone bool
+	// cut: the server cut the request at shutdown before an answer
+	// (apiErr says so); nothing is dialled after it.
+	cut bool
 	// failure classifies an attempt that did not answer; relay is the
 	// upstream's own error answer to forward, apiErr a gateway-made one.
 	failure failover.Failure
@@ -217,5 +222,6 @@ type exchange struct {
 }
 
 // committed reports that the attempt ended the request: an answer to write,
-// a stream already relayed, or nobody left to answer.
-func (x *exchange) committed() bool { return x.answered || x.gone }
+// a stream already relayed, nobody left to answer, or a server shutting
+// down.
+func (x *exchange) committed() bool { return x.answered || x.gone || x.cut }
