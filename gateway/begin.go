@@ -59,19 +59,22 @@ func (s *Server) authenticateMessages(next http.Handler) http.Handler {
 // authenticateFor authenticates a request of an API.
 func (s *Server) authenticateFor(api connectors.API, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r = s.authRequest(w, r, api); r != nil {
-			next.ServeHTTP(w, r)
+		r, e := s.authRequest(w, r, api)
+		if r == nil {
+			return
 		}
+		defer s.inflight.leave(e)
+		next.ServeHTTP(w, r)
 	})
 }
 
 // authRequest authenticates r: the request to serve, carrying what was
-// found, or nil when it was refused (and answered). Out of the middleware,
-// whose frame stays on the stack under every request, open streams'
-// included.
+// found, registered in flight (leave e when it is served), or nil when it
+// was refused (and answered). Out of the middleware, whose frame stays on
+// the stack under every request, open streams' included.
 //
 //go:noinline
-func (s *Server) authRequest(w http.ResponseWriter, r *http.Request, api connectors.API) *http.Request {
+func (s *Server) authRequest(w http.ResponseWriter, r *http.Request, api connectors.API) (*http.Request, *inflightReq) {
 	secret, hint := access.BearerToken, "send Authorization: Bearer <key>"
 	if messagesShape(api) {
 		secret, hint = access.APIKey, "send x-api-key: <key> or Authorization: Bearer <key>"
@@ -91,9 +94,10 @@ func (s *Server) authRequest(w http.ResponseWriter, r *http.Request, api connect
 		s.metrics.AuthFailures.Inc()
 		s.logUnauthorized(r, snap, api, id, start)
 		writeAPIError(w, api, apierr.New(apierr.CodeUnauthorized, "missing or unknown API key; "+hint))
-		return nil
+		return nil, nil
 	}
-	return r.WithContext(context.WithValue(r.Context(), authCtx, authenticated{key: k, snap: snap, id: id, start: start}))
+	ctx, e := s.inflight.enter(r.Context())
+	return r.WithContext(context.WithValue(ctx, authCtx, authenticated{key: k, snap: snap, id: id, start: start})), e
 }
 
 // logUnauthorized writes the log line of a request refused for a missing

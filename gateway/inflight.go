@@ -38,12 +38,12 @@ type inflight struct {
 // inflightReq is one request in flight: how to cut it.
 type inflightReq struct{ cancel context.CancelCauseFunc }
 
-// enter registers a request and returns it with a context [Server.Cut] can
-// cancel.
+// enter registers a request and returns its context, which [Server.Cut]
+// can cancel.
 //
 //go:noinline
-func (f *inflight) enter(r *http.Request) (*http.Request, *inflightReq) {
-	ctx, cancel := context.WithCancelCause(r.Context())
+func (f *inflight) enter(parent context.Context) (context.Context, *inflightReq) {
+	ctx, cancel := context.WithCancelCause(parent)
 	e := &inflightReq{cancel: cancel}
 	f.mu.Lock()
 	if f.reqs == nil {
@@ -54,7 +54,7 @@ func (f *inflight) enter(r *http.Request) (*http.Request, *inflightReq) {
 		cancel(ErrShutdown)
 	}
 	f.mu.Unlock()
-	return r.WithContext(ctx), e
+	return ctx, e
 }
 
 // leave unregisters a request whose handler returned.
@@ -69,13 +69,15 @@ func (f *inflight) leave(e *inflightReq) {
 	f.mu.Unlock()
 }
 
-// track registers every request for [Server.Cut]: its context can be cut,
-// and Cut waits for its handler to return.
+// track registers the requests of a handler for [Server.Cut]: their
+// context can be cut, and Cut waits for their handler to return. The APIs'
+// requests are registered by authentication instead (authRequest), which
+// puts no frame of its own under an open stream.
 func (s *Server) track(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r, e := s.inflight.enter(r)
+		ctx, e := s.inflight.enter(r.Context())
 		defer s.inflight.leave(e)
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

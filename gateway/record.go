@@ -87,12 +87,22 @@ var rowPool = sync.Pool{New: func() any { return new(requestlog.Row) }}
 //
 //go:noinline
 func (s *Server) logRequest(t *turn, r *requestlog.Row) {
-	s.log.Info("request", "request_id", r.RequestID, "api", r.API, "path", t.path, "key", r.KeyID, "team", r.Team,
+	// The attributes are built in pooled storage rather than as the call's
+	// variadic array, which would sit in this frame: the deepest point of
+	// a request.
+	args := logArgsPool.Get().(*[]any)
+	*args = append((*args)[:0], "request_id", r.RequestID, "api", r.API, "path", t.path, "key", r.KeyID, "team", r.Team,
 		"route", r.Route, "stream", r.Stream, "upstream", r.Upstream,
 		"decided_model", r.DecidedModel, "served_model", r.ServedModel, "served_provider", r.ServedProvider,
 		"status", r.Status, "refused_code", r.RefusedCode, "attempts", r.Attempts, "fallback_reason", r.FallbackReason,
 		"degraded", strings.Join(r.RoutingDegraded, ","), "latency_us", int64(r.LatencyMS*1000))
+	s.log.Info("request", *args...)
+	clear(*args)
+	logArgsPool.Put(args)
 }
+
+// logArgsPool holds the attributes of request log lines being written.
+var logArgsPool = sync.Pool{New: func() any { return new([]any) }}
 
 // measure counts an answered request's tokens and cost by served model,
 // provider and team, and observes the GenAI duration histograms.

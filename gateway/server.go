@@ -271,7 +271,7 @@ func (s *Server) WriterStats() requestlog.Stats { return s.writer.Stats() }
 
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(s.track, s.recoverer)
+	r.Use(s.recoverer)
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
@@ -291,12 +291,12 @@ func (s *Server) routes() chi.Router {
 		r.Post("/v1/messages", s.messages)
 		r.Post("/v1/messages/count_tokens", s.countTokens)
 	})
-	r.Get("/api/v1/analytics/invocations", s.invocations)
-	adminAPI := s.adminHandler()
+	r.With(s.track).Get("/api/v1/analytics/invocations", s.invocations)
+	adminAPI := s.track(s.adminHandler())
 	for _, p := range admin.Paths {
 		r.Handle(p, adminAPI)
 	}
-	r.Mount("/ui", s.pagesHandler())
+	r.Mount("/ui", s.track(s.pagesHandler()))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound(r))
 	})
