@@ -164,7 +164,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, t *turn, a *attemp
 	if !a.out.committed() && shutdownCut(r) {
 		// The server cut the exchange at shutdown: no failure of the
 		// upstream's, and no other target is dialled.
-		a.out = exchange{cut: true, apiErr: errServerShutdown}
+		a.out.endAtShutdown()
 	}
 	s.endAttemptSpan(a)
 	if !a.out.committed() {

@@ -23,6 +23,13 @@ var errServerShutdown = apierr.New(apierr.CodeServerShutdown,
 // shutdownCut reports whether the server cut the request at shutdown.
 func shutdownCut(r *http.Request) bool { return context.Cause(r.Context()) == ErrShutdown }
 
+// endAtShutdown makes x the outcome of an exchange the server cut at
+// shutdown. (Its own function: a whole exchange built in send's frame
+// would stay on the stack under every open stream.)
+//
+//go:noinline
+func (x *exchange) endAtShutdown() { *x = exchange{cut: true, apiErr: errServerShutdown} }
+
 // inflight is every request the server's handler is running: each one's
 // context can be cut, and shutdown can wait for their handlers to return
 // (and so to have recorded their rows).
