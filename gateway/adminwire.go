@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/sluicegw/sluice/gateway/admin"
 	"github.com/sluicegw/sluice/gateway/apierr"
@@ -81,9 +82,14 @@ func routeJSON(rs []profiles.Route, id string) json.RawMessage {
 // entry in one transaction, and then swapped in for the next request. With
 // a shared store the other replicas swap it in when it tells them. A store
 // that does not answer refuses the change with 503; serving goes on with
-// the routes loaded last.
+// the routes loaded last. Once asked, a change runs to its end (within
+// routeChangeTimeout) even if its caller leaves or the server cuts requests
+// at shutdown ([Server.Cut] waits for it): it is stored with its audit
+// entry or not at all, never undone half-way by a cancelled context.
 func (b adminBackend) Change(ctx context.Context, entry state.AuditEntry, mutate func([]profiles.Route) ([]profiles.Route, error)) ([]profiles.Route, error) {
 	s := b.s
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), routeChangeTimeout)
+	defer cancel()
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	cur := s.snap.Load()
@@ -114,6 +120,9 @@ func (b adminBackend) Change(ctx context.Context, entry state.AuditEntry, mutate
 	s.snap.Store(snap)
 	return cloneRoutes(snap.Config.Routes), nil
 }
+
+// routeChangeTimeout bounds one route change through the admin API.
+const routeChangeTimeout = 10 * time.Second
 
 // refreshRoutes loads the routes from the state store and swaps them in
 // when they changed: another replica changed them (the store told).

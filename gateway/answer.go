@@ -47,6 +47,8 @@ func (s *Server) answer(w http.ResponseWriter, t *turn) {
 		t.status = a.out.status
 	case a.out.gone:
 		// Nobody to answer; recorded as 499.
+	case a.out.cut:
+		s.answerError(w, t, a.out.apiErr) // 503 server_shutdown
 	case a.out.answered:
 		t.status = http.StatusOK
 		h := w.Header()
@@ -137,19 +139,33 @@ func setDegraded(h http.Header, degraded []string) {
 
 // Stream relay ------------------------------------------------------------
 
-const streamCutMessage = "the upstream stream ended before it completed; the answer is incomplete"
-
 var (
-	sseData   = []byte("data: ")
-	sseEnd    = []byte("\n\n")
-	streamCut = []byte(`{"error":{"message":"` + streamCutMessage + `","type":"api_error","code":"upstream_stream_cut"}}`)
-	// messagesStreamCut is streamCut as a Messages API error event.
-	messagesStreamCut = connectors.AppendEvent(nil, "error",
-		[]byte(`{"type":"error","error":{"type":"api_error","message":"`+streamCutMessage+`","code":"upstream_stream_cut"}}`))
-	// responsesStreamCut is streamCut as a Responses API error event.
-	responsesStreamCut = connectors.AppendEvent(nil, "error",
-		[]byte(`{"type":"error","code":"upstream_stream_cut","message":"`+streamCutMessage+`","param":null}`))
+	sseData = []byte("data: ")
+	sseEnd  = []byte("\n\n")
+	// streamCut ends a stream the upstream cut; shutdownCut one the server
+	// cut at shutdown.
+	streamCut = newInBandError("upstream_stream_cut",
+		"the upstream stream ended before it completed; the answer is incomplete")
+	shutdownCutEvent = newInBandError(apierr.CodeServerShutdown,
+		"the gateway is shutting down and ended the stream before it completed; the answer is incomplete")
 )
+
+// inBandError is an error told inside a stream, in each API's shape: a
+// chat completions data chunk, a Messages API error event, a Responses API
+// error event.
+type inBandError struct{ chat, messages, responses []byte }
+
+// newInBandError renders an in-band error of a code (message: plain text,
+// no characters JSON escapes).
+func newInBandError(code, message string) inBandError {
+	return inBandError{
+		chat: []byte(`{"error":{"message":"` + message + `","type":"api_error","code":"` + code + `"}}`),
+		messages: connectors.AppendEvent(nil, "error",
+			[]byte(`{"type":"error","error":{"type":"api_error","message":"`+message+`","code":"`+code+`"}}`)),
+		responses: connectors.AppendEvent(nil, "error",
+			[]byte(`{"type":"error","code":"`+code+`","message":"`+message+`","param":null}`)),
+	}
+}
 
 // streamAnswer writes a relayed stream to the caller: its headers once the
 // upstream's first event is known good, each chunk as one SSE data event,
@@ -225,15 +241,18 @@ func (sa *streamAnswer) flush() error {
 // cut tells the caller in-band that the stream ended before it completed;
 // the stream then ends without [DONE] (a Messages stream with an error
 // event and no message_stop).
-func (sa *streamAnswer) cut() {
-	cut := streamCut
+func (sa *streamAnswer) cut() { sa.tell(&streamCut) }
+
+// tell ends the stream with an in-band error in the shape of its API.
+func (sa *streamAnswer) tell(e *inBandError) {
+	ev := e.chat
 	switch sa.api {
 	case connectors.APIMessages:
-		cut = messagesStreamCut
+		ev = e.messages
 	case connectors.APIResponses:
-		cut = responsesStreamCut
+		ev = e.responses
 	}
-	if sa.emit(cut) == nil {
+	if sa.emit(ev) == nil {
 		_ = sa.flush()
 	}
 }

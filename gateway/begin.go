@@ -59,19 +59,22 @@ func (s *Server) authenticateMessages(next http.Handler) http.Handler {
 // authenticateFor authenticates a request of an API.
 func (s *Server) authenticateFor(api connectors.API, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r = s.authRequest(w, r, api); r != nil {
-			next.ServeHTTP(w, r)
+		r, e := s.authRequest(w, r, api)
+		if r == nil {
+			return
 		}
+		defer s.inflight.leave(e)
+		next.ServeHTTP(w, r)
 	})
 }
 
 // authRequest authenticates r: the request to serve, carrying what was
-// found, or nil when it was refused (and answered). Out of the middleware,
-// whose frame stays on the stack under every request, open streams'
-// included.
+// found, registered in flight (leave e when it is served), or nil when it
+// was refused (and answered). Out of the middleware, whose frame stays on
+// the stack under every request, open streams' included.
 //
 //go:noinline
-func (s *Server) authRequest(w http.ResponseWriter, r *http.Request, api connectors.API) *http.Request {
+func (s *Server) authRequest(w http.ResponseWriter, r *http.Request, api connectors.API) (*http.Request, *inflightReq) {
 	secret, hint := access.BearerToken, "send Authorization: Bearer <key>"
 	if messagesShape(api) {
 		secret, hint = access.APIKey, "send x-api-key: <key> or Authorization: Bearer <key>"
@@ -89,10 +92,25 @@ func (s *Server) authRequest(w http.ResponseWriter, r *http.Request, api connect
 	k := access.Key(snap.Config, secret(r))
 	if k == nil {
 		s.metrics.AuthFailures.Inc()
+		s.logUnauthorized(r, snap, api, id, start)
 		writeAPIError(w, api, apierr.New(apierr.CodeUnauthorized, "missing or unknown API key; "+hint))
-		return nil
+		return nil, nil
 	}
-	return r.WithContext(context.WithValue(r.Context(), authCtx, authenticated{key: k, snap: snap, id: id, start: start}))
+	ctx, e := s.inflight.enter(r.Context())
+	return r.WithContext(context.WithValue(ctx, authCtx, authenticated{key: k, snap: snap, id: id, start: start})), e
+}
+
+// logUnauthorized writes the log line of a request refused for a missing
+// or unknown key (it has no row): under log_requests "errors" and "all",
+// like any other refusal.
+//
+//go:noinline
+func (s *Server) logUnauthorized(r *http.Request, snap *snapshot.Snapshot, api connectors.API, id string, start time.Time) {
+	if snap.Config.Server.LogRequests == "off" {
+		return
+	}
+	s.log.Info("request", "request_id", id, "api", api.String(), "path", r.URL.Path, "status", http.StatusUnauthorized,
+		"refused_code", apierr.CodeUnauthorized, "latency_us", time.Since(start).Microseconds())
 }
 
 // newRequestID returns 32 hex digits: the time in Unix milliseconds (6
@@ -114,7 +132,7 @@ func newRequestID(now time.Time) string {
 // begin starts the turn of an authenticated request of an API.
 func (s *Server) begin(r *http.Request, api connectors.API) *turn {
 	a := authFrom(r.Context())
-	t := &turn{id: a.id, start: a.start, snap: a.snap, key: a.key, api: api}
+	t := &turn{id: a.id, start: a.start, snap: a.snap, key: a.key, api: api, path: r.URL.Path}
 	s.startSpan(r, t)
 	return t
 }

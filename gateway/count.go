@@ -65,11 +65,16 @@ func (s *Server) count(w http.ResponseWriter, r *http.Request, t *turn) *apierr.
 		if clientGone(r) {
 			return errClientGone
 		}
+		if shutdownCut(r) {
+			return errServerShutdown
+		}
 		return transportError(err)
 	}
 	defer call.finish()
 	b, err := io.ReadAll(io.LimitReader(call.resp.Body, maxErrorBody+1))
 	switch {
+	case err != nil && shutdownCut(r):
+		return errServerShutdown
 	case err != nil:
 		return transportError(call.readErr(err))
 	case len(b) > maxErrorBody:

@@ -67,8 +67,20 @@ func (s *Server) advance(r *http.Request, t *turn, a *attempt, took time.Duratio
 		}
 		return false
 	}
+	s.logFailover(t, a, &next, "failover")
 	t.curReason, *tgt = a.out.failure.String(), next
 	return true
+}
+
+// logFailover logs a failed attempt that another follows: the upstream and
+// model that failed, its status (0 without one: a transport failure) and
+// class, and the target tried next ("failover" along the plan, "safety_net"
+// on the platform key after the caller's own key).
+//
+//go:noinline
+func (s *Server) logFailover(t *turn, a *attempt, next *failover.Target, via string) {
+	s.log.Warn("upstream attempt failed; trying the next target", "request_id", t.id, "upstream", a.target.Upstream, "model", a.target.Model,
+		"status", a.out.failure.Status, "class", a.out.failure.String(), "attempt", t.sent, "next_upstream", next.Upstream, "next_model", next.Model, "via", via)
 }
 
 // dispatchTarget sends the request to one target and returns the last
@@ -133,6 +145,7 @@ func (s *Server) safetyNet(w http.ResponseWriter, r *http.Request, t *turn, c *s
 		return nil, stop
 	}
 	t.at.reason, sn.safetyNet = sn.reason, true
+	s.logFailover(t, a, tgt, "safety_net")
 	s.send(w, r, t, sn)
 	return sn, nil
 }
@@ -147,6 +160,11 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, t *turn, a *attemp
 	s.exchange(w, r, t, a)
 	if a.open != nil {
 		return // an open stream: the relay step ends its span
+	}
+	if !a.out.committed() && shutdownCut(r) {
+		// The server cut the exchange at shutdown: no failure of the
+		// upstream's, and no other target is dialled.
+		a.out.endAtShutdown()
 	}
 	s.endAttemptSpan(a)
 	if !a.out.committed() {
@@ -166,9 +184,9 @@ func (a *attempt) releaseBudget() {
 // target's latency and clears its failures, and only a health failure counts
 // towards making it cold; a refusal or a client error is the request's doing
 // and says nothing of either (a quick 400 is no sign of speed). A caller who
-// left says nothing either.
+// left, or a request the server cut at shutdown, says nothing either.
 func (s *Server) observe(r *http.Request, t *turn, a *attempt, took time.Duration) {
-	if t.route == nil || clientGone(r) {
+	if t.route == nil || r.Context().Err() != nil {
 		return
 	}
 	switch {

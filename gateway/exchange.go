@@ -77,6 +77,9 @@ func (s *Server) callFailed(r *http.Request, t *turn, a *attempt, err error) {
 		a.out.gone = true // nobody to answer; recorded as 499
 		return
 	}
+	if shutdownCut(r) {
+		return // send records the cut
+	}
 	a.out.failure, a.out.apiErr = failover.ClassifyTransport(err), transportError(err)
 	s.log.Warn("upstream exchange failed", "request_id", t.id, "upstream", a.target.Upstream, "class", a.out.failure.Class, "err", err.Error())
 }
@@ -397,8 +400,9 @@ func isNetTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// clientGone reports whether the caller has gone away.
-func clientGone(r *http.Request) bool { return r.Context().Err() != nil }
+// clientGone reports whether the caller has gone away. A request the
+// server cut at shutdown is not gone: its caller is told so.
+func clientGone(r *http.Request) bool { return r.Context().Err() != nil && !shutdownCut(r) }
 
 // readBody reads r to its end, like io.ReadAll, into a buffer sized from the
 // declared length when there is one (0 < size <= limit): one allocation for

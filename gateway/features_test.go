@@ -466,14 +466,15 @@ func TestLogLevel(t *testing.T) {
 }
 
 // TestLogRequests: [server] log_requests picks which requests get a log
-// line; the request log has a row for each either way.
+// line; the request log has a row for each either way (a 401 has a line
+// but no row).
 func TestLogRequests(t *testing.T) {
 	for _, tc := range []struct {
 		setting string
 		want    []string // request ids with a "request" line, by name
 	}{
-		{"all", []string{"ok", "refused"}},
-		{"errors", []string{"refused"}},
+		{"all", []string{"ok", "refused", "unauthorized"}},
+		{"errors", []string{"refused", "unauthorized"}},
 		{"off", nil},
 	} {
 		t.Run(tc.setting, func(t *testing.T) {
@@ -482,7 +483,10 @@ func TestLogRequests(t *testing.T) {
 			require.Equal(t, 200, ok.StatusCode)
 			refused, _ := h.post(secretFinance, chatBody("anthropic/claude-sonnet-4.5", ""))
 			require.Equal(t, 422, refused.StatusCode) // refused by the finance team's guardrail
-			ids := map[string]string{"ok": ok.Header.Get(gateway.HeaderRequestID), "refused": refused.Header.Get(gateway.HeaderRequestID)}
+			unauthorized, _ := h.post("sk-not-a-key", chatBody("openai/gpt-4o", ""))
+			require.Equal(t, 401, unauthorized.StatusCode)
+			ids := map[string]string{"ok": ok.Header.Get(gateway.HeaderRequestID), "refused": refused.Header.Get(gateway.HeaderRequestID),
+				"unauthorized": unauthorized.Header.Get(gateway.HeaderRequestID)}
 			h.rows(2)
 			var logged []string
 			for _, line := range strings.Split(strings.TrimSpace(h.logs.String()), "\n") {

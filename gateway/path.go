@@ -78,6 +78,8 @@ type turn struct {
 	// blindKey is the request's blind caller key (X-Sluice-Caller-Key), for
 	// blindUpstream, the upstream its shape names; both "" without one.
 	blindKey, blindUpstream string
+	// path is the request's URL path, for its log line.
+	path string
 	// span is the request's server span, spanCtx its context (nil when
 	// tracing is off).
 	span    trace.Span
@@ -215,6 +217,9 @@ type exchange struct {
 	ttft     time.Duration
 	// gone: the caller left before anything was written.
 	gone bool
+	// cut: the server cut the request at shutdown before an answer
+	// (apiErr says so); nothing is dialled after it.
+	cut bool
 	// failure classifies an attempt that did not answer; relay is the
 	// upstream's own error answer to forward, apiErr a gateway-made one.
 	failure failover.Failure
@@ -223,5 +228,6 @@ type exchange struct {
 }
 
 // committed reports that the attempt ended the request: an answer to write,
-// a stream already relayed, or nobody left to answer.
-func (x *exchange) committed() bool { return x.answered || x.gone }
+// a stream already relayed, nobody left to answer, or a server shutting
+// down.
+func (x *exchange) committed() bool { return x.answered || x.gone || x.cut }

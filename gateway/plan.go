@@ -31,6 +31,9 @@ func (s *Server) decide(r *http.Request, t *turn) error {
 // target alike, and a target the request may not be sent to at all is
 // skipped, not failed over to.
 func (s *Server) plan(r *http.Request, t *turn) *apierr.Error {
+	if shutdownCut(r) {
+		return errServerShutdown // cut at shutdown before it was planned: sent nowhere
+	}
 	if rt := t.req.Routing; rt != nil && rt.SetsData() {
 		if diags := t.snap.CheckRequestRung(t.key.ID, rt); len(diags) > 0 {
 			return loosened(diags)

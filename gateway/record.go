@@ -70,24 +70,39 @@ func (s *Server) record(t *turn) {
 			return
 		}
 	}
-	s.logRequest(r)
+	s.logRequest(t, r)
 }
 
 // rowPool holds rows being recorded.
 var rowPool = sync.Pool{New: func() any { return new(requestlog.Row) }}
 
-// logRequest writes the request's log line: what was lost ("degraded") as
-// a comma-separated string, the latency in whole microseconds. (Its own
+// logRequest writes the request's log line: the API and path it came in
+// on, who asked, the route and whether it streamed, where it went and what
+// answered, the outcome with how many attempts it took and why the one that
+// answered was not the first (fallback_reason), what was lost ("degraded")
+// as a comma-separated string, the latency in whole microseconds. (Its own
 // function, and neither a slice nor a float, which the JSON handler encodes
 // through encoding/json: the line is the deepest point of a request, which
 // decides the stack its connection's goroutine keeps.)
 //
 //go:noinline
-func (s *Server) logRequest(r *requestlog.Row) {
-	s.log.Info("request", "request_id", r.RequestID, "key", r.KeyID, "team", r.Team, "upstream", r.Upstream,
+func (s *Server) logRequest(t *turn, r *requestlog.Row) {
+	// The attributes are built in pooled storage rather than as the call's
+	// variadic array, which would sit in this frame: the deepest point of
+	// a request.
+	args := logArgsPool.Get().(*[]any)
+	*args = append((*args)[:0], "request_id", r.RequestID, "api", r.API, "path", t.path, "key", r.KeyID, "team", r.Team,
+		"route", r.Route, "stream", r.Stream, "upstream", r.Upstream,
 		"decided_model", r.DecidedModel, "served_model", r.ServedModel, "served_provider", r.ServedProvider,
-		"status", r.Status, "refused_code", r.RefusedCode, "degraded", strings.Join(r.RoutingDegraded, ","), "latency_us", int64(r.LatencyMS*1000))
+		"status", r.Status, "refused_code", r.RefusedCode, "attempts", r.Attempts, "fallback_reason", r.FallbackReason,
+		"degraded", strings.Join(r.RoutingDegraded, ","), "latency_us", int64(r.LatencyMS*1000))
+	s.log.Info("request", *args...)
+	clear(*args)
+	logArgsPool.Put(args)
 }
+
+// logArgsPool holds the attributes of request log lines being written.
+var logArgsPool = sync.Pool{New: func() any { return new([]any) }}
 
 // measure counts an answered request's tokens and cost by served model,
 // provider and team, and observes the GenAI duration histograms. A model

@@ -73,6 +73,8 @@ func (s *Server) endRelay(r *http.Request, t *turn, a *attempt, call *upstreamCa
 	case rs.done && res.StreamError == "":
 		a.out.status = http.StatusOK
 		call.complete = true
+	case shutdownCut(r):
+		s.shutdownStream(t, a, rs)
 	default:
 		// Cut, failed or errored mid-stream: say so in-band, then end.
 		if rs.streamErr != nil {
@@ -83,6 +85,20 @@ func (s *Server) endRelay(r *http.Request, t *turn, a *attempt, call *upstreamCa
 		}
 		a.out.status = http.StatusBadGateway
 	}
+}
+
+// shutdownStream ends a stream the server cut at shutdown: the caller is
+// told so in-band (unless the upstream's own error was relayed already),
+// and the row records 503 server_shutdown.
+//
+//go:noinline
+func (s *Server) shutdownStream(t *turn, a *attempt, rs *relay) {
+	if !rs.toldInBand && rs.st.Result().StreamError == "" {
+		rs.sa.tell(&shutdownCutEvent)
+	}
+	a.out.status = errServerShutdown.Status()
+	t.refusal = errServerShutdown
+	s.metrics.Refused.WithLabelValues(errServerShutdown.Code).Inc()
 }
 
 // flushBeforeRead flushes what the relay wrote to the caller before each read

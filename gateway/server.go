@@ -106,6 +106,9 @@ type Server struct {
 	snap     atomic.Pointer[snapshot.Snapshot]
 	reloadMu sync.Mutex
 	lastErr  atomic.Pointer[reloadError]
+	// files hashes the configuration files of the last good load, for a
+	// reload's log line (reloadfiles.go); guarded by reloadMu.
+	files fileHashes
 	// listing is the last good [catalog] listing, merged over catalog.json
 	// at every load; refresh is the last refresh attempt.
 	listing atomic.Pointer[listing.Import]
@@ -131,6 +134,8 @@ type Server struct {
 
 	// stopWatch ends the watch of a shared state store.
 	stopWatch context.CancelFunc
+	// inflight is every request being served, for Cut (inflight.go).
+	inflight inflight
 
 	closeOnce sync.Once
 	closeErr  error
@@ -161,6 +166,7 @@ func New(opts Options) (*Server, error) {
 		opts.Build = metrics.Build{Version: "(devel)", Commit: "unknown", GoVersion: runtime.Version()}
 	}
 	s := &Server{opts: opts, log: opts.Logger, reg: opts.Registry, metrics: metrics.New(opts.Registry, opts.Build), tracing: opts.Tracing}
+	s.files = hashConfigFiles(opts.ConfigDir)
 	snap, diags := s.loadAtStart()
 	if len(diags) > 0 {
 		return nil, diags
@@ -295,12 +301,12 @@ func (s *Server) routes() chi.Router {
 		r.Post("/v1/messages", s.messages)
 		r.Post("/v1/messages/count_tokens", s.countTokens)
 	})
-	r.Get("/api/v1/analytics/invocations", s.invocations)
-	adminAPI := s.adminHandler()
+	r.With(s.track).Get("/api/v1/analytics/invocations", s.invocations)
+	adminAPI := s.track(s.adminHandler())
 	for _, p := range admin.Paths {
 		r.Handle(p, adminAPI)
 	}
-	r.Mount("/ui", s.pagesHandler())
+	r.Mount("/ui", s.track(s.pagesHandler()))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound(r))
 	})
@@ -316,17 +322,21 @@ func (s *Server) routes() chi.Router {
 func (s *Server) Reload() profiles.Diagnostics {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
+	// The files that changed since the last good load, named in the log.
+	files := hashConfigFiles(s.opts.ConfigDir)
+	changed := changedFiles(s.files, files)
 	snap, old, diags := s.swapIn(s.loadSnapshot)
 	if len(diags) > 0 {
 		s.lastErr.Store(&reloadError{at: time.Now(), diags: diags})
 		s.metrics.Reloads.WithLabelValues("failed").Inc()
 		s.metrics.ConfigHealthy.Set(0)
 		s.log.Error("config reload failed; the last good configuration keeps serving",
-			"revision", s.snap.Load().Revision, "errors", len(diags), "first", diags[0].String())
+			"revision", s.snap.Load().Revision, "changed", changed, "errors", len(diags), "first", diags[0].String())
 		return diags
 	}
+	s.files = files
 	s.metrics.Reloads.WithLabelValues("ok").Inc()
-	s.log.Info("config reloaded", "revision", snap.Revision, "previous", old.Revision)
+	s.log.Info("config reloaded", "revision", snap.Revision, "previous", old.Revision, "changed", changed)
 	return nil
 }
 

@@ -115,6 +115,8 @@ func (s *Server) endAttemptSpan(a *attempt) {
 		}
 	case x.gone:
 		a.span.SetAttributes(attrErrorType.String("client_gone"))
+	case x.cut:
+		a.span.SetAttributes(attrErrorType.String(x.apiErr.Code))
 	default:
 		a.span.SetAttributes(attrErrorType.String(x.failure.Class))
 		if x.relay != nil {

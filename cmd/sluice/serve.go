@@ -150,8 +150,7 @@ func shutdown(srv *gateway.Server, hs *http.Server, sigs <-chan os.Signal, logge
 	go func() {
 		code := 0
 		if err := hs.Shutdown(ctx); err != nil {
-			logger.Warn("drain timed out; closing remaining connections", "err", err.Error())
-			_ = hs.Close()
+			cutInFlight(srv, hs, logger)
 		}
 		flushCtx, cancelFlush := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancelFlush()
@@ -176,6 +175,37 @@ func shutdown(srv *gateway.Server, hs *http.Server, sigs <-chan os.Signal, logge
 			logger.Warn("second signal: exiting without draining")
 			return 1
 		}
+	}
+}
+
+// Bounds of cutting the requests a timed-out drain left: how long their
+// handlers have to tell their callers and record once cut, and how long
+// after their connections are closed (a handler may be stuck writing to a
+// caller that does not read).
+const (
+	cutWait   = 5 * time.Second
+	closeWait = 5 * time.Second
+)
+
+// cutInFlight ends the requests the drain left running: the gateway cuts
+// them (a stream ends with an in-band error, a request waiting for its
+// answer answers 503 server_shutdown) and waits for their handlers to
+// record, then the connections are closed. It runs before the request log
+// is closed, so their rows are flushed with the rest; a handler that
+// records later still has its row spooled for the next start.
+func cutInFlight(srv *gateway.Server, hs *http.Server, logger *slog.Logger) {
+	logger.Warn("drain timed out; cutting the requests still in flight", "requests", srv.InFlight())
+	ctx, cancel := context.WithTimeout(context.Background(), cutWait)
+	left := srv.Cut(ctx)
+	cancel()
+	_ = hs.Close()
+	if left == 0 {
+		return
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), closeWait)
+	defer cancel()
+	if left = srv.Cut(ctx); left > 0 {
+		logger.Warn("requests still running after their connections closed; their rows go to the spool", "requests", left)
 	}
 }
 

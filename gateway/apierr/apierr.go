@@ -55,6 +55,9 @@ const (
 	CodeValidation            = "validation_failed"
 	CodeServiceUnavailable    = "service_unavailable"
 	CodePermissionDenied      = "permission_denied"
+	// CodeServerShutdown: the gateway was shutting down and ended the
+	// request before it completed ([server] shutdown_timeout ran out).
+	CodeServerShutdown = "server_shutdown"
 	// CodeRateLimited: a key's or team's rpm, tpm or max_parallel is spent;
 	// the answer carries Retry-After.
 	CodeRateLimited = "rate_limited"
@@ -90,6 +93,7 @@ var statuses = map[string]int{
 	CodeNotFound:                http.StatusNotFound,
 	CodeInternal:                http.StatusInternalServerError,
 	CodeServiceUnavailable:      http.StatusServiceUnavailable,
+	CodeServerShutdown:          http.StatusServiceUnavailable,
 	CodePermissionDenied:        http.StatusForbidden,
 	CodeRateLimited:             http.StatusTooManyRequests,
 	CodeResponseElsewhere:       http.StatusUnprocessableEntity,

@@ -92,7 +92,8 @@ type Stats struct {
 	WrittenRows uint64
 	// SpooledRows counts rows appended to the spool.
 	SpooledRows uint64
-	// DroppedRows counts rows lost: spool full, no spool, or enqueued after Close.
+	// DroppedRows counts rows lost: spool full, or no spool (a row
+	// enqueued after Close without one included).
 	DroppedRows uint64
 	// ReplayedRows counts spooled rows later written to the store.
 	ReplayedRows uint64
@@ -211,14 +212,15 @@ func (w *Writer) Stats() Stats {
 
 // Enqueue records r without blocking on the store: it normalizes r in place
 // (a zero TS becomes now) and queues a copy; when the queue is full it
-// appends r to the spool (a local file write) instead. After Close, rows
-// are dropped.
+// appends r to the spool (a local file write) instead. After Close, a row
+// is appended to the spool directly (the next Writer on the same SpoolDir
+// replays it); without a spool it is dropped.
 func (w *Writer) Enqueue(r *Row) {
 	r.normalize()
 	w.mu.RLock()
 	if w.closed {
 		w.mu.RUnlock()
-		w.dropped.Add(1)
+		w.late(r)
 		return
 	}
 	select {
@@ -240,10 +242,42 @@ func (w *Writer) spill(r *Row) {
 	w.toSpool([]Row{*r}, false)
 }
 
+// late spools a row enqueued after Close: a request the server cut at
+// shutdown may record after the final flush, and its row is kept on disk
+// for the next process rather than lost. The spool is opened, appended to
+// (synced) and closed again for each such row; they are rare.
+//
+//go:noinline
+func (w *Writer) late(r *Row) {
+	w.spoolMu.Lock()
+	defer w.spoolMu.Unlock()
+	if w.opts.SpoolDir == "" {
+		w.dropped.Add(1)
+		return
+	}
+	sp, err := openSpool(w.opts.SpoolDir, w.opts.SpoolMaxBytes)
+	if err != nil {
+		w.dropped.Add(1)
+		w.log.Error("request log: a row recorded after close could not be spooled", "request_id", r.RequestID, "err", err)
+		return
+	}
+	n, err := sp.append([]Row{*r}, true)
+	w.spooled.Add(uint64(n))
+	if n == 0 {
+		w.dropped.Add(1)
+		if err == nil {
+			err = errors.New("spool full")
+		}
+		w.log.Error("request log: a row recorded after close could not be spooled", "request_id", r.RequestID, "err", err)
+	}
+	_ = sp.close()
+}
+
 // Close stops accepting rows and flushes everything queued: to the store
 // if it answers before ctx ends, otherwise to the spool. It also replays
 // spooled rows while the store answers and ctx allows. Rows left in the
-// spool are replayed by the next Writer on the same SpoolDir. Close returns
+// spool are replayed by the next Writer on the same SpoolDir, and so are
+// rows enqueued after Close, which go to the spool directly. Close returns
 // ctx's error if the flush did not finish in time; calling it again returns nil.
 func (w *Writer) Close(ctx context.Context) error {
 	var err error

@@ -146,14 +146,26 @@ func TestWriterCloseFlushes(t *testing.T) {
 			if !tc.storeDown {
 				require.Equal(t, rowIDs("r", 10), m.stored())
 				require.Zero(t, st.SpooledRows)
+				// Without a spool, a row enqueued after Close is dropped
+				// (counted), not blocked.
+				nw := NewWriter(m, WriterOptions{})
+				require.NoError(t, nw.Close(ctx))
+				nw.Enqueue(&Row{RequestID: "late"})
+				require.Equal(t, uint64(1), nw.Stats().DroppedRows)
 				return
 			}
 			require.Empty(t, m.stored())
 			require.Equal(t, uint64(10), st.SpooledRows)
 			require.Positive(t, st.SpoolBytes)
-			// Enqueue after Close is dropped, not blocked.
+			// Enqueue after Close is not blocked: the row goes to the
+			// spool, and the next writer on it replays it.
 			w.Enqueue(&Row{RequestID: "late"})
-			require.Equal(t, uint64(1), w.Stats().DroppedRows)
+			require.Zero(t, w.Stats().DroppedRows)
+			require.Equal(t, uint64(11), w.Stats().SpooledRows)
+			m.setDown(false)
+			w2 := NewWriter(m, WriterOptions{BatchSize: 1000, FlushInterval: time.Hour, SpoolDir: dir})
+			require.NoError(t, w2.Close(ctx))
+			require.Equal(t, append(rowIDs("r", 10), "late"), m.stored())
 		})
 	}
 }
