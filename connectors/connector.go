@@ -64,7 +64,7 @@ type Body map[string]json.RawMessage
 // ParseBody decodes a request body into its top-level members.
 func ParseBody(b []byte) (Body, error) {
 	var body Body
-	if err := json.Unmarshal(b, &body); err != nil {
+	if err := unmarshalOffStack(b, &body); err != nil {
 		return nil, err
 	}
 	if body == nil {

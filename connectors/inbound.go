@@ -278,7 +278,15 @@ const CountTokensPath = "/messages/count_tokens"
 
 // Respond reads a successful non-streaming answer of a call: who served,
 // and the answer in the shape of the API the request came in on.
-func Respond(c Connector, call *Call, body []byte) ([]byte, Result, error) {
+func Respond(c Connector, call *Call, body []byte) (out []byte, res Result, err error) {
+	// Off the connection's stack: an answer's translation decodes it at
+	// the bottom of the attempt loop (gateway/stack_test.go).
+	OffStack(func() { out, res, err = respond(c, call, body) })
+	return out, res, err
+}
+
+// respond is Respond's work, on a decoder goroutine.
+func respond(c Connector, call *Call, body []byte) ([]byte, Result, error) {
 	switch callAPI(call) {
 	case APIMessages:
 		if n, ok := c.(messagesNative); ok {

@@ -40,7 +40,7 @@ func readHead(b []byte, res *Result) error {
 	var h completionHead
 	if !scanHead(b, &h) {
 		h = completionHead{}
-		if err := json.Unmarshal(b, &h); err != nil {
+		if err := unmarshalOffStack(b, &h); err != nil {
 			return err
 		}
 	}

@@ -53,7 +53,11 @@ func (s *openAIStream) Event(_ []byte, data []byte, emit func([]byte) error) (bo
 		bytes.Contains(data, markError) || bytes.Contains(data, markMeta)
 	if read {
 		s.seen = true
-		if err := s.read(data, &s.res); err != nil {
+		var err error
+		// Off the stream's stack (OffStack): a chunk's scan nests a few
+		// frames per level, at the bottom of the relay.
+		OffStack(func() { err = s.read(data, &s.res) })
+		if err != nil {
 			return false, err
 		}
 	}
@@ -107,5 +111,5 @@ func inBandError(data []byte) bool {
 	var probe struct {
 		Error json.RawMessage `json:"error"`
 	}
-	return json.Unmarshal(data, &probe) == nil && len(probe.Error) > 0 && string(probe.Error) != "null"
+	return unmarshalOffStack(data, &probe) == nil && len(probe.Error) > 0 && string(probe.Error) != "null"
 }

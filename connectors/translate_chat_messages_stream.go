@@ -115,7 +115,7 @@ func (s *anthStream) messageStart(data []byte, emit func([]byte) error) error {
 		return fmt.Errorf("%w: a second message_start", ErrAnthropicStream)
 	}
 	var e messages.StartEvent
-	if err := json.Unmarshal(data, &e); err != nil {
+	if err := unmarshalOffStack(data, &e); err != nil {
 		return fmt.Errorf("%w: %w", ErrAnthropicStream, err)
 	}
 	s.started = true
@@ -137,7 +137,7 @@ func (s *anthStream) messageStart(data []byte, emit func([]byte) error) error {
 // redacted_thinking block, which arrives whole.
 func (s *anthStream) blockStart(data []byte, emit func([]byte) error) error {
 	var e messages.BlockStartEvent
-	if err := json.Unmarshal(data, &e); err != nil {
+	if err := unmarshalOffStack(data, &e); err != nil {
 		return fmt.Errorf("%w: %w", ErrAnthropicStream, err)
 	}
 	switch e.ContentBlock.Type {
@@ -244,7 +244,7 @@ func (s *anthStream) blockStop(data []byte, emit func([]byte) error) error {
 // when the event has a stop reason.
 func (s *anthStream) messageDelta(data []byte, emit func([]byte) error) error {
 	var e messages.MessageDeltaEvent
-	if err := json.Unmarshal(data, &e); err != nil {
+	if err := unmarshalOffStack(data, &e); err != nil {
 		return fmt.Errorf("%w: %w", ErrAnthropicStream, err)
 	}
 	s.tok.merge(e.Usage)
@@ -296,7 +296,7 @@ func (s *anthStream) messageStop(emit func([]byte) error) error {
 // records it in the result, and returns it as a [*StreamError].
 func (s *anthStream) errorEvent(data []byte, emit func([]byte) error) error {
 	var e messages.ErrorEvent
-	if err := json.Unmarshal(data, &e); err != nil {
+	if err := unmarshalOffStack(data, &e); err != nil {
 		return fmt.Errorf("%w: %w", ErrAnthropicStream, err)
 	}
 	se := newStreamError(e.Error)

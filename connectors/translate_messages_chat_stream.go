@@ -110,11 +110,17 @@ type msgDelta struct {
 // decodeChunk reads a chunk a level at a time — the chunk, its usage, its
 // first choice, that choice's delta (chunk then reads the delta's reasoning
 // details and tool calls one by one) — rather than in one decode: each of
-// encoding/json's nesting levels costs about 1 KiB of stack, and the first
+// encoding/json's nesting levels costs about 1 KiB of stack. The first
 // chunk is translated at the bottom of the request's attempt loop, whose
 // deepest point decides the stack an open stream keeps
-// (gateway/stack_test.go).
+// (gateway/stack_test.go), so it runs off the stream's stack (OffStack).
 func decodeChunk(p []byte, c *msgChunk, u **headUsage, ch *msgChoice, d *msgDelta) (hasChoice bool, err error) {
+	OffStack(func() { hasChoice, err = decodeChunkLevels(p, c, u, ch, d) })
+	return hasChoice, err
+}
+
+// decodeChunkLevels is decodeChunk's work, on a decoder goroutine.
+func decodeChunkLevels(p []byte, c *msgChunk, u **headUsage, ch *msgChoice, d *msgDelta) (hasChoice bool, err error) {
 	if err := json.Unmarshal(p, c); err != nil {
 		return false, err
 	}
@@ -179,7 +185,7 @@ func (s *msgStream) chunk(p []byte, emit func([]byte) error) error {
 	case len(d.ReasoningDetails) > 0:
 		for i, raw := range d.ReasoningDetails {
 			var r chatReasoningIn
-			if err := json.Unmarshal(raw, &r); err != nil {
+			if err := unmarshalOffStack(raw, &r); err != nil {
 				return fmt.Errorf("%w: %w", ErrMessagesStream, err)
 			}
 			if err := s.reasoning(r, i, emit); err != nil {
@@ -208,7 +214,7 @@ func (s *msgStream) chunk(p []byte, emit func([]byte) error) error {
 	}
 	for _, raw := range d.ToolCalls {
 		var tc chatToolCallIn
-		if err := json.Unmarshal(raw, &tc); err != nil {
+		if err := unmarshalOffStack(raw, &tc); err != nil {
 			return fmt.Errorf("%w: %w", ErrMessagesStream, err)
 		}
 		if err := s.toolCall(tc, emit); err != nil {
@@ -382,7 +388,9 @@ func ErrorEvent(typ, message, code string) any {
 
 // emit writes one whole event, its event line and its data.
 func (s *msgStream) emit(emit func([]byte) error, name string, v any) error {
-	data, err := anthMarshal(v)
+	var data []byte
+	var err error
+	OffStack(func() { data, err = anthMarshal(v) }) // encoding/json's frames: see OffStack
 	if err != nil {
 		return err
 	}

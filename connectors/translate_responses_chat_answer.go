@@ -87,7 +87,14 @@ func respItemID(prefix, chatID string, n int) string {
 }
 
 // respMessageItem is an assistant message output item with its text.
-func respMessageItem(id, text, status string) json.RawMessage {
+func respMessageItem(id, text, status string) (b json.RawMessage) {
+	// Off the stack (OffStack): a stream's items are encoded at the bottom
+	// of the relay.
+	OffStack(func() { b = marshalMessageItem(id, text, status) })
+	return b
+}
+
+func marshalMessageItem(id, text, status string) json.RawMessage {
 	b, _ := json.Marshal(responses.Message{ID: id, Type: responses.ItemMessage, Status: status, Role: "assistant",
 		Content: []responses.OutputText{{Type: "output_text", Annotations: []json.RawMessage{}, Logprobs: []json.RawMessage{}, Text: text}}})
 	return b
@@ -95,7 +102,12 @@ func respMessageItem(id, text, status string) json.RawMessage {
 
 // respFunctionItem is a function_call output item; its id is the call's,
 // prefixed as the live API's are.
-func respFunctionItem(callID, name, args, status string) json.RawMessage {
+func respFunctionItem(callID, name, args, status string) (b json.RawMessage) {
+	OffStack(func() { b = marshalFunctionItem(callID, name, args, status) }) // see respMessageItem
+	return b
+}
+
+func marshalFunctionItem(callID, name, args, status string) json.RawMessage {
 	b, _ := json.Marshal(responses.FunctionCall{ID: "fc_" + strings.TrimPrefix(callID, "call_"), Type: responses.ItemFunctionCall,
 		Status: status, Arguments: args, CallID: callID, Name: name})
 	return b

@@ -144,7 +144,7 @@ func (s *respStream) chunk(p []byte, emit func([]byte) error) error {
 		var e struct {
 			Message string `json:"message"`
 		}
-		_ = json.Unmarshal(c.Error, &e)
+		_ = unmarshalOffStack(c.Error, &e)
 		return s.emitError(emit, "server_error", e.Message)
 	}
 	if !s.started {
@@ -173,7 +173,7 @@ func (s *respStream) chunk(p []byte, emit func([]byte) error) error {
 	}
 	for _, raw := range d.ToolCalls {
 		var tc chatToolCallIn
-		if err := json.Unmarshal(raw, &tc); err != nil {
+		if err := unmarshalOffStack(raw, &tc); err != nil {
 			return fmt.Errorf("%w: %w", ErrResponsesStream, err)
 		}
 		if err := s.toolCall(tc, emit); err != nil {
@@ -271,7 +271,7 @@ func (s *respStream) closeItem(emit func([]byte) error) error {
 		return nil
 	case s.open == "text":
 		var text string
-		if err := json.Unmarshal(append(append(append(s.scratch[:0], '"'), s.text...), '"'), &text); err != nil {
+		if err := unmarshalOffStack(append(append(append(s.scratch[:0], '"'), s.text...), '"'), &text); err != nil {
 			return fmt.Errorf("%w: the text: %w", ErrResponsesStream, err)
 		}
 		f := s.head(responses.EventOutputTextDone)
@@ -383,7 +383,9 @@ func (s *respStream) emitPart(emit func([]byte) error, name, text string) error 
 
 // emitResponse emits an event that carries the whole response.
 func (s *respStream) emitResponse(emit func([]byte) error, name string) error {
-	b, err := json.Marshal(s.resp)
+	var b []byte
+	var err error
+	OffStack(func() { b, err = json.Marshal(s.resp) }) // encoding/json's frames: see OffStack
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,51 @@ import (
 	"github.com/sluicegw/sluice/store/state"
 )
 
+// stateListenTimeout bounds how long a starting replica waits for a shared
+// state store to listen for route changes.
+const stateListenTimeout = 30 * time.Second
+
+// listenState listens to a shared state store's route changes and returns
+// once it listens, so that the routes loaded after it miss no change; what
+// it hears waits (coalesced) until follow starts swapping the routes in.
+// A store of the replica's own is not listened to (follow does nothing).
+// It sets s.stopWatch, which ends the listening.
+func (s *Server) listenState() (follow func(), err error) {
+	n, ok := s.state.(state.Notifier)
+	if !ok {
+		s.stopWatch = func() {}
+		return func() {}, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopWatch = cancel
+	listening := make(chan struct{})
+	changes := make(chan struct{}, 1)
+	go n.Watch(ctx, func() { close(listening) }, func() {
+		select {
+		case changes <- struct{}{}:
+		default:
+		}
+	})
+	select {
+	case <-listening:
+	case <-time.After(stateListenTimeout):
+		cancel()
+		return nil, fmt.Errorf("state: %s did not listen for route changes within %v", s.state.Where(), stateListenTimeout)
+	}
+	return func() {
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-changes:
+					s.refreshRoutes(ctx)
+				}
+			}
+		}()
+	}, nil
+}
+
 // withStoredRoutes overlays the state store's routes on a snapshot loaded
 // from the files. A store never seeded is seeded with the file's routes
 // first. Problems (a stored route naming an upstream the files no longer

@@ -9,12 +9,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,7 +36,7 @@ import (
 // Agents SDK agent (testdata/sdk/agents.cjs). Each run gets a fresh HOME,
 // no credential but its sluice key, and its agent's telemetry, update
 // checks, plugin syncs and retries turned off; a request to any host but
-// loopback fails its case (strayProxy). testdata/sdk/AGENTS.md records how
+// loopback fails its case, whichever client sends it (guardEnv). testdata/sdk/AGENTS.md records how
 // each is run and what it sends. With CI set, missing node or packages fail
 // the test (nodeSDK).
 
@@ -106,9 +108,13 @@ func TestAgentCases(t *testing.T) {
 			}
 			require.NotEmpty(t, secret, "key %q", c.Key)
 			before := rowIDs(t, h)
+			strayLog := filepath.Join(t.TempDir(), "stray.log")
 			// Checked also when the run fails.
-			defer func() { assert.Empty(t, stray.take(), "requests the agent sent past the gateway") }()
-			out := runAgent(t, sdk, h.ts.URL, stray.srv.URL, secret, c)
+			defer func() {
+				assert.Empty(t, stray.take(), "requests the agent sent past the gateway (through the proxy)")
+				assert.Empty(t, strayLines(t, strayLog), "requests the agent's node tried past the gateway")
+			}()
+			out := runAgent(t, sdk, h.ts.URL, guardEnv(t, stray.srv.URL, strayLog), secret, c)
 			answer, _ := out["answer"].(string)
 			for _, s := range c.Answer {
 				assert.Contains(t, answer, s, "the final answer, in %s", mustJSON(out))
@@ -184,7 +190,7 @@ func agentsHarness(t *testing.T) *harness {
 //     (the messages of error items and failed turns).
 //   - agents-sdk: what testdata/sdk/agents.cjs prints ("finalOutput",
 //     "called", "requestIDs" or "error").
-func runAgent(t *testing.T, sdk, gatewayURL, proxyURL, secret string, c agentCase) map[string]any {
+func runAgent(t *testing.T, sdk, gatewayURL string, guard []string, secret string, c agentCase) map[string]any {
 	t.Helper()
 	dir := t.TempDir()
 	home, work := filepath.Join(dir, "home"), filepath.Join(dir, "work")
@@ -195,11 +201,9 @@ func runAgent(t *testing.T, sdk, gatewayURL, proxyURL, secret string, c agentCas
 	prompt := strings.ReplaceAll(c.Prompt, "{{note}}", note)
 	modules := filepath.Join(sdk, "node_modules")
 	// Nothing of the test's environment reaches the agent (it holds the
-	// upstreams' platform keys): a PATH, a fresh HOME, the stray-request
-	// proxy for every host but loopback, and what is set below.
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LANG=C.UTF-8", "TMPDIR=" + dir,
-		"HTTP_PROXY=" + proxyURL, "HTTPS_PROXY=" + proxyURL, "http_proxy=" + proxyURL, "https_proxy=" + proxyURL,
-		"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost"}
+	// upstreams' platform keys): a PATH, a fresh HOME, the guard against
+	// stray requests, and what is set below.
+	env := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LANG=C.UTF-8", "TMPDIR=" + dir}, guard...)
 	var args []string
 	switch c.Agent {
 	case "claude-code":
@@ -310,6 +314,86 @@ func codexErrors(stdout []byte) []string {
 		}
 	}
 	return errs
+}
+
+// guardEnv is what keeps an agent run from reaching past loopback unseen,
+// whichever client sends the request: every node process preloads
+// testdata/sdk/guard.cjs, which fails a connection or a lookup of any
+// other host inside node's own net and dns (where Node's built-in fetch,
+// which ignores HTTP(S)_PROXY on Node 20, connects too) and writes it to
+// strayLog; a program that is not node (Claude Code's and Codex's native
+// binaries, git) is sent through the refusing proxy at proxyURL.
+func guardEnv(t *testing.T, proxyURL, strayLog string) []string {
+	t.Helper()
+	guard, err := filepath.Abs(filepath.Join(sdkDir, "guard.cjs"))
+	require.NoError(t, err)
+	return []string{"NODE_OPTIONS=--require " + strconv.Quote(guard), "SLUICE_STRAY_LOG=" + strayLog,
+		"HTTP_PROXY=" + proxyURL, "HTTPS_PROXY=" + proxyURL, "http_proxy=" + proxyURL, "https_proxy=" + proxyURL,
+		"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost"}
+}
+
+// strayLines is what guard.cjs wrote to strayLog: one line a request it
+// refused ("<pid> connect|lookup|fetch <host>").
+func strayLines(t *testing.T, strayLog string) []string {
+	t.Helper()
+	b, err := os.ReadFile(strayLog)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	require.NoError(t, err)
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+// TestAgentGuard: the guard of the agent runs catches a stray request
+// from every client a node program has — the built-in fetch, http, https,
+// net, tls and dns — and lets loopback through. The refusing proxy alone
+// cannot: Node 20's built-in fetch, which the Agents SDK's openai client
+// uses, ignores HTTP(S)_PROXY. Without the preload in guardEnv it fails
+// (no line is written for any of the tries).
+func TestAgentGuard(t *testing.T) {
+	nodeSDK(t)
+	stray := newStrayProxy(t)
+	local := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") }))
+	defer local.Close()
+	dir := t.TempDir()
+	strayLog := filepath.Join(dir, "stray.log")
+	script := `
+const http = require('node:http'), https = require('node:https'), net = require('node:net'), tls = require('node:tls'), dns = require('node:dns');
+const tries = {
+  loopback: () => fetch(process.argv[1]).then(r => r.text()),
+  fetch: () => fetch('https://example.com/').then(r => r.status),
+  http: () => new Promise((ok, no) => http.get('http://example.org/', r => ok(r.statusCode)).on('error', no)),
+  https: () => new Promise((ok, no) => https.get('https://192.0.2.1/', r => ok(r.statusCode)).on('error', no)),
+  net: () => new Promise((ok, no) => net.connect(443, '198.51.100.1').on('connect', ok).on('error', no)),
+  tls: () => new Promise((ok, no) => tls.connect({host: 'example.net', port: 443}).on('secureConnect', ok).on('error', no)),
+  dns: () => dns.promises.lookup('example.edu'),
+};
+(async () => {
+  const out = {};
+  for (const [k, f] of Object.entries(tries)) {
+    out[k] = await f().then(v => 'answered ' + String(v), e => 'failed');
+  }
+  console.log(JSON.stringify(out));
+})();`
+	env := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + dir}, guardEnv(t, stray.srv.URL, strayLog)...)
+	stdout, stderr, err := runBounded(t, dir, env, "node", "-e", script, local.URL)
+	require.NoError(t, err, "%s", stderr)
+	var out map[string]string
+	require.NoError(t, json.Unmarshal(bytes.TrimSpace(stdout), &out), "%s", stdout)
+	require.Equal(t, map[string]string{"loopback": "answered ok", "fetch": "failed", "http": "failed", "https": "failed",
+		"net": "failed", "tls": "failed", "dns": "failed"}, out)
+	var hosts []string
+	for _, l := range strayLines(t, strayLog) {
+		parts := strings.SplitN(l, " ", 3)
+		require.Len(t, parts, 3, l)
+		hosts = append(hosts, parts[1]+" "+parts[2])
+	}
+	require.ElementsMatch(t, []string{"fetch example.com", "connect example.org", "connect 192.0.2.1",
+		"connect 198.51.100.1", "connect example.net", "lookup example.edu"}, hosts)
+	require.Empty(t, stray.take(), "nothing reached the proxy: the guard refused first")
 }
 
 // strayProxy is the proxy the agents are told to reach every host but

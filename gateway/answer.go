@@ -179,6 +179,8 @@ type streamAnswer struct {
 	ttft time.Duration
 	// pending reports chunks written since the last flush.
 	pending bool
+	// flushed reports the first flush done (the header written).
+	flushed bool
 	// err is the write error that ends the relay: the caller went away.
 	err error
 	// events: each chunk is a whole server-sent event, its event line
@@ -232,7 +234,20 @@ func (sa *streamAnswer) flush() error {
 		return sa.err
 	}
 	sa.pending = false
-	if err := sa.rc.Flush(); err != nil && sa.err == nil {
+	var err error
+	if !sa.flushed {
+		// The first flush writes the header, in net/http's
+		// chunkWriter.writeHeader, whose frame is 2.8 KiB: on a goroutine
+		// of its own rather than at the bottom of the relay on the
+		// connection's, whose stack the stream keeps (stack_test.go).
+		sa.flushed = true
+		done := make(chan struct{})
+		go func() { err = sa.rc.Flush(); close(done) }()
+		<-done
+	} else {
+		err = sa.rc.Flush()
+	}
+	if err != nil && sa.err == nil {
 		sa.err = err
 	}
 	return sa.err

@@ -70,7 +70,11 @@ func (s *Server) record(t *turn) {
 			return
 		}
 	}
-	s.logRequest(t, r)
+	// On a goroutine of its own: slog's frames (about 3.4 KiB) would land
+	// on the connection's stack, which a stream keeps (stack_test.go).
+	logged := make(chan struct{})
+	go func() { s.logRequest(t, r); close(logged) }()
+	<-logged
 }
 
 // rowPool holds rows being recorded.

@@ -27,7 +27,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	h := newHarness(t, [2]string{"[cache]\nenabled = true", "[cache]\nenabled = false"})
 	ctx, cancel := contextWithTimeout(30 * time.Second)
 	defer cancel()
-	go func() { _ = h.srv.Watch(ctx) }()
+	watchUntil(t, ctx, h.srv)
 
 	var sent, failed atomic.Int64
 	var failures sync.Map
@@ -139,14 +139,26 @@ func metric(t *testing.T, h *harness, name string) float64 {
 	return 0
 }
 
-// watch runs srv's watcher until the test ends (10 s at most) and gives it
-// a moment to set its watches up.
+// watch runs srv's watcher until the test ends (10 s at most) and returns
+// once it watches: a change from then on is seen (a "no reload" test that
+// wrote before would pass for a watcher that was not watching yet).
 func watch(t *testing.T, srv *gateway.Server) {
 	t.Helper()
 	ctx, cancel := contextWithTimeout(10 * time.Second)
 	t.Cleanup(cancel)
-	go func() { _ = srv.Watch(ctx) }()
-	time.Sleep(100 * time.Millisecond)
+	watchUntil(t, ctx, srv)
+}
+
+// watchUntil runs srv's watcher until ctx ends and returns once it watches.
+func watchUntil(t *testing.T, ctx context.Context, srv *gateway.Server) {
+	t.Helper()
+	watching := make(chan struct{})
+	go func() { _ = srv.Watch(ctx, func() { close(watching) }) }()
+	select {
+	case <-watching:
+	case <-ctx.Done():
+		t.Fatal("the watcher did not start watching")
+	}
 }
 
 // waitLoaded waits (5 s at most) for srv to load its configuration again

@@ -74,6 +74,9 @@ type Options struct {
 	// Store is the request-log store. Default: opened from [store] in
 	// sluice.toml.
 	Store requestlog.Store
+	// State is the route state store. Default: opened from [state] in
+	// sluice.toml. Close closes it.
+	State state.Store
 	// Pages builds the handler served under /ui/ from what the gateway
 	// lends it (the binary passes the compliance pages, package review/ui).
 	// Default nil: every /ui/ path answers 404.
@@ -227,14 +230,24 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	if s.state, err = state.Open(context.Background(), cfg); err != nil {
+	if s.state = opts.State; s.state == nil {
+		if s.state, err = state.Open(context.Background(), cfg); err != nil {
+			return nil, err
+		}
+	}
+	// A shared store is listened to before its routes are loaded: a change
+	// made while this replica starts is in what it loads or heard after.
+	follow, err := s.listenState()
+	if err != nil {
 		return nil, err
 	}
 	served, diags := s.withStoredRoutes(context.Background(), snap)
 	if len(diags) > 0 {
+		s.stopWatch()
 		return nil, diags
 	}
 	if err := s.upstreams.refresh(served.Config); err != nil {
+		s.stopWatch()
 		return nil, err
 	}
 	s.snap.Store(served)
@@ -249,12 +262,7 @@ func New(opts Options) (*Server, error) {
 		Registerer: opts.Registry, Logger: opts.Logger,
 	})
 	s.router = s.routes()
-	if n, ok := s.state.(state.Notifier); ok {
-		// A shared state store: swap in the routes another replica changed.
-		ctx, cancel := context.WithCancel(context.Background())
-		s.stopWatch = cancel
-		go n.Watch(ctx, func() { s.refreshRoutes(ctx) })
-	}
+	follow()
 	return s, nil
 }
 
@@ -401,9 +409,7 @@ func (s *Server) setLogLevel(name string) {
 // later calls return the first call's result.
 func (s *Server) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
-		if s.stopWatch != nil {
-			s.stopWatch()
-		}
+		s.stopWatch()
 		err := errors.Join(s.writer.Close(ctx), s.ledger.Close(ctx), s.state.Close(), s.tracing.Shutdown(ctx))
 		if s.holderFile != nil {
 			err = errors.Join(err, s.holderFile.Close(ctx))

@@ -28,8 +28,10 @@ const WatchDebounce = 250 * time.Millisecond
 // beside the configuration, nor an editor's hidden swap files. Editors
 // that save by renaming are handled: directories are watched, not files,
 // and only the directory itself, profiles/** and guardrails/**. A broken
-// save keeps the last good configuration.
-func (s *Server) Watch(ctx context.Context) error {
+// save keeps the last good configuration. Each watching func (tests pass
+// one) is called once the watches are in place: a change from then on is
+// seen.
+func (s *Server) Watch(ctx context.Context, watching ...func()) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return err
@@ -61,6 +63,9 @@ func (s *Server) Watch(ctx context.Context) error {
 		}
 	}
 	addTree()
+	for _, f := range watching {
+		f()
+	}
 	var timer *time.Timer
 	fire := make(chan struct{}, 1)
 	for {

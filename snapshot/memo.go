@@ -70,7 +70,12 @@ func (s *Snapshot) InitMemo(m *Memo, key *profiles.Key, d *guardrails.Decision, 
 	if routing != nil {
 		layers = append(layers[:len(layers):len(layers)], profiles.Layer{Rung: "request", File: profiles.RequestFile, Profile: routing})
 	}
-	*m = Memo{snap: s, principal: key.Principal(), merged: profiles.Merge(layers...), decision: d, pin: pin, body: body}
+	// Field by field, the merge off the connection's stack: a Memo built
+	// whole, and a Merged returned, are temporaries of the caller's frame
+	// (over 2 KiB together), at the request's planning (stack_test.go).
+	*m = Memo{}
+	m.snap, m.principal, m.decision, m.pin, m.body = s, key.Principal(), d, pin, body
+	connectors.OffStack(func() { m.merged = profiles.Merge(layers...) })
 }
 
 // MemoMerged is [Snapshot.Memo] for a profile already merged (the request
@@ -136,7 +141,11 @@ func (m *Memo) Compile(upstream, model string) (*Compiled, error) {
 			return e.c, nil
 		}
 	}
-	c, err := m.snap.CompileFor(m.Plan(model), upstream, m.body, m.in)
+	// Off the connection's stack: compiling is the deepest part of
+	// planning (gateway/stack_test.go).
+	var c *Compiled
+	var err error
+	connectors.OffStack(func() { c, err = m.snap.CompileFor(m.Plan(model), upstream, m.body, m.in) })
 	if err != nil {
 		return nil, err
 	}
@@ -151,8 +160,9 @@ func (m *Memo) Compile(upstream, model string) (*Compiled, error) {
 
 // CompileBody compiles a variant of the request's body (one whose completion
 // cap a budget lowered) for one (upstream, model); it is not memoised.
-func (m *Memo) CompileBody(upstream, model string, body connectors.Body) (*Compiled, error) {
-	return m.snap.CompileFor(m.Plan(model), upstream, body, m.in)
+func (m *Memo) CompileBody(upstream, model string, body connectors.Body) (c *Compiled, err error) {
+	connectors.OffStack(func() { c, err = m.snap.CompileFor(m.Plan(model), upstream, body, m.in) })
+	return c, err
 }
 
 // Usable returns the route without the targets the request may not be sent

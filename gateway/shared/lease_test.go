@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -133,9 +134,15 @@ func parse(v any) float64 {
 }
 
 // TestLeasedRateOverrun: rpm and tpm across three replicas on leases admit
-// no more than the bound: what the bucket issues over the run (limit +
-// limit × elapsed / 60 s) plus the tokens the replicas held when it began
-// (replicas × the largest lease; zero from a fresh bucket, counted anyway).
+// no more than the bound of docs/scaling.md, limit × (1 + W/60) in a window
+// of W seconds, with W the run's own length as the test clocked it: the
+// bucket starts fresh, so the term for tokens leased before the window is
+// 0. The bound is the test's own arithmetic, nothing the replicas report.
+//
+// It fails on a replica that counts more tokens than Redis granted: with
+// the rate lease's done in plan (gateway/shared/lease.go) changed to
+// `r.tokens += g * 3 / 2`, 1.46 × the rpm limit and 1.49 × the tpm limit
+// got through, against bounds of 1.01 × (a run of about a second).
 func TestLeasedRateOverrun(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -170,17 +177,19 @@ func TestLeasedRateOverrun(t *testing.T) {
 				admitted.Add(-cost / 4 * int64(b2i(tc.kind == shared.TPM)))
 				return false
 			})
-			var lmax, local int64
+			var local int64
 			for _, c := range cs {
-				st := c.LeaseStats()
-				lmax, local = max(lmax, st.MaxTokens), local+st.Local
+				local += c.LeaseStats().Local
 			}
 			closeAll(cs)
-			issued := float64(tc.limit) + float64(tc.limit)*elapsed.Seconds()/60
-			bound := issued + float64(len(cs))*float64(lmax)
-			t.Logf("admitted %d (refused %d) in %v: bucket issued %.0f, bound %.0f (L = %d); %d checks on leases",
-				admitted.Load(), refused.Load(), elapsed.Round(time.Millisecond), issued, bound, lmax, local)
-			require.LessOrEqual(t, float64(admitted.Load()), bound)
+			// W: the run as the test clocked it, plus the millisecond the
+			// scripts' clock (Unix milliseconds, truncated) may lag it by.
+			w := elapsed.Seconds() + 0.001
+			bound := float64(tc.limit) * (1 + w/60)
+			t.Logf("admitted %d (refused %d) in %v: bound %.0f (%.3f × the limit); %d checks on leases",
+				admitted.Load(), refused.Load(), elapsed.Round(time.Millisecond), bound,
+				float64(admitted.Load())/float64(tc.limit), local)
+			require.LessOrEqual(t, float64(admitted.Load()), bound, "limit × (1 + W/60) from a fresh bucket")
 			require.Positive(t, refused.Load(), "the limit bound the fleet")
 			require.Greater(t, float64(admitted.Load()), float64(tc.limit)*0.5, "the fleet used the limit, not a share of it")
 			require.Positive(t, local, "leases served checks")
@@ -298,7 +307,13 @@ func TestLeaseOfADeadReplica(t *testing.T) {
 
 // TestLeasesThroughAnOutage: with Redis down a replica spends the lease it
 // holds, then a local share; once Redis is back the leases resume (no
-// restart) and what it spent meanwhile is settled.
+// restart) and what it spent meanwhile is settled: Redis, restarted empty,
+// ends with exactly what the test sent from the outage on.
+//
+// It fails on a syncer that forgets the spend metered during the outage:
+// with sync (gateway/shared/lease.go) changed, while Redis is down, to
+// take every budget lease's pending off the lease and zero it, Redis ended
+// with 0.25 (the spend after the outage alone) instead of 0.40.
 func TestLeasesThroughAnOutage(t *testing.T) {
 	srv := redistest.Start(t)
 	c := openLeased(t, srv, 30*time.Second)
@@ -315,25 +330,34 @@ func TestLeasesThroughAnOutage(t *testing.T) {
 		}
 		return cost
 	}
-	total := spend("a", 50)
-	eventually(t, 3*time.Second, func() bool { return c.LeaseStats().MaxBudget > 0 }, "a lease")
-	before := c.LeaseStats().Local
-	srv.Kill()
-	total += spend("b", 30)
-	eventually(t, 3*time.Second, func() bool { return !c.Up() }, "the replica sees Redis down")
-	require.Greater(t, c.LeaseStats().Local, before, "the lease it holds serves while Redis is down")
-	require.NoError(t, srv.Restart())
-	eventually(t, 5*time.Second, c.Up, "back on Redis")
-	before = c.LeaseStats().Local
-	total += spend("c", 50)
-	require.Greater(t, c.LeaseStats().Local, before, "leases resume")
-	require.NoError(t, c.Close())
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer rdb.Close()
-	spent, err := rdb.HGet(context.Background(), "sluice:b:key:k:"+month, "spent").Float64()
-	require.NoError(t, err)
+	spentInRedis := func() float64 {
+		v, err := rdb.HGet(context.Background(), "sluice:b:key:k:"+month, "spent").Float64()
+		if err != nil && err != redis.Nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := spend("a", 50)
+	eventually(t, 3*time.Second, func() bool { return c.LeaseStats().MaxBudget > 0 }, "a lease")
+	// Everything spent before the outage is settled in Redis (the syncer's
+	// next ticks) before Redis goes: Redis restarts empty, so none of it
+	// may be pushed afterwards.
+	eventually(t, 3*time.Second, func() bool { return math.Abs(spentInRedis()-before) < 1e-9 }, "the spend before the outage settled")
+	local := c.LeaseStats().Local
+	srv.Kill()
+	total := spend("b", 30)
+	eventually(t, 3*time.Second, func() bool { return !c.Up() }, "the replica sees Redis down")
+	require.Greater(t, c.LeaseStats().Local, local, "the lease it holds serves while Redis is down")
+	require.NoError(t, srv.Restart())
+	eventually(t, 5*time.Second, c.Up, "back on Redis")
+	local = c.LeaseStats().Local
+	total += spend("c", 50)
+	require.Greater(t, c.LeaseStats().Local, local, "leases resume")
+	require.NoError(t, c.Close())
 	// Redis restarted empty (no persistence): it has what was spent since
-	// the outage began, pushed when it came back, and after.
-	require.InDelta(t, total-0.25, spent, 0.25+1e-9)
-	require.LessOrEqual(t, spent, total+1e-9)
+	// the outage began, pushed when it came back, and after — to the cent
+	// and below (one request is half a cent).
+	require.InDelta(t, total, spentInRedis(), 1e-9, "spent from the outage on (%.3f USD sent)", total)
 }

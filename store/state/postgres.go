@@ -264,9 +264,10 @@ func (s *postgresStore) Audit(ctx context.Context, limit int, cursor string) (en
 }
 
 // Watch implements [Notifier.Watch]: a connection of its own LISTENs on
-// [Channel]; when it is lost, it reconnects (every second until it can)
-// and calls changed once, since a change may have come meanwhile.
-func (s *postgresStore) Watch(ctx context.Context, changed func()) {
+// [Channel] (listening is called once the first LISTEN has returned);
+// when it is lost, it reconnects (every second until it can) and calls
+// changed once, since a change may have come meanwhile.
+func (s *postgresStore) Watch(ctx context.Context, listening, changed func()) {
 	missed := false
 	for ctx.Err() == nil {
 		conn, err := pgx.ConnectConfig(ctx, s.cfg.ConnConfig.Copy())
@@ -274,6 +275,10 @@ func (s *postgresStore) Watch(ctx context.Context, changed func()) {
 			_, err = conn.Exec(ctx, "LISTEN "+Channel)
 		}
 		if err == nil {
+			if listening != nil {
+				listening()
+				listening = nil
+			}
 			if missed {
 				changed()
 			}

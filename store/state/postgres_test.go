@@ -32,10 +32,15 @@ func TestPostgresStore(t *testing.T) {
 	defer b.Close()
 
 	heard := make(chan struct{}, 10)
+	listening := make(chan struct{})
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go b.(state.Notifier).Watch(wctx, func() { heard <- struct{}{} })
-	time.Sleep(200 * time.Millisecond) // LISTEN in place
+	go b.(state.Notifier).Watch(wctx, func() { close(listening) }, func() { heard <- struct{}{} })
+	select { // a change made from now on is heard
+	case <-listening:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the store did not listen")
+	}
 
 	seeded, err := a.Seeded(ctx)
 	require.NoError(t, err)

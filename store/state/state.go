@@ -53,12 +53,14 @@ type Store interface {
 	Close() error
 }
 
-// Notifier is a store shared by several gateways: Watch calls changed
-// whenever any of them changed the routes (and once after a lost
-// connection comes back, since changes may have been missed), until ctx
-// ends.
+// Notifier is a store shared by several gateways: Watch calls listening
+// once, when it first listens (a change made from then on is heard: a
+// gateway loads its routes after that, so that none made while it starts
+// is missed), and changed whenever any of them changed the routes (and once
+// after a lost connection comes back, since changes may have been missed),
+// until ctx ends.
 type Notifier interface {
-	Watch(ctx context.Context, changed func())
+	Watch(ctx context.Context, listening, changed func())
 }
 
 // OpenToRead opens the configured store for reading only: PostgreSQL
