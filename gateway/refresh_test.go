@@ -185,7 +185,7 @@ func TestCatalogRefresh(t *testing.T) {
 	require.Equal(t, models+1, rd.Catalog.Models)
 	require.False(t, rd.Catalog.LastRefreshFailed)
 	require.False(t, rd.Catalog.ListingFetchedAt.IsZero())
-	_, metricsBody := r.do(t, http.MethodGet, "/metrics", "", "")
+	metricsBody := scrape(t, r.srv)
 	require.Contains(t, string(metricsBody), `sluice_catalog_refreshes_total{result="ok"} 1`)
 	require.Contains(t, string(metricsBody), "sluice_catalog_last_refresh_ok 1")
 	now, err := os.ReadFile(filepath.Join(dir, "catalog.json"))
@@ -208,7 +208,7 @@ func TestCatalogRefresh(t *testing.T) {
 	require.Contains(t, rd.Catalog.Errors[0], "listing_shape")
 	require.Equal(t, models+1, rd.Catalog.Models)
 	require.Contains(t, r.logs.String(), "catalog refresh failed; the last good catalog keeps serving")
-	_, metricsBody = r.do(t, http.MethodGet, "/metrics", "", "")
+	metricsBody = scrape(t, r.srv)
 	require.Contains(t, string(metricsBody), `sluice_catalog_refreshes_total{result="failed"} 1`)
 	require.Contains(t, string(metricsBody), "sluice_catalog_last_refresh_ok 0")
 
@@ -288,7 +288,7 @@ func TestCatalogRefreshUnderLoad(t *testing.T) {
 	}
 	wg.Wait()
 	require.Zero(t, failed.Load(), "first failure: %v", firstFailure.Load())
-	_, metricsBody := r.do(t, http.MethodGet, "/metrics", "", "")
+	metricsBody := scrape(t, r.srv)
 	require.Contains(t, string(metricsBody), `sluice_catalog_refreshes_total{result="ok"} 5`)
 }
 
