@@ -194,3 +194,24 @@ func TestUpstreamErrorBodyIsJSON(t *testing.T) {
 	resp, _ := h.get("/ui/login", "")
 	require.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"))
 }
+
+// TestReadyzRedacted: a failed reload shows on the unauthenticated
+// /readyz as its stable codes only; the admin token sees the located
+// diagnostics (issue 38: a failed catalog refresh put a URL's password
+// and the upstream's body there; refresh_test.go holds the catalog's
+// part, guardrails/listing the URL's and body's).
+func TestReadyzRedacted(t *testing.T) {
+	h := newHarness(t)
+	editConfig(t, h.dir, [2]string{"[server]\n", "[server]\nlog_level = \"loud\"\n"})
+	require.NotEmpty(t, h.srv.Reload())
+	_, b := h.get("/readyz", "")
+	var rd gateway.Readiness
+	require.NoError(t, json.Unmarshal(b, &rd), string(b))
+	require.True(t, rd.Config.LastReloadFailed)
+	require.Equal(t, []string{"schema"}, rd.Config.Errors)
+	require.NotContains(t, string(b), "sluice.toml")
+	_, b = h.get("/readyz", adminToken)
+	require.NoError(t, json.Unmarshal(b, &rd), string(b))
+	require.Len(t, rd.Config.Errors, 1)
+	require.Contains(t, rd.Config.Errors[0], "sluice.toml")
+}
