@@ -215,3 +215,33 @@ func TestReadyzRedacted(t *testing.T) {
 	require.Len(t, rd.Config.Errors, 1)
 	require.Contains(t, rd.Config.Errors[0], "sluice.toml")
 }
+
+// TestAttemptsThrottled: logins and admin-API calls without the admin
+// token are throttled per client address (429 too_many_attempts with
+// Retry-After); the admin's own calls are not (issue 38: 1,000 logins in
+// 0.3 s, and no admin-API throttling).
+func TestAttemptsThrottled(t *testing.T) {
+	h := newHarness(t)
+	for _, c := range []struct {
+		name, method, path, token string
+		free                      int // attempts admitted before the first 429
+	}{
+		{"login", http.MethodPost, "/ui/login", "", 10},
+		{"admin API guesses", http.MethodGet, "/api/v1/routes", "not-the-admin-token-0123456789abcdef", 60},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for i := range c.free {
+				resp, b := h.do(c.method, c.path, c.token, "token=x", "Content-Type", "application/x-www-form-urlencoded")
+				require.NotEqual(t, http.StatusTooManyRequests, resp.StatusCode, "attempt %d: %s", i, b)
+			}
+			resp, b := h.do(c.method, c.path, c.token, "token=x", "Content-Type", "application/x-www-form-urlencoded")
+			require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, string(b))
+			require.Contains(t, string(b), `"code":"too_many_attempts"`)
+			require.NotEmpty(t, resp.Header.Get("Retry-After"))
+		})
+	}
+	for range 100 {
+		resp, b := h.get("/api/v1/routes", adminToken)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "the admin token is not throttled: %s", b)
+	}
+}

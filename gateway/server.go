@@ -297,11 +297,17 @@ func (s *Server) routes() chi.Router {
 		r.Post("/v1/messages/count_tokens", s.countTokens)
 	})
 	r.Get("/api/v1/analytics/invocations", s.invocations)
-	adminAPI := s.adminHandler()
+	// The admin API charges only calls without the admin token: guesses
+	// are throttled, an operator's scripts are not.
+	adminAPI := s.throttled(newThrottle(adminBurst, adminPerSec), func(r *http.Request) bool {
+		return !access.Admin(r, s.opts.AdminToken)
+	}, s.adminHandler())
 	for _, p := range admin.Paths {
 		r.Handle(p, adminAPI)
 	}
-	r.Mount("/ui", s.pagesHandler())
+	r.Mount("/ui", s.throttled(newThrottle(loginBurst, loginPerSec), func(r *http.Request) bool {
+		return r.Method == http.MethodPost && r.URL.Path == "/ui/login"
+	}, s.pagesHandler()))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound(r))
 	})
