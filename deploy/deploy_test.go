@@ -259,9 +259,11 @@ func TestChartDefaults(t *testing.T) {
 	require.Len(t, pod.Containers, 1)
 	c := pod.Containers[0]
 	require.Equal(t, []string{"serve", "--config", "/etc/sluice"}, c.Args)
-	require.Len(t, c.Ports, 1)
+	require.Len(t, c.Ports, 2)
 	require.Equal(t, "http", c.Ports[0].Name)
 	require.Equal(t, 8080, c.Ports[0].ContainerPort)
+	require.Equal(t, "metrics", c.Ports[1].Name, "[server] metrics_listen has a port of its own")
+	require.Equal(t, 9464, c.Ports[1].ContainerPort)
 
 	require.NotNil(t, c.LivenessProbe)
 	require.Equal(t, "/healthz", c.LivenessProbe.HTTPGet.Path)
@@ -295,7 +297,7 @@ func TestChartDefaults(t *testing.T) {
 
 	ann := d.Spec.Template.Metadata.Annotations
 	require.Equal(t, "true", ann["prometheus.io/scrape"])
-	require.Equal(t, "8080", ann["prometheus.io/port"])
+	require.Equal(t, "9464", ann["prometheus.io/port"], "the scrape goes to metrics_listen, not the API's port")
 	require.Equal(t, "/metrics", ann["prometheus.io/path"])
 
 	cfgPath, ro := mountPath(c, "config")
@@ -312,6 +314,11 @@ func TestChartDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, []string{"", "0.0.0.0", "::"}, host, "listens on all interfaces")
 	require.Equal(t, strconv.Itoa(c.Ports[0].ContainerPort), port)
+	host, port, err = net.SplitHostPort(snap.Config.Server.MetricsListen)
+	require.NoError(t, err)
+	require.Contains(t, []string{"", "0.0.0.0", "::"}, host, "the scrape reaches metrics_listen")
+	require.Equal(t, strconv.Itoa(c.Ports[1].ContainerPort), port)
+	require.Equal(t, "off", snap.Config.Server.PublicMetrics, "the API's port does not serve /metrics")
 	require.Equal(t, dataPath, snap.Config.Store.DataDir, "data_dir is the data volume")
 }
 
@@ -352,7 +359,7 @@ func TestChartOptions(t *testing.T) {
 
 	sm := decode[serviceMonitor](t, m, "ServiceMonitor")
 	require.Len(t, sm.Spec.Endpoints, 1)
-	require.Equal(t, "http", sm.Spec.Endpoints[0].Port)
+	require.Equal(t, "metrics", sm.Spec.Endpoints[0].Port)
 	require.Equal(t, "/metrics", sm.Spec.Endpoints[0].Path)
 
 	p := decode[pdb](t, m, "PodDisruptionBudget")
@@ -380,6 +387,9 @@ func TestChartRefuses(t *testing.T) {
 	}{
 		{"loopback listen", []string{"--set-string", "config.files.sluice\\.toml=[server]\nlisten = \"127.0.0.1:8080\"\n[store]\ndata_dir = \"/var/lib/sluice\"\n"},
 			`[server] listen must be "0.0.0.0:8080"`},
+		{"loopback metrics_listen", []string{"--set-string", "config.files.sluice\\.toml=[server]\nlisten = \"0.0.0.0:8080\"\n[store]\ndata_dir = \"/var/lib/sluice\"\n"},
+			`[server] metrics_listen must be "0.0.0.0:9464"`},
+		{"metrics_listen on another port", []string{"--set", "metrics.port=9100"}, `[server] metrics_listen must be "0.0.0.0:9100"`},
 		{"listen on another port", []string{"--set", "port=9090"}, `[server] listen must be "0.0.0.0:9090"`},
 		{"data_dir outside the data volume", []string{"--set", "dataDir=/data"}, `[store] data_dir must be "/data"`},
 		{"no sluice.toml", []string{"--set", "config.files.sluice\\.toml="}, "config.files must hold sluice.toml"},
@@ -418,6 +428,7 @@ func TestComposeConfig(t *testing.T) {
 	require.Contains(t, sl.Volumes, "sluice-data:/var/lib/sluice")
 	require.True(t, sl.ReadOnly)
 	require.Contains(t, sl.Ports, "127.0.0.1:8080:8080")
+	require.Contains(t, sl.Ports, "127.0.0.1:9464:9464", "the scrape's port, on the host's loopback")
 	require.Empty(t, sl.Profiles, "sluice always starts")
 	require.Empty(t, compose.Services["clickhouse"].Profiles, "ClickHouse always starts")
 	for _, name := range []string{"redis", "postgres", "sluice-fleet"} {
@@ -431,11 +442,12 @@ func TestComposeConfig(t *testing.T) {
 	// The password's variable must be set for the directory to load, as
 	// compose.yaml sets it for the container; unset, it is located.
 	_, diags := snapshot.Load("config")
-	require.ErrorContains(t, diags, "sluice.toml:19: missing_env: [store] clickhouse_password_env: the environment variable CLICKHOUSE_PASSWORD is not set")
+	require.ErrorContains(t, diags, "sluice.toml:23: missing_env: [store] clickhouse_password_env: the environment variable CLICKHOUSE_PASSWORD is not set")
 	t.Setenv("CLICKHOUSE_PASSWORD", "compose-test-only")
 	snap, diags := snapshot.Load("config")
 	require.Empty(t, diags)
 	require.Equal(t, "0.0.0.0:8080", snap.Config.Server.Listen)
+	require.Equal(t, "0.0.0.0:9464", snap.Config.Server.MetricsListen)
 	require.Equal(t, "/var/lib/sluice", snap.Config.Store.DataDir)
 	require.Equal(t, "clickhouse", snap.Config.Store.Kind)
 	host, _, err := net.SplitHostPort(snap.Config.Store.ClickHouseAddr)

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -79,8 +81,9 @@ func (s *Server) answer(w http.ResponseWriter, t *turn) {
 			// status, message, type and code, retold.
 			body = connectors.ChatError(rel.status, rel.body)
 			h.Set("Content-Type", "application/json")
-		} else if ct := rel.header.Get("Content-Type"); ct != "" {
-			h.Set("Content-Type", ct)
+		} else {
+			body = jsonError(rel.status, rel.header.Get("Content-Type"), body)
+			h.Set("Content-Type", "application/json")
 		}
 		if ra := rel.header.Get("Retry-After"); ra != "" {
 			h.Set("Retry-After", ra)
@@ -90,6 +93,25 @@ func (s *Server) answer(w http.ResponseWriter, t *turn) {
 	default:
 		s.answerError(w, t, a.out.apiErr)
 	}
+}
+
+// maxRetoldError bounds how much of an upstream's non-JSON error body is
+// retold in the message of the JSON error that replaces it.
+const maxRetoldError = 512
+
+// jsonError returns an upstream's error body as the caller gets it: JSON
+// as the upstream sent it, anything else (an HTML page from a proxy in
+// front of the upstream, say) retold as an upstream_error in the API's
+// error shape, its text cut to maxRetoldError bytes. The caller's answer
+// is always application/json with nosniff, never a page that a browser
+// would render on the gateway's origin.
+func jsonError(status int, contentType string, body []byte) []byte {
+	if json.Valid(body) {
+		return body
+	}
+	text := strings.ToValidUTF8(string(body[:min(len(body), maxRetoldError)]), "")
+	e := apierr.New(apierr.CodeUpstreamError, fmt.Sprintf("the upstream answered %d with a %q body: %s", status, contentType, text))
+	return e.Body()
 }
 
 // fallback reports whether the answer came from an attempt after the first
@@ -189,6 +211,10 @@ type streamAnswer struct {
 	events bool
 	// api is the API the stream answers.
 	api connectors.API
+	// writeTimeout is [server] write_timeout; deadline the write deadline
+	// set last (renewWriteDeadline).
+	writeTimeout time.Duration
+	deadline     time.Time
 }
 
 // beginStream commits the stream's headers: from here on the request cannot
@@ -205,7 +231,8 @@ func (s *Server) beginStream(w http.ResponseWriter, t *turn, a *attempt) *stream
 	// frame stays within the 8 KiB stack an open stream then keeps.
 	h["Date"] = []string{time.Now().UTC().Format(http.TimeFormat)}
 	w.WriteHeader(http.StatusOK)
-	return &streamAnswer{w: w, rc: http.NewResponseController(w), start: t.start, events: t.api == connectors.APIMessages || t.api == connectors.APIResponses, api: t.api}
+	return &streamAnswer{w: w, rc: http.NewResponseController(w), start: t.start, events: t.api == connectors.APIMessages || t.api == connectors.APIResponses, api: t.api,
+		writeTimeout: t.snap.Config.Server.WriteTimeout.Duration}
 }
 
 // emit writes one chunk: "data: " + chunk + blank line (an event of its
@@ -219,6 +246,7 @@ func (sa *streamAnswer) emit(p []byte) error {
 	} else {
 		sa.frame = append(append(append(sa.frame[:0], sseData...), p...), sseEnd...)
 	}
+	sa.renewWriteDeadline()
 	if _, err := sa.w.Write(sa.frame); err != nil {
 		sa.err = err
 		return err
@@ -234,6 +262,7 @@ func (sa *streamAnswer) flush() error {
 		return sa.err
 	}
 	sa.pending = false
+	sa.renewWriteDeadline()
 	var err error
 	if !sa.flushed {
 		// The first flush writes the header, in net/http's

@@ -59,6 +59,16 @@ func TestReadBody(t *testing.T) {
 			}
 		})
 	}
+	// A body that declares 10 MiB and sends 100 bytes before its caller
+	// stalls holds no more than readBodyFirst (issue 38: 200 such
+	// connections took 2.1 GB before the bytes were ever sent).
+	got, err := readBody(io.MultiReader(strings.NewReader(body[:100]), iotest.ErrReader(boom)), 10<<20, 10<<20)
+	require.ErrorIs(t, err, boom)
+	require.LessOrEqual(t, cap(got), readBodyFirst, "memory follows the bytes that arrived, not the declared length")
+	big := strings.Repeat("x", 3*readBodyFirst+5)
+	got, err = readBody(iotest.HalfReader(strings.NewReader(big)), int64(len(big)), 1<<30)
+	require.NoError(t, err)
+	require.Equal(t, big, string(got), "a body past the first buffer grows to its declared length")
 	allocs := testing.AllocsPerRun(50, func() {
 		_, _ = readBody(strings.NewReader(body), int64(len(body)), 1<<20)
 	})

@@ -404,17 +404,23 @@ func isNetTimeout(err error) bool {
 // server cut at shutdown is not gone: its caller is told so.
 func clientGone(r *http.Request) bool { return r.Context().Err() != nil && !shutdownCut(r) }
 
+// readBodyFirst is the most readBody allocates before a body's bytes
+// arrive, whatever length it declares.
+const readBodyFirst = 64 << 10
+
 // readBody reads r to its end, like io.ReadAll, into a buffer sized from the
 // declared length when there is one (0 < size <= limit): one allocation for
-// a body of known size instead of io.ReadAll's doubling from 512 bytes. A
-// body longer than declared still reads whole (up to what r allows).
+// a body of known size up to readBodyFirst instead of io.ReadAll's doubling
+// from 512 bytes, and doubling from there as the bytes arrive. A body
+// longer than declared still reads whole (up to what r allows).
 func readBody(r io.Reader, size, limit int64) ([]byte, error) {
 	if size <= 0 || size > limit {
 		return io.ReadAll(r)
 	}
 	// One byte more than declared, so the read that meets io.EOF needs no
-	// second buffer.
-	b := make([]byte, 0, size+1)
+	// second buffer; but never more than readBodyFirst before the bytes
+	// arrive: a declared length costs nothing until it is sent.
+	b := make([]byte, 0, min(size+1, readBodyFirst))
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
@@ -425,7 +431,9 @@ func readBody(r io.Reader, size, limit int64) ([]byte, error) {
 			return b, err
 		}
 		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
+			// Double toward the declared length (and one byte past it).
+			next := max(min(2*int64(cap(b)), size+1), int64(cap(b))+1)
+			b = append(make([]byte, 0, next), b...)
 		}
 	}
 }

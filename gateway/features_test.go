@@ -278,7 +278,7 @@ func TestReloadKeepsLastGoodConfig(t *testing.T) {
 				require.NoError(t, json.Unmarshal(rb, &rd))
 				require.True(t, rd.Config.LastReloadFailed)
 				require.Contains(t, strings.Join(rd.Config.Errors, "\n"), tc.code)
-				_, mb := h.get("/metrics", "")
+				mb := scrape(t, h.srv)
 				require.Contains(t, string(mb), "sluice_config_last_reload_ok 0")
 			})
 		})
@@ -324,7 +324,7 @@ func TestHealthAndMetrics(t *testing.T) {
 	h.post(secretChat, chatBody("x-ai/grok-4", ""))
 	h.post("", chatBody("x-ai/grok-4", ""))
 	h.rows(2)
-	_, m := h.get("/metrics", "")
+	m := scrape(t, h.srv)
 	for _, want := range []string{
 		`sluice_requests_total{status="200",upstream="openai"} 1`,
 		`sluice_refused_total{code="model_forbidden"} 1`,
@@ -354,7 +354,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		bodies = append(bodies, string(b))
 	}
 	h.rows(4)
-	_, m := h.get("/metrics", "")
+	m := scrape(t, h.srv)
 	_, a := h.get("/api/v1/analytics/invocations", adminToken)
 	_, r := h.get("/readyz", "")
 	everything := h.logs.String() + strings.Join(bodies, "\n") + string(m) + string(a) + string(r)

@@ -32,7 +32,7 @@ const (
 	secretFinance  = "sk-sluice-demo-finance"
 	secretResearch = "sk-sluice-demo-research"
 	secretAnalyst  = "sk-sluice-demo-analyst"
-	adminToken     = "admin-token-for-tests"
+	adminToken     = "admin-token-for-tests-0123456789abcdef"
 )
 
 // platformKeys are the upstream credentials the demo config reads from the
@@ -254,6 +254,15 @@ func (h *harness) do(method, path, token, body string, headers ...string) (*http
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(h.t, err)
 	return resp, b
+}
+
+// scrape reads the metrics as the scrape on [server] metrics_listen does.
+func scrape(t *testing.T, srv *gateway.Server) []byte {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	srv.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	require.Equal(t, http.StatusOK, rec.Code)
+	return rec.Body.Bytes()
 }
 
 // get sends a GET with a bearer token.

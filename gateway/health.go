@@ -11,6 +11,7 @@ import (
 	"github.com/sluicegw/sluice/gateway/shared"
 	"github.com/sluicegw/sluice/guardrails"
 	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/profiles/access"
 )
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -44,7 +45,8 @@ type Readiness struct {
 type StateStoreState struct {
 	Kind      string `json:"kind"`
 	Reachable bool   `json:"reachable"`
-	Error     string `json:"error,omitempty"`
+	// Error is "state_unreachable", or, for the admin token, the error.
+	Error string `json:"error,omitempty"`
 }
 
 // CatalogState describes the catalog serving and its refresh. A failed
@@ -63,7 +65,11 @@ type CatalogState struct {
 	// while it failed, with its Errors.
 	LastRefreshAt     time.Time `json:"last_refresh_at,omitzero"`
 	LastRefreshFailed bool      `json:"last_refresh_failed"`
-	Errors            []string  `json:"errors,omitempty"`
+	// Errors are the failed refresh's errors: their stable codes, or,
+	// for the admin token, the whole messages (URLs without their
+	// user:password@, never an upstream's body).
+	Errors []string `json:"errors,omitempty"`
+	codes  []string
 }
 
 // ConfigState describes the configuration serving.
@@ -71,7 +77,8 @@ type ConfigState struct {
 	Revision string    `json:"revision"`
 	LoadedAt time.Time `json:"loaded_at"`
 	// LastReloadFailed is set while the last reload failed (the revision above
-	// keeps serving); Errors lists its diagnostics.
+	// keeps serving); Errors lists its diagnostics: their stable codes,
+	// or, for the admin token, the whole located diagnostics.
 	LastReloadFailed bool      `json:"last_reload_failed"`
 	FailedAt         time.Time `json:"failed_at,omitzero"`
 	Errors           []string  `json:"errors,omitempty"`
@@ -85,22 +92,42 @@ type StoreState struct {
 	SpooledRows uint64 `json:"spooled_rows"`
 	DroppedRows uint64 `json:"dropped_rows"`
 	SpoolBytes  int64  `json:"spool_bytes"`
-	Error       string `json:"error,omitempty"`
+	// Error is "store_unreachable", or, for the admin token, the error
+	// (which may name the store's internal address).
+	Error string `json:"error,omitempty"`
 }
+
+// Stable codes /readyz shows without the admin token.
+const (
+	codeStoreUnreachable     = "store_unreachable"
+	codeStateUnreachable     = "state_unreachable"
+	codeCatalogRefreshFailed = "catalog_refresh_failed"
+	codeSharedUnreachable    = "shared_unreachable"
+)
 
 // readyz answers 200 when a configuration is loaded and the request log is
 // either reachable or spooling to disk (nothing is lost), 503 otherwise. A
 // failed reload is shown but does not make the gateway unready: the last
-// good configuration serves.
+// good configuration serves. Unauthenticated (a probe's), it says which
+// component is not ready and a stable code only; with the admin token it
+// adds the errors' text, which may name internal addresses.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	detail := access.Admin(r, s.opts.AdminToken)
 	snap := s.snap.Load()
 	st := s.writer.Stats()
 	rd := Readiness{Config: ConfigState{Revision: snap.Revision, LoadedAt: snap.LoadedAt}, Catalog: s.catalogState(snap)}
 	if le := s.lastErr.Load(); le != nil {
 		rd.Config.LastReloadFailed, rd.Config.FailedAt = true, le.at
 		for _, d := range le.diags {
-			rd.Config.Errors = append(rd.Config.Errors, d.String())
+			if detail {
+				rd.Config.Errors = append(rd.Config.Errors, d.String())
+			} else {
+				rd.Config.Errors = append(rd.Config.Errors, d.Code)
+			}
 		}
+	}
+	if !detail {
+		rd.Catalog.Errors = rd.Catalog.codes
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
@@ -108,16 +135,25 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	rd.Store = StoreState{Reachable: err == nil, Spooling: err != nil || !st.StoreUp, QueueDepth: st.QueueDepth,
 		SpooledRows: st.SpooledRows, DroppedRows: st.DroppedRows, SpoolBytes: st.SpoolBytes}
 	if err != nil {
-		rd.Store.Error = err.Error()
+		rd.Store.Error = codeStoreUnreachable
+		if detail {
+			rd.Store.Error = err.Error()
+		}
 	}
 	rd.State.Kind = snap.Config.State.Kind
 	if err := s.state.Ping(ctx); err != nil {
-		rd.State.Error = err.Error()
+		rd.State.Error = codeStateUnreachable
+		if detail {
+			rd.State.Error = err.Error()
+		}
 	} else {
 		rd.State.Reachable = true
 	}
 	if s.fleet != nil {
 		st := s.fleet.Status()
+		if st.Error != "" && !detail {
+			st.Error = codeSharedUnreachable // its text names Redis's address
+		}
 		rd.Shared = &st
 	}
 	limit := snap.Config.Store.SpoolMaxBytes

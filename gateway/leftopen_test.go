@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -67,7 +68,12 @@ func TestUICookieSecureBehindTrustedProxy(t *testing.T) {
 		resp, _ := h.do(http.MethodGet, "/ui/login", "", "", headers...)
 		require.Equal(t, 200, resp.StatusCode)
 		for _, c := range resp.Cookies() {
-			if c.Name == "sluice_ui_login" {
+			if c.Name == "sluice_ui_login" || c.Name == "__Host-sluice_ui_login" {
+				require.Equal(t, c.Secure, c.Name == "__Host-sluice_ui_login", "the __Host- prefix exactly when Secure")
+				if c.Secure {
+					require.Equal(t, "/", c.Path, "__Host- requires Path=/")
+					require.Empty(t, c.Domain, "__Host- forbids Domain")
+				}
 				return c
 			}
 		}
@@ -80,6 +86,53 @@ func TestUICookieSecureBehindTrustedProxy(t *testing.T) {
 	require.False(t, loginCookie(trusted).Secure)
 	// A client behind the proxy cannot prepend its own "https".
 	require.False(t, loginCookie(trusted, "X-Forwarded-Proto", "https, http").Secure)
+
+	// A whole login over TLS: the prefixed cookies are the ones read back.
+	https := []string{"X-Forwarded-Proto", "https"}
+	form := loginCookie(trusted, https...)
+	resp, page := trusted.do(http.MethodGet, "/ui/login", "", "", append(https, "Cookie", "__Host-sluice_ui_login="+form.Value)...)
+	require.Equal(t, 200, resp.StatusCode)
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(page)
+	require.NotNil(t, m)
+	var csrf string
+	for _, c := range resp.Cookies() {
+		if c.Name == "__Host-sluice_ui_login" {
+			csrf = c.Value
+		}
+	}
+	require.Equal(t, string(m[1]), csrf)
+	noRedirect := *trusted.ts.Client()
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	req, err := http.NewRequest(http.MethodPost, trusted.ts.URL+"/ui/login", strings.NewReader(url.Values{"csrf": {csrf}, "token": {adminToken}}.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Forwarded-Proto", "https")
+	req.Header.Set("Cookie", "__Host-sluice_ui_login="+csrf)
+	resp, err = noRedirect.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	var session *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "__Host-sluice_ui" {
+			session = c
+		}
+	}
+	require.NotNil(t, session, "the session cookie over TLS is __Host-sluice_ui")
+	require.True(t, session.Secure)
+	require.Equal(t, "/", session.Path)
+	pages := func(cookie string) int {
+		req, err := http.NewRequest(http.MethodGet, trusted.ts.URL+"/ui/", nil)
+		require.NoError(t, err)
+		req.Header.Set("X-Forwarded-Proto", "https")
+		req.Header.Set("Cookie", cookie)
+		resp, err := noRedirect.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, 200, pages("__Host-sluice_ui="+session.Value), "the prefixed session cookie is read back")
+	require.Equal(t, http.StatusSeeOther, pages("sluice_ui="+session.Value), "over TLS the bare name (settable from plain HTTP) is not read")
 
 	untrusted := newHarness(t, [2]string{"[server]\n", "[server]\ntrusted_proxies = [\"10.1.2.3\"]\n"})
 	require.False(t, loginCookie(untrusted, "X-Forwarded-Proto", "https").Secure)

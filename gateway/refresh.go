@@ -35,6 +35,9 @@ type refreshStatus struct {
 	at     time.Time // the last attempt
 	ok     bool
 	errors []string
+	// codes are the errors' stable codes, all /readyz shows without the
+	// admin token.
+	codes []string
 }
 
 // loadSnapshot loads the configuration directory with the listing kept in
@@ -124,14 +127,18 @@ func (s *Server) RefreshCatalog(ctx context.Context) error {
 	})
 	if err != nil {
 		var es listing.Errors
-		lines := []string{err.Error()}
-		if errors.As(err, &es) {
-			lines = lines[:0]
+		var le *listing.Error
+		lines, codes := []string{err.Error()}, []string{codeCatalogRefreshFailed}
+		switch {
+		case errors.As(err, &es):
+			lines, codes = lines[:0], codes[:0]
 			for _, e := range es {
-				lines = append(lines, e.Error())
+				lines, codes = append(lines, e.Error()), append(codes, e.Code)
 			}
+		case errors.As(err, &le):
+			codes = []string{le.Code}
 		}
-		return s.refreshFailed(lines, err)
+		return s.refreshFailed(lines, codes, err)
 	}
 	s.reloadMu.Lock()
 	snap, old, diags := s.swapIn(func() (*snapshot.Snapshot, profiles.Diagnostics) {
@@ -139,11 +146,11 @@ func (s *Server) RefreshCatalog(ctx context.Context) error {
 	})
 	if len(diags) > 0 {
 		s.reloadMu.Unlock()
-		lines := make([]string, len(diags))
+		lines, codes := make([]string, len(diags)), make([]string, len(diags))
 		for i, d := range diags {
-			lines[i] = d.String()
+			lines[i], codes[i] = d.String(), d.Code
 		}
-		return s.refreshFailed(lines, diags)
+		return s.refreshFailed(lines, codes, diags)
 	}
 	s.listing.Store(imp)
 	s.refresh.Store(&refreshStatus{at: time.Now(), ok: true})
@@ -226,8 +233,8 @@ func (s *Server) fleetListing(ctx context.Context, cc profiles.Catalog, fetch fu
 
 // refreshFailed records a failed refresh: the last good catalog keeps
 // serving.
-func (s *Server) refreshFailed(lines []string, err error) error {
-	s.refresh.Store(&refreshStatus{at: time.Now(), errors: lines})
+func (s *Server) refreshFailed(lines, codes []string, err error) error {
+	s.refresh.Store(&refreshStatus{at: time.Now(), errors: lines, codes: codes})
 	s.metrics.CatalogRefreshes.WithLabelValues("failed").Inc()
 	s.metrics.CatalogRefreshOK.Set(0)
 	s.log.Error("catalog refresh failed; the last good catalog keeps serving",
@@ -290,7 +297,7 @@ func (s *Server) catalogState(snap *snapshot.Snapshot) CatalogState {
 	if r := s.refresh.Load(); r != nil {
 		st.LastRefreshAt = r.at
 		st.LastRefreshFailed = !r.ok
-		st.Errors = r.errors
+		st.Errors, st.codes = r.errors, r.codes
 	}
 	return st
 }

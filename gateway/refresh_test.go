@@ -185,7 +185,7 @@ func TestCatalogRefresh(t *testing.T) {
 	require.Equal(t, models+1, rd.Catalog.Models)
 	require.False(t, rd.Catalog.LastRefreshFailed)
 	require.False(t, rd.Catalog.ListingFetchedAt.IsZero())
-	_, metricsBody := r.do(t, http.MethodGet, "/metrics", "", "")
+	metricsBody := scrape(t, r.srv)
 	require.Contains(t, string(metricsBody), `sluice_catalog_refreshes_total{result="ok"} 1`)
 	require.Contains(t, string(metricsBody), "sluice_catalog_last_refresh_ok 1")
 	now, err := os.ReadFile(filepath.Join(dir, "catalog.json"))
@@ -204,11 +204,17 @@ func TestCatalogRefresh(t *testing.T) {
 	rd = r.ready(t)
 	require.True(t, rd.Ready, "a failed refresh does not make the gateway unready")
 	require.True(t, rd.Catalog.LastRefreshFailed)
-	require.Len(t, rd.Catalog.Errors, 1)
-	require.Contains(t, rd.Catalog.Errors[0], "listing_shape")
+	require.Equal(t, []string{"listing_shape"}, rd.Catalog.Errors, "without the admin token, /readyz shows the stable code only")
+	code, b = r.do(t, http.MethodGet, "/readyz", adminToken, "")
+	require.Equal(t, http.StatusOK, code)
+	var detail gateway.Readiness
+	require.NoError(t, json.Unmarshal(b, &detail))
+	require.Len(t, detail.Catalog.Errors, 1)
+	require.Contains(t, detail.Catalog.Errors[0], `/openrouter/api/v1/models#/data/0/pricing/completion: listing_shape: "ten dollars" is not a decimal number`,
+		"the admin token sees the located error")
 	require.Equal(t, models+1, rd.Catalog.Models)
 	require.Contains(t, r.logs.String(), "catalog refresh failed; the last good catalog keeps serving")
-	_, metricsBody = r.do(t, http.MethodGet, "/metrics", "", "")
+	metricsBody = scrape(t, r.srv)
 	require.Contains(t, string(metricsBody), `sluice_catalog_refreshes_total{result="failed"} 1`)
 	require.Contains(t, string(metricsBody), "sluice_catalog_last_refresh_ok 0")
 
@@ -288,7 +294,7 @@ func TestCatalogRefreshUnderLoad(t *testing.T) {
 	}
 	wg.Wait()
 	require.Zero(t, failed.Load(), "first failure: %v", firstFailure.Load())
-	_, metricsBody := r.do(t, http.MethodGet, "/metrics", "", "")
+	metricsBody := scrape(t, r.srv)
 	require.Contains(t, string(metricsBody), `sluice_catalog_refreshes_total{result="ok"} 5`)
 }
 

@@ -127,7 +127,7 @@ func contains(b []byte, s string) bool { return strings.Contains(string(b), s) }
 // metric reads one sample's value from /metrics (0 when absent).
 func metric(t *testing.T, h *harness, name string) float64 {
 	t.Helper()
-	_, b := h.get("/metrics", "")
+	b := scrape(t, h.srv)
 	for _, line := range strings.Split(string(b), "\n") {
 		if len(line) > len(name) && line[:len(name)] == name && line[len(name)] == ' ' {
 			var v float64

@@ -30,7 +30,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sluicegw/sluice/compiler/failover"
 	"github.com/sluicegw/sluice/gateway/admin"
@@ -41,6 +40,7 @@ import (
 	"github.com/sluicegw/sluice/gateway/telemetry"
 	"github.com/sluicegw/sluice/guardrails/listing"
 	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/profiles/access"
 	"github.com/sluicegw/sluice/snapshot"
 	"github.com/sluicegw/sluice/store/holders"
 	"github.com/sluicegw/sluice/store/requestlog"
@@ -68,6 +68,11 @@ type Options struct {
 	// AdminToken authorises the admin and analytics APIs. Default "" (the
 	// analytics API then serves analyst keys only).
 	AdminToken string
+	// MetricsToken is the scrape token: with [server] public_metrics =
+	// "token", a bearer of it (or of the admin token) reads /metrics on the
+	// API's listener. The binary reads it from SLUICE_METRICS_TOKEN.
+	// Default "" (only the admin token).
+	MetricsToken string
 	// UpstreamURLs overrides upstream base URLs by upstream name (the demo
 	// points them at the simulator). Default none.
 	UpstreamURLs map[string]string
@@ -167,6 +172,12 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Build.Version == "" {
 		opts.Build = metrics.Build{Version: "(devel)", Commit: "unknown", GoVersion: runtime.Version()}
+	}
+	if err := access.CheckToken("SLUICE_ADMIN_TOKEN", opts.AdminToken); err != nil {
+		return nil, err
+	}
+	if err := access.CheckToken("SLUICE_METRICS_TOKEN", opts.MetricsToken); err != nil {
+		return nil, err
 	}
 	s := &Server{opts: opts, log: opts.Logger, reg: opts.Registry, metrics: metrics.New(opts.Registry, opts.Build), tracing: opts.Tracing}
 	s.files = hashConfigFiles(opts.ConfigDir)
@@ -292,7 +303,7 @@ func (s *Server) routes() chi.Router {
 	r.Use(s.recoverer)
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
-	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
+	r.Get("/metrics", s.publicMetrics(s.MetricsHandler()))
 	r.Group(func(r chi.Router) {
 		r.Use(s.authenticate)
 		r.Post("/v1/chat/completions", s.chatCompletions)
@@ -310,11 +321,17 @@ func (s *Server) routes() chi.Router {
 		r.Post("/v1/messages/count_tokens", s.countTokens)
 	})
 	r.With(s.track).Get("/api/v1/analytics/invocations", s.invocations)
-	adminAPI := s.track(s.adminHandler())
+	// The admin API charges only calls without the admin token: guesses
+	// are throttled, an operator's scripts are not.
+	adminAPI := s.track(s.throttled(newThrottle(adminBurst, adminPerSec), func(r *http.Request) bool {
+		return !access.Admin(r, s.opts.AdminToken)
+	}, s.adminHandler()))
 	for _, p := range admin.Paths {
 		r.Handle(p, adminAPI)
 	}
-	r.Mount("/ui", s.track(s.pagesHandler()))
+	r.Mount("/ui", s.track(s.throttled(newThrottle(loginBurst, loginPerSec), func(r *http.Request) bool {
+		return r.Method == http.MethodPost && r.URL.Path == "/ui/login"
+	}, s.pagesHandler())))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound(r))
 	})
@@ -439,6 +456,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 				writeError(w, internalError())
 			}
 		}()
+		s.limit(w, r)
 		next.ServeHTTP(w, r)
 	})
 }

@@ -80,6 +80,31 @@ type Server struct {
 	// performance work. It has no authentication: bind it to loopback.
 	// Default "" (off).
 	DebugListen string `toml:"debug_listen" json:"debug_listen"`
+	// MetricsListen is the address of a separate listener serving the
+	// Prometheus metrics at /metrics (per-team spend and tokens among
+	// them), without authentication: keep it on loopback or a network only
+	// the scrape reaches. "off" serves no such listener. Default
+	// "127.0.0.1:9464".
+	MetricsListen string `toml:"metrics_listen" json:"metrics_listen"`
+	// PublicMetrics says whether the API's own listener also serves
+	// /metrics: "off" (404), "admin" (behind the admin token) or "token"
+	// (behind the scrape token of the SLUICE_METRICS_TOKEN environment
+	// variable, or the admin token). Default "off".
+	PublicMetrics string `toml:"public_metrics" json:"public_metrics"`
+	// ReadHeaderTimeout bounds reading a request's headers. Default 10s.
+	ReadHeaderTimeout Duration `toml:"read_header_timeout" json:"read_header_timeout"`
+	// BodyReadTimeout bounds reading a request's body, from the end of its
+	// headers (a caller trickling its body is cut past it). It does not
+	// bound the answer: a stream lasts as long as it needs. Default 30s.
+	BodyReadTimeout Duration `toml:"body_read_timeout" json:"body_read_timeout"`
+	// IdleTimeout bounds how long a kept-alive connection waits for its
+	// next request. Default 2m.
+	IdleTimeout Duration `toml:"idle_timeout" json:"idle_timeout"`
+	// WriteTimeout bounds each write of an answer to the caller (renewed
+	// for every write, so a long stream is not cut while the caller
+	// reads): a caller that stops reading is cut past it, and its row
+	// recorded. Default 30s.
+	WriteTimeout Duration `toml:"write_timeout" json:"write_timeout"`
 	// LogRequests chooses which requests get a structured log line: "errors"
 	// (those that did not end 2xx: refusals, upstream failures, cancelled
 	// clients), "all", or "off". Every request has its request-log row
@@ -96,6 +121,9 @@ type Server struct {
 	// X-Forwarded-Proto is ignored and only a TLS connection counts.
 	TrustedProxies []string `toml:"trusted_proxies" json:"trusted_proxies"`
 }
+
+// DefaultMetricsListen is [Server.MetricsListen]'s default: loopback only.
+const DefaultMetricsListen = "127.0.0.1:9464"
 
 // Store configures the request log.
 type Store struct {
@@ -652,6 +680,21 @@ func (c *Config) applyDefaults() {
 	}
 	if s.ShutdownTimeout.Duration == 0 {
 		s.ShutdownTimeout.Duration = 30 * time.Second
+	}
+	if s.MetricsListen == "" {
+		s.MetricsListen = DefaultMetricsListen
+	}
+	if s.PublicMetrics == "" {
+		s.PublicMetrics = "off"
+	}
+	for _, d := range []struct {
+		v   *Duration
+		def time.Duration
+	}{{&s.ReadHeaderTimeout, 10 * time.Second}, {&s.BodyReadTimeout, 30 * time.Second},
+		{&s.IdleTimeout, 2 * time.Minute}, {&s.WriteTimeout, 30 * time.Second}} {
+		if d.v.Duration == 0 {
+			d.v.Duration = d.def
+		}
 	}
 	st := &c.Store
 	if st.Kind == "" {

@@ -24,6 +24,10 @@ import (
 // AdminTokenEnv names the environment variable holding the admin token.
 const AdminTokenEnv = "SLUICE_ADMIN_TOKEN"
 
+// MetricsTokenEnv names the environment variable holding the scrape token
+// ([server] public_metrics = "token").
+const MetricsTokenEnv = "SLUICE_METRICS_TOKEN"
+
 // compliancePages serves the compliance pages (review/ui) under the gateway's
 // /ui/, on the request log and configuration the gateway lends them, with
 // diff's what-if view.
@@ -51,7 +55,7 @@ func runServe(env *cliEnv, args []string) int {
 		return 1
 	}
 	srv, err := gateway.New(gateway.Options{ConfigDir: *dir, Logger: logger, LogLevel: level, AdminToken: os.Getenv(AdminTokenEnv),
-		Pages: compliancePages, Tracing: tracing, Build: metrics.Build{Version: v.Version, Commit: v.Commit, GoVersion: v.Go}})
+		MetricsToken: os.Getenv(MetricsTokenEnv), Pages: compliancePages, Tracing: tracing, Build: metrics.Build{Version: v.Version, Commit: v.Commit, GoVersion: v.Go}})
 	if err != nil {
 		_ = tracing.Shutdown(context.Background())
 		printLoadError(env, err)
@@ -76,7 +80,46 @@ func runServe(env *cliEnv, args []string) int {
 		logger.Info("serving runtime profiles", "addr", dln.Addr().String(), "path", "/debug/pprof/")
 		go func() { _ = (&http.Server{Handler: debugHandler(), ReadHeaderTimeout: 10 * time.Second}).Serve(dln) }()
 	}
-	return serveUntilSignal(env, srv, ln, logger)
+	mln, err := listenMetrics(srv, logger)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "sluice serve: [server] metrics_listen: %v\n", err)
+		return 1
+	}
+	if mln != nil {
+		defer mln.Close()
+	}
+	return serveUntilSignal(env, srv, gateway.FramingListener(ln), logger)
+}
+
+// listenMetrics serves /metrics on [server] metrics_listen, a listener of
+// its own (loopback by default; nil when "off"), so that the API's
+// listener need not show every team's spend.
+func listenMetrics(srv *gateway.Server, logger *slog.Logger) (net.Listener, error) {
+	addr := srv.Snapshot().Config.Server.MetricsListen
+	if addr == "off" {
+		return nil, nil
+	}
+	mln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("serving metrics", "addr", mln.Addr().String(), "path", "/metrics")
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", srv.MetricsHandler())
+	go func() {
+		_ = (&http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}).Serve(mln)
+	}()
+	return mln, nil
+}
+
+// withLimits sets the API server's deadlines from [server]: reading
+// headers, and a kept-alive connection's idle wait. The body's read
+// deadline and each write's are the gateway's, per request, so that a
+// stream is never cut by a whole-request deadline.
+func withLimits(hs *http.Server, sc profiles.Server) *http.Server {
+	hs.ReadHeaderTimeout = sc.ReadHeaderTimeout.Duration
+	hs.IdleTimeout = sc.IdleTimeout.Duration
+	return hs
 }
 
 // debugHandler serves Go's runtime profiles under /debug/pprof/, on the
@@ -98,7 +141,7 @@ func debugHandler() http.Handler {
 func serveUntilSignal(env *cliEnv, srv *gateway.Server, ln net.Listener, logger *slog.Logger) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	hs := newHTTPServer(srv.Handler(), ctx)
+	hs := withLimits(newHTTPServer(srv.Handler(), ctx), srv.Snapshot().Config.Server)
 	go func() {
 		if err := srv.Watch(ctx); err != nil {
 			logger.Warn("config watcher stopped", "err", err.Error())

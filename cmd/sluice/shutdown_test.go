@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -63,6 +64,9 @@ func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); retur
 // table (shutdown_timeout is 10s unless one of them sets it).
 func serveSubprocess(t *testing.T, sim *simulator.Server, serverTOML ...string) *served {
 	t.Helper()
+	if !slices.ContainsFunc(serverTOML, func(l string) bool { return strings.HasPrefix(l, "metrics_listen") }) {
+		serverTOML = append(serverTOML, `metrics_listen = "127.0.0.1:0"`) // never the default port: tests run side by side
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()

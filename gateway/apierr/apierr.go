@@ -65,6 +65,15 @@ const (
 	// (previous_response_id) stored by an upstream the request may not be
 	// sent to, or by no upstream that stores responses.
 	CodeResponseElsewhere = "previous_response_elsewhere"
+	// CodeUpstreamError: an upstream's error answer whose body was not
+	// JSON, retold as JSON under the upstream's own status.
+	CodeUpstreamError = "upstream_error"
+	// CodeAmbiguousFraming: the request declared both Content-Length and
+	// Transfer-Encoding; it is refused and its connection closed.
+	CodeAmbiguousFraming = "ambiguous_framing"
+	// CodeTooManyAttempts: a client made too many login or admin-API
+	// attempts; the answer carries Retry-After.
+	CodeTooManyAttempts = "too_many_attempts"
 	// CodeDataPolicyUnsatisfiable: a data restriction (zero retention, no
 	// training, quantizations, a price ceiling) cannot be held on the
 	// upstream; the message names the field and who set it.
@@ -96,6 +105,8 @@ var statuses = map[string]int{
 	CodeServerShutdown:          http.StatusServiceUnavailable,
 	CodePermissionDenied:        http.StatusForbidden,
 	CodeRateLimited:             http.StatusTooManyRequests,
+	CodeAmbiguousFraming:        http.StatusBadRequest,
+	CodeTooManyAttempts:         http.StatusTooManyRequests,
 	CodeResponseElsewhere:       http.StatusUnprocessableEntity,
 	CodeDataPolicyUnsatisfiable: http.StatusUnprocessableEntity,
 	// Governance refusals: somebody's policy forbids it.

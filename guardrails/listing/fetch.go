@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -104,7 +105,7 @@ func (c *Client) Get(ctx context.Context, url string) ([]byte, error) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, &Error{Code: CodeFetch, Where: url, Message: fmt.Sprintf("%v (after %d attempts; last: %v)", ctx.Err(), try, last)}
+			return nil, &Error{Code: CodeFetch, Where: stripUserinfo(url), Message: stripUserinfo(fmt.Sprintf("%v (after %d attempts; last: %v)", ctx.Err(), try, last))}
 		case <-t.C:
 		}
 		wait = min(wait*2, maxWait)
@@ -121,7 +122,7 @@ func (c *Client) Get(ctx context.Context, url string) ([]byte, error) {
 func (c *Client) once(ctx context.Context, url string) ([]byte, time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, -1, &Error{Code: CodeFetch, Where: url, Message: err.Error()}
+		return nil, -1, &Error{Code: CodeFetch, Where: stripUserinfo(url), Message: stripUserinfo(err.Error())}
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "sluice-catalog-import")
@@ -130,24 +131,24 @@ func (c *Client) once(ctx context.Context, url string) ([]byte, time.Duration, e
 	}
 	resp, err := c.httpClient().Do(req)
 	if err != nil {
-		return nil, 0, &Error{Code: CodeFetch, Where: url, Message: redactErr(err, url)}
+		return nil, 0, &Error{Code: CodeFetch, Where: stripUserinfo(url), Message: stripUserinfo(redactErr(err, url))}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxListingBytes+1))
 	if err != nil {
-		return nil, 0, &Error{Code: CodeFetch, Where: url, Message: "reading the body: " + err.Error()}
+		return nil, 0, &Error{Code: CodeFetch, Where: stripUserinfo(url), Message: "reading the body: " + err.Error()}
 	}
 	switch {
 	case resp.StatusCode == http.StatusOK && len(body) > maxListingBytes:
-		return nil, -1, &Error{Code: CodeFetch, Where: url, Message: fmt.Sprintf("the listing is larger than %d bytes", maxListingBytes)}
+		return nil, -1, &Error{Code: CodeFetch, Where: stripUserinfo(url), Message: fmt.Sprintf("the listing is larger than %d bytes", maxListingBytes)}
 	case resp.StatusCode == http.StatusOK:
 		return body, 0, nil
 	case resp.StatusCode == http.StatusNotFound:
-		return nil, -1, &Error{Code: CodeNotFound, Where: url, Message: "HTTP 404: " + snippet(body)}
+		return nil, -1, &Error{Code: CodeNotFound, Where: stripUserinfo(url), Message: "HTTP 404"}
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		return nil, retryAfter(resp.Header.Get("Retry-After")), &Error{Code: CodeFetch, Where: url, Message: fmt.Sprintf("HTTP %d: %s", resp.StatusCode, snippet(body))}
+		return nil, retryAfter(resp.Header.Get("Retry-After")), &Error{Code: CodeFetch, Where: stripUserinfo(url), Message: fmt.Sprintf("HTTP %d", resp.StatusCode)}
 	default:
-		return nil, -1, &Error{Code: CodeFetch, Where: url, Message: fmt.Sprintf("HTTP %d: %s", resp.StatusCode, snippet(body))}
+		return nil, -1, &Error{Code: CodeFetch, Where: stripUserinfo(url), Message: fmt.Sprintf("HTTP %d", resp.StatusCode)}
 	}
 }
 
@@ -172,16 +173,14 @@ func retryAfter(v string) time.Duration {
 	return 0
 }
 
-func snippet(b []byte) string {
-	s := strings.Join(strings.Fields(string(b)), " ")
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	if s == "" {
-		s = "(empty body)"
-	}
-	return s
-}
+// userinfo matches the user:password@ of a URL in a text.
+var userinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s"']*@`)
+
+// stripUserinfo removes every URL's user:password@ from a text: a listing
+// URL's credentials reach neither an error, the log nor /readyz. The
+// upstream's error body is never quoted either (it may echo the key the
+// request sent): an error says its HTTP status only.
+func stripUserinfo(s string) string { return userinfo.ReplaceAllString(s, "$1") }
 
 // OpenRouter reads OpenRouter's listing: live from BaseURL, or from saved
 // files when ModelsFile is set.
@@ -311,7 +310,7 @@ func (o *OpenRouter) endpoints(ctx context.Context, c *Client, models []ORModel)
 		case errors.As(err, &e):
 			errs = append(errs, e)
 		default:
-			errs = append(errs, &Error{Code: CodeFetch, Message: err.Error()})
+			errs = append(errs, &Error{Code: CodeFetch, Message: stripUserinfo(err.Error())})
 		}
 		cancel()
 	}
@@ -360,7 +359,7 @@ feed:
 		return nil, errs
 	}
 	if err := ctx.Err(); err != nil && o.ModelsFile == "" {
-		return nil, &Error{Code: CodeFetch, Where: o.BaseURL, Message: err.Error()}
+		return nil, &Error{Code: CodeFetch, Where: o.BaseURL, Message: stripUserinfo(err.Error())}
 	}
 	return out, nil
 }
@@ -444,7 +443,7 @@ func readFile(path string) ([]byte, error) {
 	case errors.Is(err, os.ErrNotExist):
 		return nil, &Error{Code: CodeNotFound, Where: path, Message: "no such file"}
 	case err != nil:
-		return nil, &Error{Code: CodeRead, Where: path, Message: err.Error()}
+		return nil, &Error{Code: CodeRead, Where: path, Message: stripUserinfo(err.Error())}
 	}
 	return raw, nil
 }

@@ -71,7 +71,7 @@ func TestGetRetriesThrottlingAndServerErrors(t *testing.T) {
 
 	calls.Store(0)
 	_, err = c.Get(ctx, srv.URL+"/down")
-	require.ErrorContains(t, err, srv.URL+"/down: listing_fetch: HTTP 502: down (after 4 attempts)")
+	require.ErrorContains(t, err, srv.URL+"/down: listing_fetch: HTTP 502 (after 4 attempts)")
 	require.EqualValues(t, listing.DefaultAttempts, calls.Load())
 }
 
@@ -189,4 +189,31 @@ func TestWriteFileAtomicKeepsTheMode(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
+}
+
+// TestGetErrorsShowNoSecrets: a failed fetch names its URL without the
+// URL's user:password@ and never quotes the upstream's body (which may
+// echo the key the request sent), for an HTTP failure and a network
+// failure alike (issue 38: both reached /readyz and the log).
+func TestGetErrorsShowNoSecrets(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"error":"bad key `+r.Header.Get("Authorization")+`"}`, http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	withCreds := strings.Replace(srv.URL, "http://", "http://listing-user:listing-password@", 1)
+	c := fastClient()
+	c.APIKey = "sk-echoed-platform-key"
+	_, err := c.Get(context.Background(), withCreds+"/api/v1/models")
+	require.ErrorContains(t, err, srv.URL+"/api/v1/models: listing_fetch: HTTP 401")
+
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	c.Attempts = 1
+	_, err2 := c.Get(context.Background(), strings.Replace(down.URL, "http://", "http://listing-user:listing-password@", 1)+"/api/v1/models")
+	require.Error(t, err2)
+	for _, e := range []error{err, err2} {
+		for _, secret := range []string{"listing-user", "listing-password", "sk-echoed-platform-key"} {
+			require.NotContains(t, e.Error(), secret)
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -56,9 +57,26 @@ func Key(cfg *profiles.Config, secret string) *profiles.Key {
 }
 
 // SameSecret compares two secrets in constant time; an empty one never
-// matches (an unset admin token admits nobody).
+// matches (an unset admin token admits nobody). It compares their SHA-256
+// digests, which are always 32 bytes: comparing the secrets themselves
+// returns at once on a length mismatch, which tells a prober the token's
+// length.
 func SameSecret(a, b string) bool {
-	return a != "" && b != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+	da, db := sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))
+	return a != "" && b != "" && subtle.ConstantTimeCompare(da[:], db[:]) == 1
+}
+
+// MinAdminTokenLen is the shortest admin token (and scrape token) the
+// gateway starts with: a short one is guessed.
+const MinAdminTokenLen = 32
+
+// CheckToken refuses a token that is set and shorter than
+// [MinAdminTokenLen]; env names its environment variable in the error.
+func CheckToken(env, token string) error {
+	if token != "" && len(token) < MinAdminTokenLen {
+		return fmt.Errorf("%s is %d characters; it must be at least %d (generate one with `openssl rand -hex 32`)", env, len(token), MinAdminTokenLen)
+	}
+	return nil
 }
 
 // Admin reports whether the request carries the admin token.

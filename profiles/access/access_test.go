@@ -34,6 +34,16 @@ func TestSameSecret(t *testing.T) {
 	require.False(t, access.SameSecret("abc", ""))
 	require.False(t, access.SameSecret("abc", "abd"))
 	require.True(t, access.SameSecret("abc", "abc"))
+	// Compared as digests: a prefix or an extension is just another secret.
+	require.False(t, access.SameSecret("abc", "abcd"))
+	require.False(t, access.SameSecret("abcd", "abc"))
+}
+
+func TestCheckToken(t *testing.T) {
+	require.NoError(t, access.CheckToken("X", ""), "unset: the API is off, nothing to refuse")
+	require.NoError(t, access.CheckToken("X", "0123456789abcdef0123456789abcdef"))
+	require.EqualError(t, access.CheckToken("SLUICE_ADMIN_TOKEN", "a"),
+		"SLUICE_ADMIN_TOKEN is 1 characters; it must be at least 32 (generate one with `openssl rand -hex 32`)")
 }
 
 func TestAdmin(t *testing.T) {

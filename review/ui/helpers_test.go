@@ -27,7 +27,7 @@ import (
 // Demo secrets (testdata/demo/sluice.toml): k-analyst has the analyst role
 // in team ml; k-chat is a plain key.
 const (
-	adminToken     = "admin-token-for-ui-tests"
+	adminToken     = "admin-token-for-ui-tests-0123456789abcdef"
 	secretAnalyst  = "sk-sluice-demo-analyst"
 	secretPlainKey = "sk-sluice-demo-chat"
 )

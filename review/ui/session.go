@@ -55,8 +55,25 @@ func (s *sessions) expired(x *session, now time.Time) bool {
 	return now.Sub(x.seen) > s.idle || now.Sub(x.created) > s.maxAge
 }
 
-// create stores a new session for the principal. When the table is full it
-// drops expired sessions, then the least recently used one.
+// maxPerPrincipal bounds the sessions one principal (the admin, or one
+// analyst key) holds: its next login ends its own least recently used
+// session, so that one principal logging in over and over cannot push
+// everybody else's sessions out of the table.
+const maxPerPrincipal = 8
+
+// samePrincipal reports whether two sessions are the same principal's.
+func samePrincipal(a, b *session) bool { return a.admin == b.admin && a.keyID == b.keyID }
+
+// lru reports whether y was used less recently than x (of equals, created
+// earlier).
+func lru(y, x *session) bool {
+	return x == nil || y.seen.Before(x.seen) || (y.seen.Equal(x.seen) && y.seq < x.seq)
+}
+
+// create stores a new session for the principal. A principal at
+// maxPerPrincipal live sessions loses its own least recently used one.
+// When the table is still full it drops expired sessions, then the least
+// recently used one.
 func (s *sessions) create(admin bool, keyID string) *session {
 	now := s.now()
 	x := &session{id: randomToken(), csrf: randomToken(), admin: admin, keyID: keyID, created: now, seen: now}
@@ -64,6 +81,24 @@ func (s *sessions) create(admin bool, keyID string) *session {
 	defer s.mu.Unlock()
 	s.seq++
 	x.seq = s.seq
+	var own, ownOldest *session
+	n := 0
+	for id, y := range s.m {
+		if s.expired(y, now) {
+			delete(s.m, id)
+			continue
+		}
+		if samePrincipal(y, x) {
+			n++
+			if lru(y, ownOldest) {
+				ownOldest = y
+			}
+		}
+	}
+	if n >= maxPerPrincipal && ownOldest != nil {
+		own = ownOldest
+		delete(s.m, own.id)
+	}
 	if len(s.m) >= s.max {
 		var oldest *session
 		for id, y := range s.m {

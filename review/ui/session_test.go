@@ -50,6 +50,26 @@ func TestSessionsExpireAndStayBounded(t *testing.T) {
 	require.Nil(t, s.get(""))
 }
 
+// TestLoginsDoNotEvictOthers: 1,000 logins of one analyst key keep at most
+// maxPerPrincipal sessions of its own and evict nobody else's, the admin's
+// included (issue 38: 1,000 analyst logins in 0.3 s evicted every
+// session).
+func TestLoginsDoNotEvictOthers(t *testing.T) {
+	clk := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	s := newSessions(100, 10*time.Minute, time.Hour, clk.now)
+	admin := s.create(true, "")
+	other := s.create(false, "k-other")
+	var last *session
+	for range 1000 {
+		clk.t = clk.t.Add(time.Millisecond)
+		last = s.create(false, "k-analyst")
+	}
+	require.NotNil(t, s.get(admin.id), "the admin's session survives")
+	require.NotNil(t, s.get(other.id), "another analyst's session survives")
+	require.NotNil(t, s.get(last.id))
+	require.Equal(t, 2+maxPerPrincipal, s.len())
+}
+
 func TestParseFilter(t *testing.T) {
 	f, ff, bad := parseFilter(url.Values{"from": {"2026-11-01"}, "to": {"2026-11-02"}, "team": {"ml"}, "degraded": {"true"}, "limit": {"5"}, "cursor": {"c"}})
 	require.Empty(t, bad)

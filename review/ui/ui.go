@@ -36,11 +36,34 @@ import (
 //go:embed templates/*.html static/*
 var assets embed.FS
 
-// Cookie names. The session cookie holds an opaque random id only.
+// Cookie names. The session cookie holds an opaque random id only. Over
+// TLS they carry the __Host- prefix (cookieName), which makes a browser
+// keep them only when Secure, for Path=/ and without Domain: no sibling
+// host or plain-HTTP page of the site can set or shadow them.
 const (
 	sessionCookie = "sluice_ui"
 	loginCookie   = "sluice_ui_login"
+	// hostPrefix is the cookie-name prefix browsers hold to Secure, Path=/
+	// and no Domain.
+	hostPrefix = "__Host-"
 )
+
+// cookieName is the name a cookie has for this request: __Host- prefixed
+// over TLS (directly or to a trusted proxy). Over plain HTTP (a loopback
+// trial) the prefix cannot hold (it needs Secure, which a browser drops
+// outside a secure context), so the bare name is used, Path-scoped to
+// the pages as before.
+func (h *handler) cookieName(r *http.Request, name string) string {
+	if h.opts.OverTLS(r) {
+		return hostPrefix + name
+	}
+	return name
+}
+
+// cookie reads one of the pages' cookies under its name for the request.
+func (h *handler) cookie(r *http.Request, name string) (*http.Cookie, error) {
+	return r.Cookie(h.cookieName(r, name))
+}
 
 // contentSecurityPolicy allows the embedded stylesheet and nothing else: no
 // script, no inline style, no frames, forms posting only to this origin.
@@ -206,7 +229,7 @@ func (v *viewer) Label() string {
 // resolve returns the request's viewer, or nil without a live session. A
 // session whose key was removed or lost the analyst role is ended.
 func (h *handler) resolve(r *http.Request) *viewer {
-	c, err := r.Cookie(sessionCookie)
+	c, err := h.cookie(r, sessionCookie)
 	if err != nil {
 		return nil
 	}
@@ -294,12 +317,17 @@ func (h *handler) errorPage(w http.ResponseWriter, _ *http.Request, v *viewer, s
 	h.render(w, status, "error", errorData{base: base{Title: http.StatusText(status), Viewer: v}, Status: status, Message: msg})
 }
 
-// setCookie writes a cookie scoped to the pages: HttpOnly, SameSite=Strict,
-// Secure when the request came over TLS (directly, or to a trusted proxy in
-// front: Options.OverTLS). maxAge < 0 deletes it.
+// setCookie writes a cookie of the pages: HttpOnly, SameSite=Strict; over
+// TLS (directly, or to a trusted proxy in front: Options.OverTLS) Secure,
+// named __Host-<name> and so for Path=/ (the prefix requires it); over
+// plain HTTP its bare name, scoped to path. maxAge < 0 deletes it.
 func (h *handler) setCookie(w http.ResponseWriter, r *http.Request, name, value, path string, maxAge int) {
-	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: path, MaxAge: maxAge,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: h.opts.OverTLS(r)})
+	tls := h.opts.OverTLS(r)
+	if tls {
+		path = "/"
+	}
+	http.SetCookie(w, &http.Cookie{Name: h.cookieName(r, name), Value: value, Path: path, MaxAge: maxAge,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: tls})
 }
 
 type loginData struct {
@@ -342,7 +370,7 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 		h.showLogin(w, r, http.StatusBadRequest, "The form could not be read.")
 		return
 	}
-	c, err := r.Cookie(loginCookie)
+	c, err := h.cookie(r, loginCookie)
 	if err != nil || !access.SameSecret(c.Value, r.PostForm.Get("csrf")) {
 		h.showLogin(w, r, http.StatusForbidden, "The login form expired; enter the token again.")
 		return
@@ -370,7 +398,7 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 	}
 	// A login always starts a new session id (no fixation), and ends the
 	// one the browser held before.
-	if old, err := r.Cookie(sessionCookie); err == nil {
+	if old, err := h.cookie(r, sessionCookie); err == nil {
 		h.sess.delete(old.Value)
 	}
 	h.setCookie(w, r, loginCookie, "", "/ui/login", -1)

@@ -52,7 +52,8 @@ volume's items put each key back at its path).
 sluice.validate fails the render on a configuration the pods could not
 serve: no sluice.toml, a path that is not a plain relative path, two paths
 with one key, a listen address other than all interfaces on .Values.port,
-or a data_dir other than the mounted data volume.
+a metrics_listen other than all interfaces on .Values.metrics.port, or a
+data_dir other than the mounted data volume.
 */}}
 {{- define "sluice.validate" -}}
 {{- $toml := index .Values.config.files "sluice.toml" -}}
@@ -73,6 +74,10 @@ or a data_dir other than the mounted data volume.
 {{- $listen := printf "(?m)^\\s*listen\\s*=\\s*\"(0\\.0\\.0\\.0|\\[::\\])?:%d\"" (int .Values.port) -}}
 {{- if not (regexMatch $listen $toml) -}}
 {{- fail (printf "config.files.sluice.toml: [server] listen must be \"0.0.0.0:%d\" (or \":%d\"): the default, 127.0.0.1, is unreachable from outside the pod, and the port must be the value \"port\"" (int .Values.port) (int .Values.port)) -}}
+{{- end -}}
+{{- $metricsListen := printf "(?m)^\\s*metrics_listen\\s*=\\s*\"(0\\.0\\.0\\.0|\\[::\\])?:%d\"" (int .Values.metrics.port) -}}
+{{- if not (regexMatch $metricsListen $toml) -}}
+{{- fail (printf "config.files.sluice.toml: [server] metrics_listen must be \"0.0.0.0:%d\" (or \":%d\"): the default, 127.0.0.1:9464, is unreachable for the scrape, and the port must be the value \"metrics.port\"" (int .Values.metrics.port) (int .Values.metrics.port)) -}}
 {{- end -}}
 {{- $dataDir := printf "(?m)^\\s*data_dir\\s*=\\s*\"%s/?\"" (regexQuoteMeta .Values.dataDir) -}}
 {{- if not (regexMatch $dataDir $toml) -}}
