@@ -12,10 +12,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	sluice "github.com/sluicegw/sluice"
@@ -216,16 +214,7 @@ func demoServe(env *cliEnv, cfgDir string, sim *simulator.Server, urls map[strin
 	for _, c := range demoCommands(base) {
 		fmt.Fprintf(out, "  # %s\n  %s\n", c.what, c.command)
 	}
-	if env.serving != nil {
-		env.serving()
-	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	select {
-	case <-sigs:
-	case <-env.interrupt:
-	}
+	env.serveUntilStopped()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	_ = hs.Shutdown(ctx)

@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // command is one subcommand. run returns the process exit code.
@@ -31,6 +33,21 @@ type cliEnv struct {
 	// serving, when set, is called once such a command has printed its
 	// URLs and serves.
 	serving func()
+}
+
+// serveUntilStopped tells the test (serving) that the command serves, then
+// waits for SIGINT, SIGTERM or the test's interrupt.
+func (env *cliEnv) serveUntilStopped() {
+	if env.serving != nil {
+		env.serving()
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	select {
+	case <-sigs:
+	case <-env.interrupt:
+	}
 }
 
 func commands() []command {

@@ -3,10 +3,7 @@ package main
 import (
 	"fmt"
 	"io/fs"
-	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 
 	sluice "github.com/sluicegw/sluice"
 	"github.com/sluicegw/sluice/guardrails"
@@ -54,16 +51,7 @@ func runSimulate(env *cliEnv, args []string) int {
 		}
 	}
 	fmt.Fprintln(out, "\nA request may carry X-Sim-Fault (forward it with [server] forward_headers) to make an upstream fail, e.g. X-Sim-Fault: status=503;model=openai/gpt-4o.")
-	if env.serving != nil {
-		env.serving()
-	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	select {
-	case <-sigs:
-	case <-env.interrupt:
-	}
+	env.serveUntilStopped()
 	return 0
 }
 
