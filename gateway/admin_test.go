@@ -189,7 +189,7 @@ func TestAdminRoutes(t *testing.T) {
 	require.Equal(t, "target.delete", audit.Data[0].Action)
 	require.Contains(t, string(audit.Data[0].Before), `"t2"`)
 	require.NotContains(t, string(audit.Data[0].After), `"t2"`)
-	require.Regexp(t, `^token:[0-9a-f]{12}$`, audit.Data[0].Actor)
+	require.Regexp(t, `^admin:[0-9a-f]{12}$`, audit.Data[0].Actor)
 	require.NotEmpty(t, audit.NextCursor)
 	status, b = req("GET", "/api/v1/audit?cursor="+audit.NextCursor, "")
 	require.Equal(t, 200, status)

@@ -225,7 +225,14 @@ func (b adminBackend) Audit(ctx context.Context, limit int, cursor string) ([]st
 	return b.s.state.Audit(ctx, limit, cursor)
 }
 
-// mountAdmin registers the admin API's paths on the router.
+// adminHandler is the admin API: every answer carries a request id
+// (X-Request-Id), and a change's audit entry records it with the client's
+// address ([Server.clientAddress]).
 func (s *Server) adminHandler() http.Handler {
-	return admin.New(admin.Options{Token: s.opts.AdminToken, Backend: adminBackend{s}, Logger: s.log})
+	h := admin.New(admin.Options{Token: s.opts.AdminToken, Backend: adminBackend{s}, Logger: s.log})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := newRequestID(time.Now())
+		w.Header().Set(HeaderRequestID, id)
+		h.ServeHTTP(w, r.WithContext(admin.WithOrigin(r.Context(), s.clientAddress(r), id)))
+	})
 }

@@ -58,13 +58,51 @@ func (s *Server) overTLS(r *http.Request) bool {
 	if err != nil {
 		return false
 	}
-	addr := ap.Addr().Unmap()
+	return s.trustedProxy(ap.Addr())
+}
+
+// trustedProxy reports whether addr is in [server] trusted_proxies.
+func (s *Server) trustedProxy(addr netip.Addr) bool {
+	addr = addr.Unmap()
 	for _, p := range s.snap.Load().Config.Server.TrustedProxies {
 		if pfx, err := profiles.ParseProxy(p); err == nil && pfx.Contains(addr) {
 			return true
 		}
 	}
 	return false
+}
+
+// clientAddress is the address a request came from, for the audit trail:
+// the connection's peer; or, when the peer is a trusted proxy ([server]
+// trusted_proxies), the nearest hop of X-Forwarded-For that is not one
+// (read from its end, which the proxies wrote; what lies before the first
+// untrusted hop may be the client's own invention and is not believed).
+// A hop that is not an address ends the walk at the last trusted one.
+func (s *Server) clientAddress(r *http.Request) string {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return clientAddr(r)
+	}
+	client := ap.Addr().Unmap()
+	if !s.trustedProxy(client) {
+		return client.String()
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		h := strings.TrimSpace(hops[i])
+		if h == "" {
+			continue
+		}
+		a, err := netip.ParseAddr(h)
+		if err != nil {
+			break
+		}
+		client = a.Unmap()
+		if !s.trustedProxy(client) {
+			break
+		}
+	}
+	return client.String()
 }
 
 // lastValue is the last of a comma-separated header value: the one the

@@ -16,6 +16,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -146,7 +147,10 @@ type Server struct {
 	inflight inflight
 
 	closeOnce sync.Once
-	closeErr  error
+	// audits counts the reloads' audit entries being written; Close waits
+	// for them.
+	audits   sync.WaitGroup
+	closeErr error
 }
 
 type reloadError struct {
@@ -341,10 +345,28 @@ func (s *Server) routes() chi.Router {
 	return r
 }
 
-// Reload loads the configuration directory again and swaps it in when it is
-// valid. A broken configuration keeps the last good one serving; the
-// diagnostics are returned, logged, kept for /readyz and counted.
-func (s *Server) Reload() profiles.Diagnostics {
+// What triggered a reload, as the audit trail names it ([Server.ReloadBy]).
+const (
+	// ReloadFileWatch is a change the configuration directory's watcher saw.
+	ReloadFileWatch = "file-watch"
+	// ReloadSIGHUP is a SIGHUP to the process.
+	ReloadSIGHUP = "sighup"
+	// ReloadCall is a call of [Server.Reload] by the program embedding the
+	// gateway.
+	ReloadCall = "call"
+)
+
+// Reload is [Server.ReloadBy] for [ReloadCall].
+func (s *Server) Reload() profiles.Diagnostics { return s.ReloadBy(ReloadCall) }
+
+// ReloadBy loads the configuration directory again and swaps it in when it
+// is valid. A broken configuration keeps the last good one serving; the
+// diagnostics are returned, logged, kept for /readyz and counted. Either
+// way the state store's audit trail gets an entry (action
+// "config.reload", actor by: what triggered it), written apart so that a
+// store that does not answer never holds the reload up (its failure is
+// logged).
+func (s *Server) ReloadBy(by string) profiles.Diagnostics {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	// The files that changed since the last good load, named in the log.
@@ -357,12 +379,46 @@ func (s *Server) Reload() profiles.Diagnostics {
 		s.metrics.ConfigHealthy.Set(0)
 		s.log.Error("config reload failed; the last good configuration keeps serving",
 			"revision", s.snap.Load().Revision, "changed", changed, "errors", len(diags), "first", diags[0].String())
+		s.auditReload(by, reloadOutcome{Outcome: "refused", Changed: changed, Errors: len(diags), First: diags[0].String()})
 		return diags
 	}
 	s.files = files
 	s.metrics.Reloads.WithLabelValues("ok").Inc()
 	s.log.Info("config reloaded", "revision", snap.Revision, "previous", old.Revision, "changed", changed)
+	s.auditReload(by, reloadOutcome{Outcome: "applied", Changed: changed, Revision: snap.Revision})
 	return nil
+}
+
+// reloadOutcome is a reload's audit entry's After document.
+type reloadOutcome struct {
+	Outcome  string   `json:"outcome"`
+	Changed  []string `json:"changed"`
+	Revision string   `json:"revision,omitempty"`
+	Errors   int      `json:"errors,omitempty"`
+	First    string   `json:"first,omitempty"`
+}
+
+// reloadAuditTimeout bounds the write of a reload's audit entry.
+const reloadAuditTimeout = 5 * time.Second
+
+// auditReload writes a reload's audit entry in the background: the reload
+// never waits on the state store for it. A failed write is logged.
+func (s *Server) auditReload(by string, o reloadOutcome) {
+	if o.Changed == nil {
+		o.Changed = []string{}
+	}
+	after, _ := json.Marshal(o)
+	entry := state.AuditEntry{TS: time.Now(), Actor: by, Action: "config.reload", After: after}
+	s.audits.Add(1)
+	go func() {
+		defer s.audits.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), reloadAuditTimeout)
+		defer cancel()
+		if err := s.state.Append(ctx, entry); err != nil {
+			s.log.Error("state store: a reload's audit entry could not be written", "store", s.state.Where(),
+				"by", by, "outcome", o.Outcome, "err", err.Error())
+		}
+	}()
 }
 
 // swapIn is the one way the live configuration changes after start, for a
@@ -427,6 +483,7 @@ func (s *Server) setLogLevel(name string) {
 func (s *Server) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		s.stopWatch()
+		s.audits.Wait()
 		err := errors.Join(s.writer.Close(ctx), s.ledger.Close(ctx), s.state.Close(), s.tracing.Shutdown(ctx))
 		if s.holderFile != nil {
 			err = errors.Join(err, s.holderFile.Close(ctx))

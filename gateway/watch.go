@@ -100,7 +100,7 @@ func (s *Server) Watch(ctx context.Context, watching ...func()) error {
 			}
 			s.log.Warn("config watcher error", "err", err.Error())
 		case <-fire:
-			s.Reload()
+			s.ReloadBy(ReloadFileWatch)
 		}
 	}
 }

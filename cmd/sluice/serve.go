@@ -163,7 +163,7 @@ func serveUntilSignal(env *cliEnv, srv *gateway.Server, ln net.Listener, logger 
 			return 1
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
-				if diags := srv.Reload(); len(diags) > 0 {
+				if diags := srv.ReloadBy(gateway.ReloadSIGHUP); len(diags) > 0 {
 					fmt.Fprintln(env.stderr, diags.Error())
 				}
 				continue

@@ -108,6 +108,18 @@ const maxBody = 1 << 20
 
 type ctxKey struct{}
 
+// originKey carries where a request came from, for its audit entry.
+type originKey struct{}
+
+type origin struct{ client, requestID string }
+
+// WithOrigin returns ctx carrying a request's client address and request
+// id, which the audit entry of a change made by the request records. The
+// gateway sets them before the admin API's handler runs.
+func WithOrigin(ctx context.Context, client, requestID string) context.Context {
+	return context.WithValue(ctx, originKey{}, origin{client, requestID})
+}
+
 // authorize admits the admin token only (compared in constant time); a key
 // secret is never accepted here. Without a configured token the API does not
 // exist (404).
@@ -260,6 +272,8 @@ func relative(i int, prefix ...string) func([]string) string {
 func (a *api) change(w http.ResponseWriter, r *http.Request, entry state.AuditEntry, locate func(i int) func([]string) string,
 	mutate func([]profiles.Route) ([]profiles.Route, int, error)) ([]profiles.Route, int, bool) {
 	entry.Actor = actor(r)
+	o, _ := r.Context().Value(originKey{}).(origin)
+	entry.Client, entry.RequestID = o.client, o.requestID
 	idx := -1
 	routes, err := a.opts.Backend.Change(r.Context(), entry, func(cur []profiles.Route) ([]profiles.Route, error) {
 		out, i, err := mutate(cur)
@@ -275,7 +289,7 @@ func (a *api) change(w http.ResponseWriter, r *http.Request, entry state.AuditEn
 		a.fail(w, err)
 		return nil, 0, false
 	}
-	a.log.Info("admin change", "actor", entry.Actor, "action", entry.Action, "route", entry.RouteID)
+	a.log.Info("admin change", "actor", entry.Actor, "client", entry.Client, "request_id", entry.RequestID, "action", entry.Action, "route", entry.RouteID)
 	return routes, find(routes, entry.RouteID), true
 }
 

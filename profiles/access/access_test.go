@@ -1,6 +1,8 @@
 package access_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -73,7 +75,10 @@ func TestKeyBySecret(t *testing.T) {
 
 func TestActor(t *testing.T) {
 	a := access.Actor("admin-token")
-	require.Regexp(t, `^token:[0-9a-f]{12}$`, a)
+	require.Regexp(t, `^admin:[0-9a-f]{12}$`, a)
 	require.NotContains(t, a, "admin-token")
+	require.Equal(t, a, access.Actor("admin-token"), "stable")
+	sum := sha256.Sum256([]byte("admin-token"))
+	require.NotContains(t, hex.EncodeToString(sum[:]), a[len("admin:"):], "not the digest the token is compared by")
 	require.NotEqual(t, a, access.Actor("other-token"))
 }

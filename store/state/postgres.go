@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sluicegw/sluice/profiles"
@@ -216,13 +217,8 @@ func (s *postgresStore) Update(ctx context.Context, change func([]profiles.Route
 			return fmt.Errorf("state: route %q: %w", r.Model, err)
 		}
 	}
-	ts := entry.TS
-	if ts.IsZero() {
-		ts = time.Now()
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO audit (ts, actor, action, route_id, before_doc, after_doc) VALUES ($1, $2, $3, $4, $5::json, $6::json)`,
-		ts.UTC(), entry.Actor, entry.Action, entry.RouteID, nullable(entry.Before), nullable(entry.After)); err != nil {
-		return fmt.Errorf("state: audit: %w", err)
+	if err := pgAppend(ctx, tx, entry); err != nil {
+		return err
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO meta (k, v) VALUES ('seeded', 'true') ON CONFLICT (k) DO UPDATE SET v = 'true'`); err != nil {
 		return fmt.Errorf("state: %w", err)
@@ -236,13 +232,35 @@ func (s *postgresStore) Update(ctx context.Context, change func([]profiles.Route
 	return nil
 }
 
+type pgExecer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+func pgAppend(ctx context.Context, db pgExecer, entry AuditEntry) error {
+	ts := entry.TS
+	if ts.IsZero() {
+		ts = time.Now()
+	}
+	if _, err := db.Exec(ctx, `INSERT INTO audit (ts, actor, client, request_id, action, route_id, before_doc, after_doc) VALUES ($1, $2, $3, $4, $5, $6, $7::json, $8::json)`,
+		ts.UTC(), entry.Actor, entry.Client, entry.RequestID, entry.Action, entry.RouteID, nullable(entry.Before), nullable(entry.After)); err != nil {
+		return fmt.Errorf("state: audit: %w", err)
+	}
+	return nil
+}
+
+// Append implements [Store.Append]: no notification, since no route
+// changed.
+func (s *postgresStore) Append(ctx context.Context, entry AuditEntry) error {
+	return pgAppend(ctx, s.pool, entry)
+}
+
 // Audit implements [Store.Audit].
 func (s *postgresStore) Audit(ctx context.Context, limit int, cursor string) (entries []AuditEntry, next string, err error) {
 	limit, before, err := auditWindow(limit, cursor)
 	if err != nil {
 		return nil, "", err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, ts, actor, action, route_id, before_doc::text, after_doc::text FROM audit
+	rows, err := s.pool.Query(ctx, `SELECT id, ts, actor, client, request_id, action, route_id, before_doc::text, after_doc::text FROM audit
 		WHERE id < $1 ORDER BY id DESC LIMIT $2`, before, limit+1)
 	if err != nil {
 		return nil, "", fmt.Errorf("state: audit: %w", err)
@@ -252,7 +270,7 @@ func (s *postgresStore) Audit(ctx context.Context, limit int, cursor string) (en
 	for rows.Next() {
 		var e AuditEntry
 		var b, a sql.NullString
-		if err := rows.Scan(&e.ID, &e.TS, &e.Actor, &e.Action, &e.RouteID, &b, &a); err != nil {
+		if err := rows.Scan(&e.ID, &e.TS, &e.Actor, &e.Client, &e.RequestID, &e.Action, &e.RouteID, &b, &a); err != nil {
 			return nil, "", fmt.Errorf("state: audit: %w", err)
 		}
 		e.TS = e.TS.UTC()

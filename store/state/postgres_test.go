@@ -81,6 +81,21 @@ func TestPostgresStore(t *testing.T) {
 	require.NotEmpty(t, next)
 	require.Equal(t, "target.add", entries[0].Action)
 
+	// An entry keeps where it came from; one appended alone changes no
+	// route and is not announced as a change.
+	require.NoError(t, a.Update(ctx, func(cur []profiles.Route) ([]profiles.Route, state.AuditEntry, error) {
+		return cur, state.AuditEntry{Actor: "admin:0123456789ab", Client: "192.0.2.7", RequestID: "r-1", Action: "route.put", RouteID: "assistant"}, nil
+	}))
+	require.NoError(t, a.Append(ctx, state.AuditEntry{Actor: "file-watch", Action: "config.reload", After: []byte(`{"outcome":"refused"}`)}))
+	entries, _, err = b.Audit(ctx, 2, "")
+	require.NoError(t, err)
+	require.Equal(t, [4]string{"file-watch", "", "", "config.reload"}, [4]string{entries[0].Actor, entries[0].Client, entries[0].RequestID, entries[0].Action})
+	require.JSONEq(t, `{"outcome":"refused"}`, string(entries[0].After))
+	require.Equal(t, [4]string{"admin:0123456789ab", "192.0.2.7", "r-1", "route.put"}, [4]string{entries[1].Actor, entries[1].Client, entries[1].RequestID, entries[1].Action})
+	got, err = b.Routes(ctx)
+	require.NoError(t, err)
+	require.Len(t, got[0].Targets, 11)
+
 	// Down: changes fail (the gateway answers 503); back: they work again.
 	pg.Stop()
 	require.Error(t, a.Update(ctx, func(cur []profiles.Route) ([]profiles.Route, state.AuditEntry, error) {

@@ -42,6 +42,9 @@ type Store interface {
 	// routes stored now and returns the new list and its audit entry, or an
 	// error that leaves the store as it was.
 	Update(ctx context.Context, change func(cur []profiles.Route) ([]profiles.Route, AuditEntry, error)) error
+	// Append stores an audit entry alone, for an event that changes no
+	// stored route (a configuration reload).
+	Append(ctx context.Context, entry AuditEntry) error
 	// Audit returns up to limit entries, newest first, older than the
 	// cursor ("" for the newest); next is "" at the end.
 	Audit(ctx context.Context, limit int, cursor string) (entries []AuditEntry, next string, err error)
@@ -108,16 +111,31 @@ type AuditEntry struct {
 	ID int64 `json:"id"`
 	// TS is when the change was made (UTC).
 	TS time.Time `json:"ts"`
-	// Actor identifies who made it: "token:<first 12 hex of the token's
-	// sha256>" for the admin API, "import" for a seed import.
+	// Actor identifies who made it: "admin:<fingerprint>" for the admin
+	// token (12 hex digits of a digest of it, never a part of the secret),
+	// "import" for a seed import, "file-watch" or "sighup" for a reload.
 	Actor string `json:"actor"`
+	// Client is the address the change came from: the connection's peer,
+	// or the first hop X-Forwarded-For names before the trusted proxies
+	// ([server] trusted_proxies) when the peer is one of them. "" when the
+	// change came from no request (an import, a reload), and for entries
+	// written before it was recorded.
+	Client string `json:"client"`
+	// RequestID is the request's id (its X-Request-Id answer header); ""
+	// as for Client.
+	RequestID string `json:"request_id"`
 	// Action is what was done: "route.put", "route.delete", "target.add",
-	// "target.delete", "import".
+	// "target.delete", "import", "config.reload".
 	Action string `json:"action"`
-	// RouteID is the route changed ("" for an import of every route).
+	// RouteID is the route changed ("" for an import of every route and a
+	// reload).
 	RouteID string `json:"route_id"`
 	// Before and After are the route before and after the change (null when
-	// it did not exist), or the whole route list for an import.
+	// it did not exist), or the whole route list for an import. For a
+	// reload Before is null and After says what happened: {"outcome":
+	// "applied" or "refused", "changed": the configuration files changed
+	// since the last good load, and for a refusal "errors" (how many) and
+	// "first" (the first, located)}.
 	Before json.RawMessage `json:"before"`
 	After  json.RawMessage `json:"after"`
 }
@@ -140,7 +158,41 @@ func OpenSQLite(path string) (Store, error) {
 			return nil, fmt.Errorf("state: %s: %w", path, err)
 		}
 	}
+	if err := addAuditOrigin(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("state: %s: %w", path, err)
+	}
 	return &sqliteStore{db: db, path: path}, nil
+}
+
+// addAuditOrigin adds the audit trail's client and request_id columns to a
+// file made before them; its rows keep, and read them as "".
+func addAuditOrigin(db *sql.DB) error {
+	have := map[string]bool{}
+	rows, err := db.Query(`SELECT name FROM pragma_table_info('audit')`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return err
+		}
+		have[name] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, col := range []string{"client", "request_id"} {
+		if !have[col] {
+			if _, err := db.Exec(`ALTER TABLE audit ADD COLUMN ` + col + ` TEXT NOT NULL DEFAULT ''`); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Close implements [Store.Close].
@@ -243,13 +295,8 @@ func (s *sqliteStore) Update(ctx context.Context, change func([]profiles.Route) 
 			return fmt.Errorf("state: route %q: %w", r.Model, err)
 		}
 	}
-	ts := entry.TS
-	if ts.IsZero() {
-		ts = time.Now()
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO audit (ts_ms, actor, action, route_id, before_doc, after_doc) VALUES (?, ?, ?, ?, ?, ?)`,
-		ts.UnixMilli(), entry.Actor, entry.Action, entry.RouteID, nullable(entry.Before), nullable(entry.After)); err != nil {
-		return fmt.Errorf("state: audit: %w", err)
+	if err := sqliteAppend(ctx, tx, entry); err != nil {
+		return err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO meta (k, v) VALUES ('seeded', 'true') ON CONFLICT (k) DO UPDATE SET v = 'true'`); err != nil {
 		return fmt.Errorf("state: %w", err)
@@ -258,6 +305,28 @@ func (s *sqliteStore) Update(ctx context.Context, change func([]profiles.Route) 
 		return fmt.Errorf("state: commit: %w", err)
 	}
 	return nil
+}
+
+// execer is a database or a transaction.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func sqliteAppend(ctx context.Context, db execer, entry AuditEntry) error {
+	ts := entry.TS
+	if ts.IsZero() {
+		ts = time.Now()
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO audit (ts_ms, actor, client, request_id, action, route_id, before_doc, after_doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		ts.UnixMilli(), entry.Actor, entry.Client, entry.RequestID, entry.Action, entry.RouteID, nullable(entry.Before), nullable(entry.After)); err != nil {
+		return fmt.Errorf("state: audit: %w", err)
+	}
+	return nil
+}
+
+// Append implements [Store.Append].
+func (s *sqliteStore) Append(ctx context.Context, entry AuditEntry) error {
+	return sqliteAppend(ctx, s.db, entry)
 }
 
 func nullable(b json.RawMessage) any {
@@ -274,7 +343,7 @@ func (s *sqliteStore) Audit(ctx context.Context, limit int, cursor string) (entr
 	if err != nil {
 		return nil, "", err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT id, ts_ms, actor, action, route_id, before_doc, after_doc FROM audit
+	rows, err := s.db.QueryContext(ctx, `SELECT id, ts_ms, actor, client, request_id, action, route_id, before_doc, after_doc FROM audit
 		WHERE id < ? ORDER BY id DESC LIMIT ?`, before, limit+1)
 	if err != nil {
 		return nil, "", fmt.Errorf("state: audit: %w", err)
@@ -285,7 +354,7 @@ func (s *sqliteStore) Audit(ctx context.Context, limit int, cursor string) (entr
 		var e AuditEntry
 		var ms int64
 		var b, a sql.NullString
-		if err := rows.Scan(&e.ID, &ms, &e.Actor, &e.Action, &e.RouteID, &b, &a); err != nil {
+		if err := rows.Scan(&e.ID, &ms, &e.Actor, &e.Client, &e.RequestID, &e.Action, &e.RouteID, &b, &a); err != nil {
 			return nil, "", fmt.Errorf("state: audit: %w", err)
 		}
 		e.TS = time.UnixMilli(ms).UTC()
