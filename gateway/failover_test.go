@@ -288,7 +288,7 @@ func TestRouteAliasesListed(t *testing.T) {
 	}
 	require.Equal(t, map[string]bool{"assistant": true, "free-pool": true, "burst": true, "hate-only": true, "budgeted": true, "skips-forbidden": true}, aliases)
 	resp, _ := h.post(secretChat, chatBody("no-such-route", ""))
-	require.Equal(t, http.StatusForbidden, resp.StatusCode, "an unknown name is an uncatalogued model, forbidden by the team's allow list")
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, "an unknown name is neither a route nor a catalog model: model_not_in_catalog")
 }
 
 // TestClientErrorsLeaveHealthAlone: a client error is the request's doing,

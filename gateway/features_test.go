@@ -373,7 +373,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 func TestRequestStringsCannotInjectLogLines(t *testing.T) {
 	h := newHarness(t)
 	resp, _ := h.post(secretChat, chatBody(`openai/gpt-4o\n{\"level\":\"ERROR\",\"msg\":\"forged\"}`, ""))
-	require.Equal(t, 403, resp.StatusCode)
+	require.Equal(t, 404, resp.StatusCode, "not in the catalog")
 	for _, line := range strings.Split(strings.TrimSpace(h.logs.String()), "\n") {
 		var v map[string]any
 		require.NoError(t, json.Unmarshal([]byte(line), &v), "every log line is one JSON object: %q", line)

@@ -165,7 +165,7 @@ func TestCatalogRefresh(t *testing.T) {
 	require.Equal(t, models, rd.Catalog.Models)
 	require.True(t, rd.Catalog.ListingFetchedAt.IsZero())
 	code, b := r.do(t, http.MethodPost, "/v1/chat/completions", secretChat, chat)
-	require.Equal(t, http.StatusForbidden, code, "not in the catalog yet: %s", b)
+	require.Equal(t, http.StatusNotFound, code, "not in the catalog yet (model_not_in_catalog): %s", b)
 
 	before := r.srv.Snapshot()
 	require.NoError(t, r.srv.RefreshCatalog(context.Background()))

@@ -63,27 +63,27 @@ func TestBudgetPricesEveryChoice(t *testing.T) {
 // catalog slug, and a provider's own id as the slug it stands for.
 func TestCallerNamesBounded(t *testing.T) {
 	h := newHarness(t)
-	_, before := h.get("/metrics", "")
+	before := scrape(t, h.srv)
 	var ids []string
 	for i := range 3 {
 		name := fmt.Sprintf("zz-%d/", i) + strings.Repeat("a", 8<<10)
 		resp, b := h.post(secretChat, chatBody(name, ""))
-		require.Equal(t, 403, resp.StatusCode, "%.200s", b)
+		require.Equal(t, 404, resp.StatusCode, "%.200s", b)
 		ids = append(ids, resp.Header.Get(gateway.HeaderRequestID))
 	}
 	// OpenAI's own id, which chat completions do not resolve (refused), is
 	// labelled as the catalog slug it stands for.
 	resp, b := h.post(secretBatch, chatBody("gpt-4o-mini", `,"user":"native-id"`))
-	require.Equal(t, 403, resp.StatusCode, "%.300s", b)
+	require.Equal(t, 404, resp.StatusCode, "%.300s", b)
 	for i, id := range ids {
 		row := h.row(id)
 		require.Equal(t, fmt.Sprintf("zz-%d/", i)+strings.Repeat("a", gateway.MaxRecorded-5)+fmt.Sprintf("…(%d bytes)", 5+8<<10), row.DecidedModel)
 	}
-	_, after := h.get("/metrics", "")
+	after := scrape(t, h.srv)
 	require.NotContains(t, string(after), strings.Repeat("a", 100), "a caller's name became a label")
 	require.Less(t, len(after)-len(before), 16<<10, "three refused requests grew /metrics by %d bytes", len(after)-len(before))
-	require.Contains(t, string(after), `gen_ai_server_request_duration_seconds_count{error_type="model_forbidden",gen_ai_operation_name="chat",gen_ai_provider_name="",gen_ai_request_model="other"} 3`)
-	require.Contains(t, string(after), `gen_ai_server_request_duration_seconds_count{error_type="model_forbidden",gen_ai_operation_name="chat",gen_ai_provider_name="",gen_ai_request_model="openai/gpt-4o-mini"} 1`)
+	require.Contains(t, string(after), `gen_ai_server_request_duration_seconds_count{error_type="model_not_in_catalog",gen_ai_operation_name="chat",gen_ai_provider_name="",gen_ai_request_model="other"} 3`)
+	require.Contains(t, string(after), `gen_ai_server_request_duration_seconds_count{error_type="model_not_in_catalog",gen_ai_operation_name="chat",gen_ai_provider_name="",gen_ai_request_model="openai/gpt-4o-mini"} 1`)
 	require.NotContains(t, h.logs.String(), strings.Repeat("a", gateway.MaxRecorded+1), "a caller's name was logged whole")
 }
 
