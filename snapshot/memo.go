@@ -117,8 +117,13 @@ func (m *Memo) Plan(model string) *compiler.Plan {
 	if m.pin.Model == model {
 		req.PinnedProvider = m.pin.Provider
 	}
-	p := keepKind(compiler.DecideMerged(req, &m.merged, m.decision), m.snap.Catalog, m.in)
-	p = compiler.KeepSatisfiable(p, m.snap.Catalog, m.snap.agreements)
+	// Off the connection's stack, as the merge and the compile: a refusal
+	// formats its message here (fmt's frames), at the request's deepest.
+	var p *compiler.Plan
+	connectors.OffStack(func() {
+		p = keepKind(compiler.DecideMerged(req, &m.merged, m.decision), m.snap.Catalog, m.in)
+		p = compiler.KeepSatisfiable(p, m.snap.Catalog, m.snap.agreements)
+	})
 	if m.nplans < len(m.planBuf) {
 		m.planBuf[m.nplans] = memoPlan{model, p}
 		m.nplans++
