@@ -149,8 +149,13 @@ type Server struct {
 	closeOnce sync.Once
 	// audits counts the reloads' audit entries being written; Close waits
 	// for them.
-	audits   sync.WaitGroup
-	closeErr error
+	audits sync.WaitGroup
+	// auditMu guards auditsClosed, set by Close before it waits on audits:
+	// a reload that ends after that (a watcher still running) writes no
+	// entry, so Add never races Wait.
+	auditMu      sync.Mutex
+	auditsClosed bool
+	closeErr     error
 }
 
 type reloadError struct {
@@ -409,7 +414,14 @@ func (s *Server) auditReload(by string, o reloadOutcome) {
 	}
 	after, _ := json.Marshal(o)
 	entry := state.AuditEntry{TS: time.Now(), Actor: by, Action: "config.reload", After: after}
+	s.auditMu.Lock()
+	if s.auditsClosed {
+		s.auditMu.Unlock()
+		s.log.Warn("the gateway is closing: a reload's audit entry is not written", "by", by, "outcome", o.Outcome)
+		return
+	}
 	s.audits.Add(1)
+	s.auditMu.Unlock()
 	go func() {
 		defer s.audits.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), reloadAuditTimeout)
@@ -483,6 +495,9 @@ func (s *Server) setLogLevel(name string) {
 func (s *Server) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		s.stopWatch()
+		s.auditMu.Lock()
+		s.auditsClosed = true
+		s.auditMu.Unlock()
 		s.audits.Wait()
 		err := errors.Join(s.writer.Close(ctx), s.ledger.Close(ctx), s.state.Close(), s.tracing.Shutdown(ctx))
 		if s.holderFile != nil {
