@@ -95,10 +95,13 @@ func (p *Profile) check(file string, line func(string) int, pointerOnly bool) Di
 	var diags Diagnostics
 	add := func(code, ptr, format string, args ...any) {
 		d := Diagnostic{File: file, Code: code, Message: fmt.Sprintf(format, args...)}
-		if pointerOnly {
-			d.Pointer = ptr
-		} else {
+		if !pointerOnly {
 			d.Line = line(ptr)
+		}
+		if d.Line == 0 {
+			// A key the decoder matched in another case ("fAllBACks") has
+			// no line under its canonical name: located by pointer instead.
+			d.Pointer = ptr
 		}
 		diags = append(diags, d)
 	}
