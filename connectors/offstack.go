@@ -56,6 +56,23 @@ func OffStack(f func()) {
 	}
 }
 
+// OwnStack runs f on a goroutine of its own and returns when it has; a
+// panic in f is raised again in the caller. It is OffStack for work that
+// may block on I/O (a log line, a flush to the caller), which must not hold
+// up one of OffStack's few goroutines.
+func OwnStack(f func()) {
+	c := offStackPool.Get().(*offStackCall)
+	c.f = f
+	go runOffStack(c)
+	<-c.done
+	p := c.panic
+	c.f, c.panic = nil, nil
+	offStackPool.Put(c)
+	if p != nil {
+		panic(p)
+	}
+}
+
 // decodeLoop serves OffStack's calls.
 func decodeLoop() {
 	for c := range offStackCalls {

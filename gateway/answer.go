@@ -270,9 +270,7 @@ func (sa *streamAnswer) flush() error {
 		// of its own rather than at the bottom of the relay on the
 		// connection's, whose stack the stream keeps (stack_test.go).
 		sa.flushed = true
-		done := make(chan struct{})
-		go func() { err = sa.rc.Flush(); close(done) }()
-		<-done
+		connectors.OwnStack(func() { err = sa.rc.Flush() })
 	} else {
 		err = sa.rc.Flush()
 	}

@@ -113,13 +113,10 @@ func (s *Server) logUnauthorized(r *http.Request, snap *snapshot.Snapshot, api c
 	// KiB) would land on the connection's stack, which a keep-alive
 	// connection keeps (stack_test.go).
 	path, latency := r.URL.Path, time.Since(start).Microseconds()
-	logged := make(chan struct{})
-	go func() {
+	connectors.OwnStack(func() {
 		s.log.Info("request", "request_id", id, "api", api.String(), "path", path, "status", http.StatusUnauthorized,
 			"refused_code", apierr.CodeUnauthorized, "latency_us", latency)
-		close(logged)
-	}()
-	<-logged
+	})
 }
 
 // newRequestID returns 32 hex digits: the time in Unix milliseconds (6

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/snapshot"
 	"github.com/sluicegw/sluice/store/requestlog"
 )
@@ -72,9 +73,7 @@ func (s *Server) record(t *turn) {
 	}
 	// On a goroutine of its own: slog's frames (about 3.4 KiB) would land
 	// on the connection's stack, which a stream keeps (stack_test.go).
-	logged := make(chan struct{})
-	go func() { s.logRequest(t, r); close(logged) }()
-	<-logged
+	connectors.OwnStack(func() { s.logRequest(t, r) })
 }
 
 // rowPool holds rows being recorded.
