@@ -55,6 +55,7 @@ import (
 	"github.com/sluicegw/sluice/compiler"
 	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
 	"github.com/sluicegw/sluice/guardrails"
+	"github.com/sluicegw/sluice/profiles"
 )
 
 // Body is an OpenAI chat-completions request body, decoded one level deep.
@@ -277,6 +278,46 @@ func New(kind string) (Connector, error) {
 	}
 	return nil, fmt.Errorf("unknown connector %q (known: %v)", kind, Kinds)
 }
+
+// NewFor returns the connector of one configured upstream. A connector that
+// needs the upstream's own settings (a cloud's region, project and
+// credentials) is built from them here, once per load; the others are
+// [New]'s. dir is the configuration directory, against which relative
+// paths resolve. An error is the upstream's configuration's fault (a
+// credential that cannot be loaded, a missing region) and is reported
+// against it.
+func NewFor(u *profiles.Upstream, dir string) (Connector, error) {
+	return New(u.Connector)
+}
+
+// Signer is a connector whose upstream authenticates each request by what
+// the request carries (a cloud's request signature, a short-lived token),
+// not by a fixed key: the gateway calls Sign once the request's URL,
+// headers and body are final, after [Connector.Authorize].
+type Signer interface {
+	// Sign sets the request's credentials. body is the exact body sent
+	// (nil for a request without one). An error is a [*CredentialError].
+	Sign(req *http.Request, body []byte) error
+}
+
+// CredentialError is an upstream's credentials that could not be loaded or
+// refreshed when a request needed them: the gateway answers 502
+// upstream_credentials_unavailable and tries the plan's next target. Its
+// message names the upstream's credential source and never a secret.
+type CredentialError struct {
+	// Upstream is the configured upstream's name.
+	Upstream string
+	// Err is what the credential source said, free of secrets.
+	Err error
+}
+
+// Error implements error.
+func (e *CredentialError) Error() string {
+	return "the credentials of upstream " + strconv.Quote(e.Upstream) + " could not be loaded: " + e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *CredentialError) Unwrap() error { return e.Err }
 
 // member is a top-level member a connector sets; a nil value removes it.
 type member struct {

@@ -348,6 +348,13 @@ func (s *Server) call(ctx context.Context, c *snapshot.Compiled, stream bool, in
 		s.tracing.Inject(spanCtx, h) // the attempt's trace context, over a forwarded one
 	}
 	up.Connector.Authorize(h, apiKey)
+	if sg, ok := up.Connector.(connectors.Signer); ok {
+		if err := sg.Sign(req, c.Native.Body); err != nil {
+			total.Stop()
+			cancel(nil)
+			return nil, err
+		}
+	}
 	firstByte := time.AfterFunc(up.Config.FirstByteTimeout.Duration, func() { cancel(errFirstByte) })
 	resp, err := s.clientFor(up).Do(req)
 	if err != nil {
@@ -382,7 +389,10 @@ func (deadlineError) Timeout() bool { return true }
 
 // transportError maps a failed exchange to the caller's error.
 func transportError(err error) *apierr.Error {
+	var ce *connectors.CredentialError
 	switch {
+	case errors.As(err, &ce):
+		return apierr.New(apierr.CodeUpstreamCredentials, ce.Error())
 	case errors.Is(err, errFirstByte), errors.Is(err, errTotal), errors.Is(err, context.DeadlineExceeded), isNetTimeout(err):
 		return apierr.New(apierr.CodeUpstreamTimeout, "the upstream did not answer in time: "+err.Error())
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):

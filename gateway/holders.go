@@ -182,6 +182,11 @@ func (s *Server) passStored(w http.ResponseWriter, r *http.Request, t *turn, id 
 	req.Header["User-Agent"] = headerUserAgent
 	req.Header["Accept"] = headerJSON
 	up.Connector.Authorize(req.Header, up.APIKey)
+	if sg, ok := up.Connector.(connectors.Signer); ok {
+		if err := sg.Sign(req, nil); err != nil {
+			return transportError(err)
+		}
+	}
 	t.sent = 1
 	resp, err := s.clientFor(up).Do(req)
 	if err != nil {

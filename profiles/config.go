@@ -346,6 +346,14 @@ type Upstream struct {
 	BaseURL string `toml:"base_url" json:"base_url"`
 	// APIKeyEnv names the environment variable holding the platform key. Default none.
 	APIKeyEnv string `toml:"api_key_env" json:"api_key_env"`
+	// Region is where the upstream processes requests, in its cloud's own
+	// spelling ("us-east-1", "europe-west4", "swedencentral"): a cloud
+	// connector builds its endpoint and signs for it, and the data policy's
+	// regions are held against it. Default "": none declared.
+	Region string `toml:"region" json:"region,omitempty"`
+	// Project is the cloud project requests are billed to (Google Vertex
+	// AI's project id). Default "": none.
+	Project string `toml:"project" json:"project,omitempty"`
 	// ContentFilters names the content filters this upstream runs. Default none.
 	ContentFilters []string `toml:"content_filters" json:"content_filters"`
 	// ZeroRetention declares that the account behind this direct upstream

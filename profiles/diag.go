@@ -135,4 +135,8 @@ const (
 	// connector declares a data agreement (zero_retention, no_training),
 	// which only a direct upstream's account can have.
 	CodeMarketplaceAgreement = "agreement_on_marketplace"
+	// CodeUpstreamConfig: an [[upstreams]] entry its connector cannot be
+	// built from (a cloud's credentials that cannot be loaded, a region or
+	// project it needs and lacks).
+	CodeUpstreamConfig = "invalid_upstream"
 )

@@ -142,9 +142,9 @@ func LoadWith(dir string, opts Options) (*Snapshot, profiles.Diagnostics) {
 	}
 	for i := range cfg.Upstreams {
 		u := &cfg.Upstreams[i]
-		c, err := connectors.New(u.Connector)
-		if err != nil { // the schema lists the connectors: a bug if reached
-			diags = append(diags, profiles.Diagnostic{File: profiles.ConfigFile, Pointer: schemas.Pointer("upstreams", fmt.Sprint(i), "connector"), Code: profiles.CodeSchema, Message: err.Error()})
+		c, err := connectors.NewFor(u, absDir)
+		if err != nil {
+			diags = append(diags, profiles.Diagnostic{File: profiles.ConfigFile, Pointer: schemas.Pointer("upstreams", fmt.Sprint(i)), Code: profiles.CodeUpstreamConfig, Message: fmt.Sprintf("upstream %q: %v", u.Name, err)})
 			continue
 		}
 		up := &Upstream{Config: u, Connector: c, Check: compiler.Upstream{Name: u.Name, Connector: c.Kind(), Capabilities: c.Capabilities(), ContentFilters: u.ContentFilters,

@@ -68,6 +68,10 @@ const (
 	// CodeUpstreamError: an upstream's error answer whose body was not
 	// JSON, retold as JSON under the upstream's own status.
 	CodeUpstreamError = "upstream_error"
+	// CodeUpstreamCredentials: an upstream's credentials (a cloud's
+	// credential chain, a token endpoint) could not be loaded or refreshed
+	// when the request needed them; the next target is tried.
+	CodeUpstreamCredentials = "upstream_credentials_unavailable"
 	// CodeAmbiguousFraming: the request declared both Content-Length and
 	// Transfer-Encoding; it is refused and its connection closed.
 	CodeAmbiguousFraming = "ambiguous_framing"
@@ -96,6 +100,7 @@ var statuses = map[string]int{
 	CodeUpstreamUnavailable:     http.StatusBadGateway,
 	CodeUpstreamTimeout:         http.StatusGatewayTimeout,
 	CodeUpstreamBadResponse:     http.StatusBadGateway,
+	CodeUpstreamCredentials:     http.StatusBadGateway,
 	CodeBudgetExhausted:         http.StatusPaymentRequired,
 	CodeSafetyNetNotPermitted:   http.StatusForbidden,
 	CodeCallerKeyUnrecognized:   http.StatusBadRequest,
