@@ -90,6 +90,13 @@ type Capabilities struct {
 	// no-training knobs on a request made with a caller's own key too.
 	// Without it such a request cannot be held to them.
 	DataKnobsCallerKey bool `json:"data_knobs_caller_key,omitempty"`
+	// Betas, when not nil, is the set of Anthropic beta flags (the
+	// anthropic-beta header's values) the upstream accepts, each with the
+	// source that says so; a flag outside it is not sent, and the check
+	// degrades or refuses the request by what the flag asks for. Nil: the
+	// upstream takes every flag the caller sends (Anthropic's own API, the
+	// marketplaces).
+	Betas map[string]string `json:"betas,omitempty"`
 }
 
 // Upstream is what the check needs to know of one configured upstream.
