@@ -14,6 +14,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicegw/sluice/simulator"
 )
 
 // dialResponses opens a Responses WebSocket on the harness with a key, as
@@ -49,6 +51,8 @@ type wsEvent struct {
 		Message string `json:"message"`
 	} `json:"error"`
 	Delta string `json:"delta"`
+	// Code is a stream's own error event's (once the stream began).
+	Code string `json:"code"`
 }
 
 // turnOver sends one frame and reads events until the response ends
@@ -205,4 +209,72 @@ func TestResponsesWebSocket(t *testing.T) {
 	var ce websocket.CloseError
 	require.True(t, errors.As(err, &ce), "%v", err)
 	assert.Equal(t, websocket.StatusGoingAway, ce.Code)
+}
+
+// TestResponsesWebSocketLimits: what bounds a Responses WebSocket. A frame
+// over [server] max_body_bytes closes the connection with 1009 (the gateway
+// never holds more of it); pings are answered while a response streams; a
+// connection with no frame for [server] idle_timeout is closed with 1000;
+// and a response still streaming when the server cuts its requests at
+// shutdown ends with the server_shutdown error event, its row written
+// (503), before the close frame (1001).
+func TestResponsesWebSocketLimits(t *testing.T) {
+	h := newHarnessSim(t, nil, func(c *simulator.Config) { c.ChunkDelay = time.Hour },
+		[2]string{"[server]\n", "[server]\nidle_timeout = \"2s\"\n"})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	big, _, err := dialResponses(t, h, secretBatch)
+	require.NoError(t, err)
+	require.NoError(t, big.Write(ctx, websocket.MessageText, []byte(`{"type":"response.create","model":"openai/gpt-4o","input":"`+strings.Repeat("x", 70000)+`"}`)))
+	_, _, err = big.Read(ctx)
+	var ce websocket.CloseError
+	require.True(t, errors.As(err, &ce), "%v", err)
+	assert.Equal(t, websocket.StatusMessageTooBig, ce.Code)
+
+	idle, _, err := dialResponses(t, h, secretBatch)
+	require.NoError(t, err)
+	_, _, err = idle.Read(ctx) // nothing is sent: the server closes it
+	require.True(t, errors.As(err, &ce), "%v", err)
+	assert.Equal(t, websocket.StatusNormalClosure, ce.Code)
+
+	before := rowIDs(t, h)
+	c, _, err := dialResponses(t, h, secretBatch)
+	require.NoError(t, err)
+	require.NoError(t, c.Write(ctx, websocket.MessageText, []byte(`{"type":"response.create","model":"openai/gpt-4o","input":"hi","store":false}`)))
+	// Pings need a reader on the client's side too.
+	events := make(chan wsEvent, 64)
+	readErr := make(chan error, 1)
+	go func() {
+		for {
+			_, b, err := c.Read(ctx)
+			if err != nil {
+				readErr <- err
+				close(events)
+				return
+			}
+			var ev wsEvent
+			_ = json.Unmarshal(b, &ev)
+			events <- ev
+		}
+	}()
+	first := <-events
+	require.Equal(t, "response.created", first.Type, "%+v", first)
+	require.NoError(t, c.Ping(ctx), "a ping is answered while the response streams")
+
+	assert.Zero(t, h.srv.Cut(ctx), "the socket's handler returned")
+	var last wsEvent
+	for ev := range events {
+		last = ev
+	}
+	assert.Equal(t, "error", last.Type)
+	assert.Equal(t, "server_shutdown", last.Code, "the stream's own error event: %+v", last)
+	err = <-readErr
+	require.True(t, errors.As(err, &ce), "%v", err)
+	assert.Equal(t, websocket.StatusGoingAway, ce.Code)
+	rows := newRows(t, h, before, 1)
+	require.Len(t, rows, 1)
+	assert.Equal(t, "responses_ws", rows[0].API)
+	assert.Equal(t, http.StatusServiceUnavailable, rows[0].Status)
+	assert.Equal(t, "server_shutdown", rows[0].RefusedCode)
 }
