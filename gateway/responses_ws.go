@@ -122,6 +122,11 @@ type socketSession struct {
 	r      *http.Request // the handshake
 	secret string
 	header http.Header
+	// ctx is the frames' requests' context: the handshake's (which the
+	// server cuts at shutdown), ended when the caller leaves, so that a
+	// response the caller left stops asking its upstream.
+	ctx   context.Context
+	leave context.CancelFunc
 	// last is the connection's last response, for a continuation that no
 	// upstream stores.
 	last lastResponse
@@ -151,11 +156,14 @@ func (ss *socketSession) run() {
 	// sent and read on a live connection.
 	readCtx, stopRead := context.WithCancel(context.Background())
 	defer stopRead()
+	ss.ctx, ss.leave = context.WithCancel(ss.r.Context())
+	defer ss.leave()
 	go func() {
 		defer close(frames)
 		for {
 			typ, b, err := ss.conn.Read(readCtx)
 			if err != nil {
+				ss.leave()
 				return
 			}
 			select {
@@ -247,7 +255,7 @@ func (ss *socketSession) serveFrame(f socketFrame) {
 		return
 	}
 	now := time.Now()
-	ctx := context.WithValue(ss.r.Context(), authCtx, authenticated{key: k, snap: snap, id: newRequestID(now), start: now, socket: true})
+	ctx := context.WithValue(ss.ctx, authCtx, authenticated{key: k, snap: snap, id: newRequestID(now), start: now, socket: true})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "/v1/responses", bytes.NewReader(body))
 	if err != nil {
 		ss.sendError(internalError())

@@ -215,7 +215,7 @@ func TestResponsesWebSocket(t *testing.T) {
 // over [server] max_body_bytes closes the connection with 1009 (the gateway
 // never holds more of it); pings are answered while a response streams; a
 // connection with no frame for [server] idle_timeout is closed with 1000;
-// and a response still streaming when the server cuts its requests at
+// a caller that leaves mid-response ends it (499); and a response still streaming when the server cuts its requests at
 // shutdown ends with the server_shutdown error event, its row written
 // (503), before the close frame (1001).
 func TestResponsesWebSocketLimits(t *testing.T) {
@@ -238,7 +238,22 @@ func TestResponsesWebSocketLimits(t *testing.T) {
 	require.True(t, errors.As(err, &ce), "%v", err)
 	assert.Equal(t, websocket.StatusNormalClosure, ce.Code)
 
+	// A caller that leaves mid-response ends it: its row says 499 at
+	// once, though the upstream would stream for an hour.
 	before := rowIDs(t, h)
+	gone, _, err := dialResponses(t, h, secretBatch)
+	require.NoError(t, err)
+	require.NoError(t, gone.Write(ctx, websocket.MessageText, []byte(`{"type":"response.create","model":"openai/gpt-4o","input":"hi","store":false}`)))
+	_, b, err := gone.Read(ctx)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"response.created"`)
+	require.NoError(t, gone.CloseNow())
+	left := newRows(t, h, before, 1)
+	require.Len(t, left, 1)
+	assert.Equal(t, 499, left[0].Status)
+	assert.Equal(t, "responses_ws", left[0].API)
+
+	before = rowIDs(t, h)
 	c, _, err := dialResponses(t, h, secretBatch)
 	require.NoError(t, err)
 	require.NoError(t, c.Write(ctx, websocket.MessageText, []byte(`{"type":"response.create","model":"openai/gpt-4o","input":"hi","store":false}`)))
