@@ -473,8 +473,13 @@ func eventData(ev []byte) []byte {
 	return data
 }
 
-// note keeps the response's id and, when it ends, its output items.
+// note keeps the response's id and, when it ends, its output items. (Only
+// the events that carry the response object are decoded: a delta is not.)
 func (sw *socketWriter) note(data []byte) {
+	if !bytes.Contains(data, []byte(`"response.created"`)) && !bytes.Contains(data, []byte(`"response.completed"`)) &&
+		!bytes.Contains(data, []byte(`"response.incomplete"`)) {
+		return
+	}
 	var ev struct {
 		Type     string `json:"type"`
 		Response *struct {
