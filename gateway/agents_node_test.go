@@ -68,6 +68,10 @@ type agentCase struct {
 	// Note.
 	Prompt string `json:"prompt"`
 	Note   string `json:"note"`
+	// WebSocket turns on Codex's WebSocket mode (supports_websockets on
+	// its provider): its turns go over GET /v1/responses, whose rows say
+	// api responses_ws.
+	WebSocket bool `json:"websocket"`
 	// Tool is the Agents SDK agent's one function tool (parameters
 	// {"city": string}); it answers Result whatever it is asked.
 	Tool *struct {
@@ -222,7 +226,7 @@ func runAgent(t *testing.T, sdk, gatewayURL string, guard []string, secret strin
 	case "codex":
 		codexHome := filepath.Join(dir, "codex")
 		require.NoError(t, os.MkdirAll(codexHome, 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(codexConfig(gatewayURL+"/v1", c.Model)), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(codexConfig(gatewayURL+"/v1", c.Model, c.WebSocket)), 0o644))
 		args = []string{filepath.Join(modules, "@openai/codex/bin/codex.js"), "exec", "--strict-config",
 			"--skip-git-repo-check", "--ephemeral", "--json", prompt}
 		env = append(env, "CODEX_HOME="+codexHome, "SLUICE_API_KEY="+secret)
@@ -434,7 +438,13 @@ func (p *strayProxy) take() []string {
 // SLUICE_API_KEY, no retries, no approval prompts, a read-only sandbox for
 // the commands the model asks for, and no analytics, update check or
 // curated-plugin sync (which reaches for GitHub and ChatGPT's backend).
-func codexConfig(baseURL, model string) string {
+// With websocket, the provider says supports_websockets: Codex then asks
+// for its turns over a Responses WebSocket first.
+func codexConfig(baseURL, model string, websocket bool) string {
+	ws := ""
+	if websocket {
+		ws = "supports_websockets = true\n"
+	}
 	return `model = ` + tomlQuote(model) + `
 model_provider = "sluice"
 approval_policy = "never"
@@ -454,7 +464,7 @@ env_key = "SLUICE_API_KEY"
 wire_api = "responses"
 request_max_retries = 0
 stream_max_retries = 0
-`
+` + ws
 }
 
 // tomlQuote quotes s as a TOML basic string (the JSON quoting of a plain

@@ -31,6 +31,9 @@ type authenticated struct {
 	// request carries one too.
 	id    string
 	start time.Time
+	// socket: the request is one response.create frame of a Responses
+	// WebSocket (responses_ws.go).
+	socket bool
 }
 
 // KeyFrom returns the authenticated key of a request, or nil.
@@ -138,7 +141,7 @@ func newRequestID(now time.Time) string {
 // begin starts the turn of an authenticated request of an API.
 func (s *Server) begin(r *http.Request, api connectors.API) *turn {
 	a := authFrom(r.Context())
-	t := &turn{id: a.id, start: a.start, snap: a.snap, key: a.key, api: api, path: r.URL.Path}
+	t := &turn{id: a.id, start: a.start, snap: a.snap, key: a.key, api: api, path: r.URL.Path, socket: a.socket}
 	s.startSpan(r, t)
 	return t
 }

@@ -157,6 +157,9 @@ func (t *turn) apiName() string {
 	if t.stored != "" {
 		return t.stored
 	}
+	if t.socket {
+		return rowAPIResponsesWS
+	}
 	return t.api.String()
 }
 

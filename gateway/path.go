@@ -75,6 +75,9 @@ type turn struct {
 	// stored is the row's api of a GET or DELETE of a stored response
 	// ("" for every other request; holders.go).
 	stored string
+	// socket: the request is a response.create frame of a Responses
+	// WebSocket; its row's api is rowAPIResponsesWS.
+	socket bool
 	// blindKey is the request's blind caller key (X-Sluice-Caller-Key), for
 	// blindUpstream, the upstream its shape names; both "" without one.
 	blindKey, blindUpstream string

@@ -318,6 +318,7 @@ func (s *Server) routes() chi.Router {
 		r.Post("/v1/chat/completions", s.chatCompletions)
 		r.Post("/v1/embeddings", s.embeddings)
 		r.Post("/v1/responses", s.responses)
+		r.Get("/v1/responses", s.responsesSocket) // a WebSocket (responses_ws.go)
 		r.Get("/v1/responses/{id}", s.storedResponse)
 		r.Delete("/v1/responses/{id}", s.storedResponse)
 		r.Get("/v1/models", s.listModels)

@@ -78,6 +78,10 @@ const (
 	// CodeTooManyAttempts: a client made too many login or admin-API
 	// attempts; the answer carries Retry-After.
 	CodeTooManyAttempts = "too_many_attempts"
+	// CodeWebSocketUnavailable: a WebSocket upgrade was asked of an API
+	// the key's upstream does not speak; the answer is 426, on which
+	// clients fall back to HTTP.
+	CodeWebSocketUnavailable = "websocket_unavailable"
 	// CodeDataPolicyUnsatisfiable: a data restriction (zero retention, no
 	// training, quantizations, a price ceiling) cannot be held on the
 	// upstream; the message names the field and who set it.
@@ -112,6 +116,7 @@ var statuses = map[string]int{
 	CodeRateLimited:             http.StatusTooManyRequests,
 	CodeAmbiguousFraming:        http.StatusBadRequest,
 	CodeTooManyAttempts:         http.StatusTooManyRequests,
+	CodeWebSocketUnavailable:    http.StatusUpgradeRequired,
 	CodeResponseElsewhere:       http.StatusUnprocessableEntity,
 	CodeDataPolicyUnsatisfiable: http.StatusUnprocessableEntity,
 	// Governance refusals: somebody's policy forbids it.
