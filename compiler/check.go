@@ -117,6 +117,9 @@ type Upstream struct {
 	// CallerKey reports that the request goes out on the caller's own key
 	// for this upstream, not the platform key.
 	CallerKey bool
+	// Region is the upstream's declared region ([[upstreams]] region, in
+	// its cloud's spelling, or a geography); "" when none is declared.
+	Region string
 }
 
 // Outcome is the check's verdict for one plan on one upstream.
@@ -147,6 +150,12 @@ type Outcome struct {
 	// this upstream, "field=how" comma-separated in the plan's field order
 	// (how is [ViaNative], [ViaAllowList] or [ViaLocal]); "" without any.
 	DataVia string `json:"data_via,omitempty"`
+	// Region is where a direct upstream processes the request: the
+	// geography of its model id when that names a cross-region inference
+	// profile (an Amazon Bedrock "eu." id: "eu", or "global"), else its
+	// declared region; "" on a marketplace (the endpoint is chosen there)
+	// and on an upstream that declares none. The row's served_region.
+	Region string `json:"region,omitempty"`
 }
 
 var noneDegraded = []string{}
@@ -196,6 +205,9 @@ func Check(p *Plan, u Upstream, cat *guardrails.Catalog) Outcome {
 			return refuse(CodeUnknownModel, "upstream %q (provider %q) does not serve model %q", u.Name, caps.DirectProvider, p.DecidedModel)
 		}
 		out.NativeModel = native
+	}
+	if caps.DirectProvider != "" {
+		out.Region = servedRegion(caps.DirectProvider, u.Region, out.NativeModel)
 	}
 
 	var degraded []string
