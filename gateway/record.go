@@ -192,6 +192,7 @@ func (s *Server) row(t *turn, r *requestlog.Row) {
 	}
 	sv := t.served
 	r.ServedModel, r.ServedProvider = recorded(sv.model), recorded(sv.provider)
+	r.ServedRegion = a.compiled.Outcome.Region // where the answering direct upstream processes
 	r.PromptTokens, r.CompletionTokens, r.CostUSD, r.CostSource = sv.usage.PromptTokens, sv.usage.CompletionTokens, sv.cost, sv.costSource
 	r.CachedTokens, r.ReasoningTokens = sv.usage.CachedTokens, sv.usage.ReasoningTokens
 	r.RepresentationBreak, r.CacheDiscountApplied = sv.representationBreak, sv.cacheDiscount
