@@ -48,7 +48,8 @@ type Refusal struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	// Param is a JSON pointer to the member of the request body at fault,
-	// when one is (a request a connector cannot translate); "" otherwise.
+	// when one is (a request a connector cannot translate), or the name of
+	// the request header at fault ([BetaParam]); "" otherwise.
 	Param string `json:"param,omitempty"`
 }
 
@@ -156,6 +157,13 @@ type Outcome struct {
 	// declared region; "" on a marketplace (the endpoint is chosen there)
 	// and on an upstream that declares none. The row's served_region.
 	Region string `json:"region,omitempty"`
+	// Betas are the anthropic-beta flags to send: the plan's flags the
+	// upstream takes (all of them when its [Capabilities.Betas] is nil), in
+	// the caller's order; nil without any. Every connector that passes
+	// anthropic-beta on sends exactly these, never the inbound request's
+	// own list: a flag the check dropped (recorded as "beta:<flag>" in
+	// Degraded) is not sent.
+	Betas []string `json:"-"`
 }
 
 var noneDegraded = []string{}
@@ -232,6 +240,12 @@ func Check(p *Plan, u Upstream, cat *guardrails.Catalog) Outcome {
 			out.AutoModels = upstreamIDs(cat, u.Connector, p.AutoModels)
 		}
 	}
+	betas, r := checkBetas(p.Betas, caps.Betas, u.Name, &degraded)
+	if r != nil {
+		out.Refused = r
+		return out
+	}
+	out.Betas = betas
 	if !p.Data.Empty() {
 		if r := checkData(p, u, cat, &out); r != nil {
 			out.Refused = r

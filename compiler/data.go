@@ -9,7 +9,8 @@ import (
 )
 
 // CodeDataPolicyUnsatisfiable: no way the upstream can be held to a data
-// restriction (zero retention, no training, quantizations, a price ceiling):
+// restriction (zero retention, no training, quantizations, a price ceiling,
+// regions):
 // it has no knob for it, no allow-list to reduce it to, or none of the
 // endpoints that could serve satisfies it. The message names the field and
 // the rung that set it.

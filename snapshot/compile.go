@@ -245,6 +245,9 @@ type CompiledView struct {
 	// inference-profile geography), omitted on a marketplace and on an
 	// upstream that declares none.
 	Region string `json:"region,omitempty"`
+	// Betas are the anthropic-beta flags the upstream would be sent
+	// ([compiler.Outcome.Betas]), omitted without any.
+	Betas []string `json:"betas,omitempty"`
 }
 
 // Explain explains a key's routing: the merged profile with provenance and the
@@ -333,7 +336,7 @@ func (e *Explanation) setPlan(p *compiler.Plan) {
 // the exact native body. model is set for route targets only.
 func view(c *Compiled, model string) CompiledView {
 	v := CompiledView{Upstream: c.Upstream.Config.Name, Model: model, Connector: c.Upstream.Config.Connector, Refused: c.Refused(), Degraded: c.Degraded(),
-		Asked: connectors.Asked(c.Upstream.Connector, c.api), DataVia: c.Outcome.DataVia, Region: c.Outcome.Region}
+		Asked: connectors.Asked(c.Upstream.Connector, c.api), DataVia: c.Outcome.DataVia, Region: c.Outcome.Region, Betas: c.Outcome.Betas}
 	if c.Native != nil {
 		v.Path, v.Native, v.Affinity = c.Native.Path, c.Native.Body, c.Native.Affinity
 	}
