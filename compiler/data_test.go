@@ -130,20 +130,24 @@ func TestDecideDataCombinesProfileAndGuardrail(t *testing.T) {
 		Quantizations: profiles.Field[[]string]{Value: []string{"fp8", "bf16"}, Set: true, Rung: "team:ml", File: "profiles/teams/ml.toml"},
 		MaxPriceIn:    profiles.Field[float64]{Value: in, Set: true, Rung: "org", File: "profiles/org.toml"},
 		MaxPriceOut:   profiles.Field[float64]{Value: out, Set: true, Rung: "org", File: "profiles/org.toml"},
+		Regions:       profiles.Field[[]string]{Value: []string{"eu", "us"}, Set: true, Rung: "org", File: "profiles/org.toml"},
 	}
 	gin := 2.0
 	p := &Plan{Merged: m}
 	decideData(p, m, nil)
-	decideDataPatterns(p, &guardrails.DataRules{ZeroRetention: true, Quantizations: []string{"bf16", "fp16"}, MaxPrice: &profiles.MaxPrice{Input: &gin}})
+	decideDataPatterns(p, &guardrails.DataRules{ZeroRetention: true, Quantizations: []string{"bf16", "fp16"}, MaxPrice: &profiles.MaxPrice{Input: &gin}, Regions: []string{"eu", "apac"}})
 	require.True(t, p.Data.ZeroRetention)
 	require.Equal(t, []string{"bf16"}, p.Data.Quantizations)
 	require.Equal(t, 2.0, *p.Data.MaxPriceIn, "the lower ceiling binds")
 	require.Equal(t, 20.0, *p.Data.MaxPriceOut)
-	require.Equal(t, "zero_retention,quantizations,max_price", p.Data.Fields())
+	require.Equal(t, []string{"eu"}, p.Data.Regions, "the intersection binds")
+	require.Equal(t, "zero_retention,quantizations,max_price,regions", p.Data.Fields())
+	require.Equal(t, "org (profiles/org.toml)+guardrail", p.DataRung(DataRegions))
 	require.Equal(t, "guardrail", p.DataRung(DataZeroRetention))
 	require.Equal(t, "team:ml (profiles/teams/ml.toml)+guardrail", p.DataRung(DataQuantizations))
 	prov := p.Provenance()
 	require.Equal(t, "guardrail", prov["data.zero_retention"])
 	require.Equal(t, "org+guardrail", prov["providers.max_price.input"])
 	require.Equal(t, "team:ml+guardrail", prov["providers.quantizations"])
+	require.Equal(t, "org+guardrail", prov["data.regions"])
 }

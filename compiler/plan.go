@@ -231,6 +231,7 @@ func (p *Plan) Provenance() map[string]string {
 		{guardZeroRetention, "data.zero_retention", true},
 		{guardNoTraining, "data.no_training", true},
 		{guardQuantizations, "providers.quantizations", true},
+		{guardRegions, "data.regions", true},
 		{guardMaxPrice, "providers.max_price.input", p.Data.MaxPriceIn != nil},
 		{guardMaxPrice, "providers.max_price.output", p.Data.MaxPriceOut != nil},
 	} {
