@@ -48,7 +48,8 @@ type Refusal struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	// Param is a JSON pointer to the member of the request body at fault,
-	// when one is (a request a connector cannot translate); "" otherwise.
+	// when one is (a request a connector cannot translate), or the name of
+	// the request header at fault ([BetaParam]); "" otherwise.
 	Param string `json:"param,omitempty"`
 }
 
@@ -117,6 +118,9 @@ type Upstream struct {
 	// CallerKey reports that the request goes out on the caller's own key
 	// for this upstream, not the platform key.
 	CallerKey bool
+	// Region is the upstream's declared region ([[upstreams]] region, in
+	// its cloud's spelling, or a geography); "" when none is declared.
+	Region string
 }
 
 // Outcome is the check's verdict for one plan on one upstream.
@@ -147,6 +151,19 @@ type Outcome struct {
 	// this upstream, "field=how" comma-separated in the plan's field order
 	// (how is [ViaNative], [ViaAllowList] or [ViaLocal]); "" without any.
 	DataVia string `json:"data_via,omitempty"`
+	// Region is where a direct upstream processes the request: the
+	// geography of its model id when that names a cross-region inference
+	// profile (an Amazon Bedrock "eu." id: "eu", or "global"), else its
+	// declared region; "" on a marketplace (the endpoint is chosen there)
+	// and on an upstream that declares none. The row's served_region.
+	Region string `json:"region,omitempty"`
+	// Betas are the anthropic-beta flags to send: the plan's flags the
+	// upstream takes (all of them when its [Capabilities.Betas] is nil), in
+	// the caller's order; nil without any. Every connector that passes
+	// anthropic-beta on sends exactly these, never the inbound request's
+	// own list: a flag the check dropped (recorded as "beta:<flag>" in
+	// Degraded) is not sent.
+	Betas []string `json:"-"`
 }
 
 var noneDegraded = []string{}
@@ -197,6 +214,9 @@ func Check(p *Plan, u Upstream, cat *guardrails.Catalog) Outcome {
 		}
 		out.NativeModel = native
 	}
+	if caps.DirectProvider != "" {
+		out.Region = servedRegion(caps.DirectProvider, u.Region, out.NativeModel)
+	}
 
 	var degraded []string
 	if caps.DirectProvider == "" {
@@ -220,6 +240,12 @@ func Check(p *Plan, u Upstream, cat *guardrails.Catalog) Outcome {
 			out.AutoModels = upstreamIDs(cat, u.Connector, p.AutoModels)
 		}
 	}
+	betas, r := checkBetas(p.Betas, caps.Betas, u.Name, &degraded)
+	if r != nil {
+		out.Refused = r
+		return out
+	}
+	out.Betas = betas
 	if !p.Data.Empty() {
 		if r := checkData(p, u, cat, &out); r != nil {
 			out.Refused = r

@@ -9,7 +9,8 @@ import (
 )
 
 // CodeDataPolicyUnsatisfiable: no way the upstream can be held to a data
-// restriction (zero retention, no training, quantizations, a price ceiling):
+// restriction (zero retention, no training, quantizations, a price ceiling,
+// regions):
 // it has no knob for it, no allow-list to reduce it to, or none of the
 // endpoints that could serve satisfies it. The message names the field and
 // the rung that set it.
@@ -25,6 +26,7 @@ const (
 	DataNoTraining    = "no_training"
 	DataQuantizations = "quantizations"
 	DataMaxPrice      = "max_price"
+	DataRegions       = "regions"
 )
 
 // How a data restriction was held on an upstream, in [Outcome.DataVia].
@@ -57,19 +59,23 @@ type DataPolicy struct {
 	// output tokens; nil is no ceiling.
 	MaxPriceIn  *float64 `json:"max_price_in,omitempty"`
 	MaxPriceOut *float64 `json:"max_price_out,omitempty"`
+	// Regions admits only endpoints known to process in one of these
+	// geographies ([profiles.Geographies]); nil admits any. An empty non-nil
+	// list (a profile's and a guardrail's lists share nothing) admits none.
+	Regions []string `json:"regions,omitempty"`
 }
 
 // Empty reports whether the policy restricts nothing.
 func (d *DataPolicy) Empty() bool {
-	return !d.ZeroRetention && !d.NoTraining && d.Quantizations == nil && d.MaxPriceIn == nil && d.MaxPriceOut == nil
+	return !d.ZeroRetention && !d.NoTraining && d.Quantizations == nil && d.MaxPriceIn == nil && d.MaxPriceOut == nil && d.Regions == nil
 }
 
 // Fields returns the names of the restrictions set, comma-separated in a
-// fixed order (zero_retention, no_training, quantizations, max_price): the
-// row's data_policy. "" when none is.
+// fixed order (zero_retention, no_training, quantizations, max_price,
+// regions): the row's data_policy. "" when none is.
 func (d *DataPolicy) Fields() string {
 	i := 0
-	for bit, on := range [...]bool{d.ZeroRetention, d.NoTraining, d.Quantizations != nil, d.MaxPriceIn != nil || d.MaxPriceOut != nil} {
+	for bit, on := range [...]bool{d.ZeroRetention, d.NoTraining, d.Quantizations != nil, d.MaxPriceIn != nil || d.MaxPriceOut != nil, d.Regions != nil} {
 		if on {
 			i |= 1 << bit
 		}
@@ -77,11 +83,11 @@ func (d *DataPolicy) Fields() string {
 	return fieldSets[i]
 }
 
-// fieldSets holds [DataPolicy.Fields] for each combination of the four
-// restrictions (bit 0 zero_retention ... bit 3 max_price), so that a row
+// fieldSets holds [DataPolicy.Fields] for each combination of the five
+// restrictions (bit 0 zero_retention ... bit 4 regions), so that a row
 // names its policy without an allocation.
-var fieldSets = func() (out [16]string) {
-	names := [...]string{DataZeroRetention, DataNoTraining, DataQuantizations, DataMaxPrice}
+var fieldSets = func() (out [32]string) {
+	names := [...]string{DataZeroRetention, DataNoTraining, DataQuantizations, DataMaxPrice, DataRegions}
 	for i := range out {
 		var parts []string
 		for bit, n := range names {
@@ -107,6 +113,9 @@ func (d *DataPolicy) each(fn func(field string)) {
 	if d.MaxPriceIn != nil || d.MaxPriceOut != nil {
 		fn(DataMaxPrice)
 	}
+	if d.Regions != nil {
+		fn(DataRegions)
+	}
 }
 
 // Fails returns the first restriction the endpoint does not meet, or "" when
@@ -126,7 +135,35 @@ func (d *DataPolicy) Fails(e *guardrails.Endpoint, agreed *Agreement) string {
 	if d.MaxPriceIn != nil && e.PriceIn > *d.MaxPriceIn || d.MaxPriceOut != nil && e.PriceOut > *d.MaxPriceOut {
 		return DataMaxPrice
 	}
+	if d.Regions != nil && !d.regionsAdmit(e.Regions, agreed) {
+		return DataRegions
+	}
 	return ""
+}
+
+// regionsAdmit reports whether an endpoint that may process in geos (all
+// of them; none is unknown) is admitted by the policy's regions. A direct
+// provider's declared geographies (agreed, where its upstreams process)
+// stand in for the catalog's: one of them in the set is enough, since the
+// request can go to that upstream.
+func (d *DataPolicy) regionsAdmit(geos []string, agreed *Agreement) bool {
+	if agreed != nil && len(agreed.Geographies) > 0 {
+		for _, g := range agreed.Geographies {
+			if contains(d.Regions, g) {
+				return true
+			}
+		}
+		return false
+	}
+	if len(geos) == 0 {
+		return false
+	}
+	for _, g := range geos {
+		if !contains(d.Regions, g) {
+			return false
+		}
+	}
+	return true
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
@@ -137,6 +174,11 @@ func isTrue(b *bool) bool { return b != nil && *b }
 type Agreement struct {
 	ZeroRetention bool `json:"zero_retention,omitempty"`
 	NoTraining    bool `json:"no_training,omitempty"`
+	// Geographies are where the provider's direct upstreams process (their
+	// declared regions' geographies): used for the chain's entries only,
+	// since an upstream's own region is held by the check whatever the
+	// key.
+	Geographies []string `json:"geographies,omitempty"`
 }
 
 // Guardrail bits of [Plan.GuardrailData]: which data restrictions a
@@ -146,6 +188,7 @@ const (
 	guardNoTraining
 	guardQuantizations
 	guardMaxPrice
+	guardRegions
 )
 
 // decideData combines the merged profile's data restrictions with the
@@ -162,6 +205,9 @@ func decideData(p *Plan, m *profiles.Merged, d *guardrails.Decision) {
 	}
 	if m.MaxPriceOut.Set {
 		dp.MaxPriceOut = &m.MaxPriceOut.Value
+	}
+	if m.Regions.Set && len(m.Regions.Value) > 0 {
+		dp.Regions = m.Regions.Value
 	}
 	if d == nil {
 		return
@@ -186,17 +232,7 @@ func decideDataPatterns(p *Plan, g *guardrails.DataRules) {
 	}
 	if g.Quantizations != nil {
 		p.GuardrailData |= guardQuantizations
-		if dp.Quantizations == nil {
-			dp.Quantizations = g.Quantizations
-		} else {
-			both := make([]string, 0, len(dp.Quantizations))
-			for _, q := range dp.Quantizations {
-				if contains(g.Quantizations, q) {
-					both = append(both, q)
-				}
-			}
-			dp.Quantizations = both
-		}
+		dp.Quantizations = intersectLists(dp.Quantizations, g.Quantizations)
 	}
 	if mp := g.MaxPrice; mp != nil {
 		p.GuardrailData |= guardMaxPrice
@@ -207,6 +243,26 @@ func decideDataPatterns(p *Plan, g *guardrails.DataRules) {
 			dp.MaxPriceOut = mp.Output
 		}
 	}
+	if g.Regions != nil {
+		p.GuardrailData |= guardRegions
+		dp.Regions = intersectLists(dp.Regions, g.Regions)
+	}
+}
+
+// intersectLists returns the entries of profile that guard lists too, or
+// guard itself when profile is nil (unrestricted); never nil when guard is
+// not.
+func intersectLists(profile, guard []string) []string {
+	if profile == nil {
+		return guard
+	}
+	both := make([]string, 0, len(profile))
+	for _, q := range profile {
+		if contains(guard, q) {
+			both = append(both, q)
+		}
+	}
+	return both
 }
 
 // DataRung returns who set a data restriction of the plan (field is one of
@@ -242,6 +298,9 @@ func (p *Plan) DataRung(field string) string {
 	case DataQuantizations:
 		bit = guardQuantizations
 		rung = where(m.Quantizations.Set && len(m.Quantizations.Value) > 0, m.Quantizations.Rung, m.Quantizations.File)
+	case DataRegions:
+		bit = guardRegions
+		rung = where(m.Regions.Set && len(m.Regions.Value) > 0, m.Regions.Rung, m.Regions.File)
 	case DataMaxPrice:
 		bit = guardMaxPrice
 		rung = where(m.MaxPriceIn.Set, m.MaxPriceIn.Rung, m.MaxPriceIn.File)
@@ -260,12 +319,12 @@ func (p *Plan) DataRung(field string) string {
 
 // DataProvenance maps each data restriction the plan holds to who set it,
 // keyed as profiles name them ("data.zero_retention", "data.no_training",
-// "providers.quantizations", "providers.max_price").
+// "data.regions", "providers.quantizations", "providers.max_price").
 func (p *Plan) DataProvenance() map[string]string {
 	out := map[string]string{}
 	p.Data.each(func(f string) {
 		key := "providers." + f
-		if f == DataZeroRetention || f == DataNoTraining {
+		if f == DataZeroRetention || f == DataNoTraining || f == DataRegions {
 			key = "data." + f
 		}
 		out[key] = p.DataRung(f)
@@ -362,6 +421,17 @@ func checkData(p *Plan, u Upstream, cat *guardrails.Catalog, out *Outcome) *Refu
 		if u.CallerKey {
 			agreed = nil
 		}
+		// Where it processes is the upstream's own (its region, or its
+		// model id's inference profile), on any key: the catalog's regions
+		// describe the provider's other endpoints.
+		if dp.Regions != nil {
+			if why := regionFails(dp.Regions, u.Region, out.Region); why != "" {
+				return refuse(DataRegions, "upstream %q serves only provider %q and is decided here: %s", u.Name, caps.DirectProvider, why)
+			}
+			rest := *dp
+			rest.Regions = nil
+			dp = &rest
+		}
 		// Every catalog endpoint of the provider for the model must meet
 		// it; with none, only the agreement can speak.
 		var eps []guardrails.Endpoint
@@ -390,7 +460,7 @@ func checkData(p *Plan, u Upstream, cat *guardrails.Catalog, out *Outcome) *Refu
 				return refuse(f, "upstream %q serves only provider %q and is decided here: %s", u.Name, caps.DirectProvider, whyFails(f, &none, dp, p.DecidedModel, u.CallerKey))
 			}
 		}
-		dp.each(func(f string) { record(f, ViaLocal) })
+		p.Data.each(func(f string) { record(f, ViaLocal) })
 		out.DataVia = via.String()
 		return nil
 	}
@@ -432,6 +502,10 @@ func checkData(p *Plan, u Upstream, cat *guardrails.Catalog, out *Outcome) *Refu
 			} else {
 				reduce.MaxPriceIn, reduce.MaxPriceOut = dp.MaxPriceIn, dp.MaxPriceOut
 			}
+		case DataRegions:
+			// No marketplace has a knob for where an endpoint processes:
+			// always the allow-list of providers known to process there.
+			reduce.Regions = dp.Regions
 		}
 		if native {
 			record(f, ViaNative)
@@ -444,6 +518,9 @@ func checkData(p *Plan, u Upstream, cat *guardrails.Catalog, out *Outcome) *Refu
 	})
 	if dp.Quantizations != nil && len(dp.Quantizations) == 0 {
 		return refuse(DataQuantizations, "the profile's and the guardrail's quantizations have no precision in common, so no endpoint may serve")
+	}
+	if dp.Regions != nil && len(dp.Regions) == 0 {
+		return refuse(DataRegions, "the profile's and the guardrail's regions have no geography in common, so no endpoint may serve")
 	}
 	if firstReduced != "" {
 		if u.CallerKey && (reduce.ZeroRetention || reduce.NoTraining) && (caps.ZeroRetention || caps.NoTraining) {
@@ -464,6 +541,49 @@ func checkData(p *Plan, u Upstream, cat *guardrails.Catalog, out *Outcome) *Refu
 	}
 	out.DataVia = via.String()
 	return nil
+}
+
+// ProviderBedrock is the catalog's provider slug of Amazon Bedrock, whose
+// model ids may name a cross-region inference profile.
+const ProviderBedrock = "amazon-bedrock"
+
+// servedRegion is where a direct upstream processes: its model id's
+// inference-profile geography on Amazon Bedrock, else its declared region.
+func servedRegion(provider, region, nativeModel string) string {
+	if provider == ProviderBedrock {
+		if geo, ok := profiles.InferenceProfileGeography(nativeModel); ok {
+			return geo
+		}
+	}
+	return region
+}
+
+// regionFails says why a direct upstream that declares region and serves
+// from served (its [Outcome.Region]) does not meet regions; "" when it does.
+func regionFails(regions []string, region, served string) string {
+	if len(regions) == 0 {
+		return "the profile's and the guardrail's regions have no geography in common, so no endpoint may serve"
+	}
+	if served == "" {
+		return "it declares no region, so where it processes is unknown"
+	}
+	geo := profiles.Geography(served)
+	what := fmt.Sprintf("region %q", served)
+	if served != region {
+		what = fmt.Sprintf("its model id's inference profile (geography %q)", served)
+	}
+	switch {
+	case geo == "":
+		return fmt.Sprintf("it declares %s, which sluice's region table places in no geography", what)
+	case geo == profiles.GeographyAny:
+		return fmt.Sprintf("it processes in %s, which may be any region", what)
+	case !contains(regions, geo):
+		if served != region {
+			return fmt.Sprintf("it processes in %s, not one of %v", what, regions)
+		}
+		return fmt.Sprintf("it processes in %s (geography %q), not one of %v", what, geo, regions)
+	}
+	return ""
 }
 
 // whyFails says why a direct upstream's endpoint does not meet a field.

@@ -36,6 +36,9 @@ type Request struct {
 	// it so that a connector can express it in its upstream's own
 	// stickiness knob.
 	Session string
+	// Betas are the request's anthropic-beta flags, in the caller's order
+	// (nil without any): the check keeps, per upstream, those it takes.
+	Betas []string
 }
 
 // Providers are the effective provider preferences of a plan. Entries are
@@ -96,6 +99,8 @@ type Plan struct {
 	// one. Connectors whose upstream has a stickiness knob send it there
 	// (OpenRouter's session_id, OpenAI's prompt_cache_key).
 	Session string `json:"session,omitempty"`
+	// Betas are the request's anthropic-beta flags ([Request.Betas]).
+	Betas []string `json:"betas,omitempty"`
 }
 
 // Decide builds the plan for a request from the principal's ladder (layers top
@@ -115,7 +120,7 @@ func Decide(req Request, layers []profiles.Layer, d *guardrails.Decision) *Plan 
 // afterwards.
 func DecideMerged(req Request, m *profiles.Merged, d *guardrails.Decision) *Plan {
 	model := strings.ToLower(req.Model)
-	p := &Plan{Principal: req.Principal, DecidedModel: model, Auto: model == AutoModel, Merged: m, Session: req.Session}
+	p := &Plan{Principal: req.Principal, DecidedModel: model, Auto: model == AutoModel, Merged: m, Session: req.Session, Betas: req.Betas}
 	if d != nil {
 		p.ContentFilter = d.ContentFilter()
 	}
@@ -226,6 +231,7 @@ func (p *Plan) Provenance() map[string]string {
 		{guardZeroRetention, "data.zero_retention", true},
 		{guardNoTraining, "data.no_training", true},
 		{guardQuantizations, "providers.quantizations", true},
+		{guardRegions, "data.regions", true},
 		{guardMaxPrice, "providers.max_price.input", p.Data.MaxPriceIn != nil},
 		{guardMaxPrice, "providers.max_price.output", p.Data.MaxPriceOut != nil},
 	} {

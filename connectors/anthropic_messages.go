@@ -21,12 +21,12 @@ func (*anthropic) countsTokens() {}
 
 // translateMessages implements [messagesNative]: the caller's body with the
 // model spelled as the upstream's own id (and the token cap as a budget may
-// have lowered it, which body already carries); the caller's anthropic-beta
-// values go along.
-func (*anthropic) translateMessages(in *Inbound, body Body, _ *compiler.Plan, out *compiler.Outcome) (*Native, error) {
+// have lowered it, which body already carries); the anthropic-beta flags
+// the check kept ([compiler.Outcome.Betas]) go along.
+func (*anthropic) translateMessages(_ *Inbound, body Body, _ *compiler.Plan, out *compiler.Outcome) (*Native, error) {
 	h := noHeaders
-	if len(in.Beta) > 0 {
-		h = http.Header{"Anthropic-Beta": {strings.Join(in.Beta, ",")}}
+	if len(out.Betas) > 0 {
+		h = http.Header{"Anthropic-Beta": {strings.Join(out.Betas, ",")}}
 	}
 	return &Native{Path: "/messages", Header: h, Body: encodeBody(body, member{"model", jsonscan.AppendString(nil, out.NativeModel)})}, nil
 }

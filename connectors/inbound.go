@@ -64,8 +64,10 @@ type Inbound struct {
 	// Model is the model as the caller wrote it, which a translated answer
 	// names when the model asked for served.
 	Model string
-	// Beta holds the caller's anthropic-beta header values, passed to an
-	// upstream that speaks the Messages API itself and ignored elsewhere.
+	// Beta holds the caller's anthropic-beta header values. The plan
+	// carries them ([compiler.Request.Betas]) and the check keeps, per
+	// upstream, those it takes: a connector sends [compiler.Outcome.Betas],
+	// never this list.
 	Beta []string
 	// Request is the request's body as the caller sent it, which a
 	// translated Responses answer echoes (its instructions, tools, ...).

@@ -26,21 +26,22 @@ var _ messagesNative = (*openRouter)(nil)
 func (c *openRouter) messagesCapabilities() compiler.Capabilities { return c.Capabilities() }
 
 // translateMessages implements [messagesNative]: the caller's body with the
-// routing members set; the caller's anthropic-beta values go along.
-func (*openRouter) translateMessages(in *Inbound, body Body, plan *compiler.Plan, out *compiler.Outcome) (*Native, error) {
+// routing members set; the anthropic-beta flags the check kept go along.
+func (*openRouter) translateMessages(_ *Inbound, body Body, plan *compiler.Plan, out *compiler.Outcome) (*Native, error) {
 	set, affinity := openRouterRouting(body, plan, out)
-	return &Native{Path: "/messages", Header: withBeta(openRouterHeaders, in), Body: encodeBody(body, set...), Affinity: affinity}, nil
+	return &Native{Path: "/messages", Header: withBeta(openRouterHeaders, out), Body: encodeBody(body, set...), Affinity: affinity}, nil
 }
 
-// withBeta adds the caller's anthropic-beta values to a connector's shared
-// headers (copied, never changed).
-func withBeta(h http.Header, in *Inbound) http.Header {
-	if in == nil || len(in.Beta) == 0 {
+// withBeta adds the anthropic-beta flags the check kept for the upstream
+// ([compiler.Outcome.Betas], never the inbound request's own list) to a
+// connector's shared headers (copied, never changed).
+func withBeta(h http.Header, out *compiler.Outcome) http.Header {
+	if out == nil || len(out.Betas) == 0 {
 		return h
 	}
-	out := h.Clone()
-	out.Set("Anthropic-Beta", strings.Join(in.Beta, ","))
-	return out
+	c := h.Clone()
+	c.Set("Anthropic-Beta", strings.Join(out.Betas, ","))
+	return c
 }
 
 // orMessagesStrip is what the caller of a Messages answer never sees: the

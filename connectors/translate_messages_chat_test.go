@@ -401,6 +401,7 @@ func TestMessagesNativeTranslate(t *testing.T) {
 	body, err := ParseBody([]byte(`{"model":"claude-sonnet-4-5-20250929","max_tokens":99,"container":"c","messages":[{"role":"user","content":"hi"}]}`))
 	require.NoError(t, err)
 	in := &Inbound{API: APIMessages, Beta: []string{"interleaved-thinking-2025-05-14", "fine-grained-tool-streaming-2025-05-14"}}
+	call.Outcome.Betas = in.Beta // the check kept every flag (Anthropic takes them all)
 	native, err := TranslateFor(c, in, body, call.Plan, call.Outcome)
 	require.NoError(t, err)
 	assert.Equal(t, "/messages", native.Path)
@@ -408,6 +409,17 @@ func TestMessagesNativeTranslate(t *testing.T) {
 		"only the model changes: members the chat shape has no room for go through")
 	assert.Equal(t, "interleaved-thinking-2025-05-14,fine-grained-tool-streaming-2025-05-14", native.Header.Get("anthropic-beta"))
 	assert.Empty(t, native.Degraded)
+
+	// Only what the check kept is sent, never the inbound list itself.
+	kept := *call.Outcome
+	kept.Betas = []string{"interleaved-thinking-2025-05-14"}
+	native, err = TranslateFor(c, in, body, call.Plan, &kept)
+	require.NoError(t, err)
+	assert.Equal(t, "interleaved-thinking-2025-05-14", native.Header.Get("anthropic-beta"))
+	kept.Betas = nil
+	native, err = TranslateFor(c, in, body, call.Plan, &kept)
+	require.NoError(t, err)
+	assert.Empty(t, native.Header.Get("anthropic-beta"))
 
 	// The request is untranslatable (container has no chat equivalent):
 	// every upstream that would need the translation refuses it, located.

@@ -264,7 +264,8 @@ func TestResponsesNativeTranslate(t *testing.T) {
 // Vercel: none), and the caller's anthropic-beta values.
 func TestMessagesMarketplacesNative(t *testing.T) {
 	plan := &compiler.Plan{DecidedModel: "anthropic/claude-sonnet-4.5"}
-	out := &compiler.Outcome{NativeModel: "anthropic/claude-sonnet-4.5", Providers: compiler.Providers{Preferred: []string{"anthropic"}, Denied: []string{"google-vertex"}}}
+	out := &compiler.Outcome{NativeModel: "anthropic/claude-sonnet-4.5", Providers: compiler.Providers{Preferred: []string{"anthropic"}, Denied: []string{"google-vertex"}},
+		Betas: []string{"context-management-2025-06-27"}} // what the check kept
 	body, err := ParseBody([]byte(`{"model":"claude-sonnet-4-5","max_tokens":9,"context_management":{"edits":[]},"messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]}]}`))
 	require.NoError(t, err)
 	in := &Inbound{API: APIMessages, Beta: []string{"context-management-2025-06-27"}}

@@ -20,8 +20,8 @@ var _ messagesNative = (*vercel)(nil)
 func (*vercel) messagesCapabilities() compiler.Capabilities { return compiler.Capabilities{} }
 
 // translateMessages implements [messagesNative].
-func (*vercel) translateMessages(in *Inbound, body Body, _ *compiler.Plan, out *compiler.Outcome) (*Native, error) {
-	return &Native{Path: "/messages", Header: withBeta(noHeaders, in), Body: encodeBody(body, member{"model", jsonscan.AppendString(nil, out.NativeModel)})}, nil
+func (*vercel) translateMessages(_ *Inbound, body Body, _ *compiler.Plan, out *compiler.Outcome) (*Native, error) {
+	return &Native{Path: "/messages", Header: withBeta(noHeaders, out), Body: encodeBody(body, member{"model", jsonscan.AppendString(nil, out.NativeModel)})}, nil
 }
 
 // messagesResponse implements [messagesNative].

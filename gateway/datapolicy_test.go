@@ -90,12 +90,38 @@ func TestDataPolicyEndToEnd(t *testing.T) {
 
 	// The account's agreement, declared on the upstream, meets it: decided
 	// locally, and recorded so.
-	editConfig(t, h.dir, [2]string{"name = \"openai\"\nconnector = \"openai\"\n", "name = \"openai\"\nconnector = \"openai\"\nzero_retention = true\n"})
+	// The upstream declares where it processes too (the provider's EU data
+	// residency): the row records it as the served region.
+	editConfig(t, h.dir, [2]string{"name = \"openai\"\nconnector = \"openai\"\n", "name = \"openai\"\nconnector = \"openai\"\nzero_retention = true\nregion = \"eu\"\n"})
 	require.Empty(t, h.srv.Reload())
 	resp, body = h.post(secretBatch, chatBody("openai/gpt-4o", ""))
 	require.Equal(t, 200, resp.StatusCode, string(body))
 	row = h.row(resp.Header.Get(gateway.HeaderRequestID))
 	require.Equal(t, "zero_retention=local", row.DataPolicyVia)
+	require.Equal(t, "eu", row.ServedRegion)
+
+	// regions in the request rung: held locally against the declared
+	// region, recorded beside the others; a geography it does not process
+	// in is refused before anything is sent, naming the field and the rung.
+	withRegions := func(geo string) string {
+		return `{"model":"openai/gpt-4o","messages":[{"role":"user","content":"Hi"}],"routing":{"data":{"regions":["` + geo + `"]}}}`
+	}
+	resp, body = h.post(secretBatch, withRegions("eu"))
+	require.Equal(t, 200, resp.StatusCode, string(body))
+	row = h.row(resp.Header.Get(gateway.HeaderRequestID))
+	require.Equal(t, "zero_retention,regions", row.DataPolicy)
+	require.Equal(t, "zero_retention=local,regions=local", row.DataPolicyVia)
+	require.Equal(t, "eu", row.ServedRegion)
+	sent := h.sim.CallCount(simulator.CallFilter{Kind: simulator.KindOpenAI})
+	resp, body = h.post(secretBatch, withRegions("us"))
+	require.Equal(t, 422, resp.StatusCode, string(body))
+	require.NoError(t, json.Unmarshal(body, &e))
+	require.Equal(t, "data_policy_unsatisfiable", e.Error.Code)
+	require.Contains(t, e.Error.Message, `regions (set by request): upstream "openai" serves only provider "openai" and is decided here: it processes in region "eu" (geography "eu"), not one of [us]`)
+	row = h.row(resp.Header.Get(gateway.HeaderRequestID))
+	require.Equal(t, "zero_retention,regions", row.DataPolicy)
+	require.Empty(t, row.ServedRegion, "nothing served")
+	require.Equal(t, sent, h.sim.CallCount(simulator.CallFilter{Kind: simulator.KindOpenAI}), "nothing was sent")
 
 	// A request rung may tighten, never loosen: 400, located at the member.
 	resp, body = h.post(secretChat, `{"model":"anthropic/claude-sonnet-4.5","messages":[{"role":"user","content":"Hi"}],"routing":{"data":{"zero_retention":false}}}`)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicegw/sluice/compiler"
 	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/snapshot"
 	"github.com/sluicegw/sluice/store/requestlog"
@@ -42,6 +43,9 @@ func (s *Server) record(t *turn) {
 	}
 	s.measure(t.snap, r, t.operation())
 	for _, d := range r.RoutingDegraded {
+		if strings.HasPrefix(d, compiler.DegradedBetaPrefix) {
+			d = "beta" // the flag is the caller's word: one label for all (the row names it)
+		}
 		s.metrics.Degraded.WithLabelValues(d).Inc()
 	}
 	up := r.Upstream
@@ -192,6 +196,7 @@ func (s *Server) row(t *turn, r *requestlog.Row) {
 	}
 	sv := t.served
 	r.ServedModel, r.ServedProvider = recorded(sv.model), recorded(sv.provider)
+	r.ServedRegion = a.compiled.Outcome.Region // where the answering direct upstream processes
 	r.PromptTokens, r.CompletionTokens, r.CostUSD, r.CostSource = sv.usage.PromptTokens, sv.usage.CompletionTokens, sv.cost, sv.costSource
 	r.CachedTokens, r.ReasoningTokens = sv.usage.CachedTokens, sv.usage.ReasoningTokens
 	r.RepresentationBreak, r.CacheDiscountApplied = sv.representationBreak, sv.cacheDiscount

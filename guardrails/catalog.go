@@ -120,6 +120,12 @@ type Endpoint struct {
 	// ("fp8", "bf16", ...), lower-cased. Default: "" (unknown, which no
 	// quantizations list admits).
 	Quantization string `json:"quantization,omitempty"`
+	// Regions are the geographies ([profiles.Geographies]) the endpoint may
+	// process a request in, all of them: a data policy's regions admit it
+	// only when each is among theirs. No listing publishes it, so an import
+	// never changes it. Default: none (unknown, which no regions list
+	// admits).
+	Regions []string `json:"regions,omitempty"`
 	// Pinned names the data facts ("zero_retention", "no_training",
 	// "quantization") written here by hand: an import never changes them,
 	// even where its listing says otherwise. Default: none (an import

@@ -106,11 +106,15 @@ type DataRules struct {
 	// MaxPrice is the policy's price ceiling (rule max_price, an object
 	// with input and/or output in USD per million tokens); nil when none.
 	MaxPrice *profiles.MaxPrice `json:"max_price,omitempty"`
+	// Regions admits only endpoints known to process in one of these
+	// geographies (rule regions, a set of [profiles.Geographies]); nil when
+	// the policy does not restrict where.
+	Regions []string `json:"regions,omitempty"`
 }
 
 // Any reports whether the policy sets any data restriction.
 func (r *DataRules) Any() bool {
-	return r.ZeroRetention || r.NoTraining || r.Quantizations != nil || r.MaxPrice != nil
+	return r.ZeroRetention || r.NoTraining || r.Quantizations != nil || r.MaxPrice != nil || r.Regions != nil
 }
 
 // Counts are the sizes of a decision's literal sets, for explain output.
@@ -482,6 +486,14 @@ func readPatterns(doc map[string]any) (Patterns, error) {
 	if v, ok := doc["max_price"]; ok {
 		if pats.MaxPrice, err = readMaxPrice(v); err != nil {
 			return pats, &OutputError{Output: "max_price", msg: err.Error()}
+		}
+	}
+	if pats.Regions, err = stringSet("regions", doc["regions"]); err != nil {
+		return pats, err
+	}
+	for _, g := range pats.Regions {
+		if !profiles.IsGeography(g) {
+			return pats, outErr("regions", "regions lists %q, which is not a geography (one of %v)", g, profiles.Geographies)
 		}
 	}
 	return pats, nil

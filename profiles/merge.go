@@ -40,13 +40,17 @@ type Merged struct {
 	// MaxPriceIn and MaxPriceOut are the lowest ceiling any rung set on
 	// each side (USD per million tokens).
 	MaxPriceIn, MaxPriceOut Field[float64]
+	// Regions is the intersection of every rung's non-empty list of
+	// geographies; its rung is the last that narrowed it.
+	Regions Field[[]string]
 }
 
 // Merge merges layers given top first (org → team → project → key →
 // request): for each field separately, the nearest rung that sets it wins and
 // an unset field is inherited. An explicitly empty list is a setting and
 // overrides what is above it. The data restrictions (data.zero_retention,
-// data.no_training, providers.quantizations, providers.max_price) are the
+// data.no_training, data.regions, providers.quantizations,
+// providers.max_price) are the
 // exception: a rung may tighten them, never loosen them, so each merges to
 // the tightest value set (see [CheckTightening] for the located error a
 // loosening rung gets).
@@ -64,7 +68,7 @@ func Merge(layers ...Layer) Merged {
 		if p.Providers.RankBy != nil {
 			m.RankBy = Field[string]{Value: *p.Providers.RankBy, Set: true, Rung: l.Rung, File: l.File}
 		}
-		if p.Data.ZeroRetention != nil || p.Data.NoTraining != nil || p.Providers.Quantizations != nil || p.Providers.MaxPrice != nil {
+		if p.SetsData() {
 			m.tighten(p, l)
 		}
 	}
@@ -81,15 +85,19 @@ func (m *Merged) tighten(p *Profile, l Layer) {
 	}
 	require(&m.ZeroRetention, p.Data.ZeroRetention)
 	require(&m.NoTraining, p.Data.NoTraining)
-	if q := p.Providers.Quantizations; q != nil && len(*q) > 0 {
-		if !m.Quantizations.Set || len(m.Quantizations.Value) == 0 {
-			m.Quantizations = Field[[]string]{Value: *q, Set: true, Rung: l.Rung, File: l.File}
-		} else if kept := intersect(m.Quantizations.Value, *q); len(kept) != len(m.Quantizations.Value) {
-			m.Quantizations = Field[[]string]{Value: kept, Set: true, Rung: l.Rung, File: l.File}
+	narrow := func(f *Field[[]string], q *[]string) {
+		if q != nil && len(*q) > 0 {
+			if !f.Set || len(f.Value) == 0 {
+				*f = Field[[]string]{Value: *q, Set: true, Rung: l.Rung, File: l.File}
+			} else if kept := intersect(f.Value, *q); len(kept) != len(f.Value) {
+				*f = Field[[]string]{Value: kept, Set: true, Rung: l.Rung, File: l.File}
+			}
+		} else if q != nil && !f.Set {
+			*f = Field[[]string]{Value: *q, Set: true, Rung: l.Rung, File: l.File}
 		}
-	} else if q != nil && !m.Quantizations.Set {
-		m.Quantizations = Field[[]string]{Value: *q, Set: true, Rung: l.Rung, File: l.File}
 	}
+	narrow(&m.Quantizations, p.Providers.Quantizations)
+	narrow(&m.Regions, p.Data.Regions)
 	if mp := p.Providers.MaxPrice; mp != nil {
 		lower := func(f *Field[float64], v *float64) {
 			if v != nil && (!f.Set || *v < f.Value) {
@@ -164,13 +172,24 @@ func CheckTightening(layers []Layer) Diagnostics {
 				add(b.ptr, "%s = false loosens %s = true set at %s (%s)", b.name, b.name, b.above.Rung, b.above.File)
 			}
 		}
-		if q, above := p.Providers.Quantizations, m.Quantizations; q != nil && above.Set && len(above.Value) > 0 {
+		for _, ls := range []struct {
+			ptr, name, every string
+			above            Field[[]string]
+			v                *[]string
+		}{
+			{"/providers/quantizations", "providers.quantizations", "every precision", m.Quantizations, p.Providers.Quantizations},
+			{"/data/regions", "data.regions", "every geography", m.Regions, p.Data.Regions},
+		} {
+			q, above := ls.v, ls.above
+			if q == nil || !above.Set || len(above.Value) == 0 {
+				continue
+			}
 			if len(*q) == 0 {
-				add("/providers/quantizations", "providers.quantizations = [] admits every precision, loosening %v set at %s (%s)", above.Value, above.Rung, above.File)
+				add(ls.ptr, "%s = [] admits %s, loosening %v set at %s (%s)", ls.name, ls.every, above.Value, above.Rung, above.File)
 			}
 			for i, e := range *q {
 				if !slices.Contains(above.Value, e) {
-					add(fmt.Sprintf("/providers/quantizations/%d", i), "providers.quantizations admits %q, which %v set at %s (%s) does not", e, above.Value, above.Rung, above.File)
+					add(fmt.Sprintf("%s/%d", ls.ptr, i), "%s admits %q, which %v set at %s (%s) does not", ls.name, e, above.Value, above.Rung, above.File)
 				}
 			}
 		}
@@ -204,7 +223,7 @@ func setList(f *Field[[]string], v *[]string, l Layer) {
 // ("fallbacks", "providers.rank_by", "providers.preferred",
 // "providers.allowed", "providers.denied", "providers.quantizations",
 // "providers.max_price.input", "providers.max_price.output",
-// "data.zero_retention", "data.no_training").
+// "data.zero_retention", "data.no_training", "data.regions").
 func (m *Merged) Provenance() map[string]string {
 	out := map[string]string{}
 	m.each(func(name, rung, _ string) { out[name] = rung })
@@ -235,6 +254,7 @@ func (m *Merged) each(fn func(name, rung, file string)) {
 		{"providers.max_price.output", m.MaxPriceOut.Set, m.MaxPriceOut.Rung, m.MaxPriceOut.File},
 		{"data.zero_retention", m.ZeroRetention.Set, m.ZeroRetention.Rung, m.ZeroRetention.File},
 		{"data.no_training", m.NoTraining.Set, m.NoTraining.Rung, m.NoTraining.File},
+		{"data.regions", m.Regions.Set, m.Regions.Rung, m.Regions.File},
 	} {
 		if f.set {
 			fn(f.name, f.rung, f.file)

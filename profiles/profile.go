@@ -54,6 +54,10 @@ type Profile struct {
 		// NoTraining admits only endpoints that neither train on nor
 		// collect prompts. Default: unset (false).
 		NoTraining *bool `toml:"no_training" json:"no_training,omitempty"`
+		// Regions admits only endpoints known to process in one of these
+		// geographies ([Geographies]: "eu", "us", ...). Default: unset
+		// (anywhere); an empty list is the same as unset.
+		Regions *[]string `toml:"regions" json:"regions,omitempty"`
 	} `toml:"data" json:"data"`
 
 	// pos locates the profile's keys in its file (nil for the request rung).
@@ -62,9 +66,9 @@ type Profile struct {
 
 // SetsData reports whether the profile sets a data restriction
 // (data.zero_retention, data.no_training, providers.quantizations or
-// providers.max_price).
+// providers.max_price, data.regions).
 func (p *Profile) SetsData() bool {
-	return p.Data.ZeroRetention != nil || p.Data.NoTraining != nil || p.Providers.Quantizations != nil || p.Providers.MaxPrice != nil
+	return p.Data.ZeroRetention != nil || p.Data.NoTraining != nil || p.Providers.Quantizations != nil || p.Providers.MaxPrice != nil || p.Data.Regions != nil
 }
 
 // MaxPrice is a price ceiling in USD per million tokens; a nil side has no
@@ -78,7 +82,7 @@ type MaxPrice struct {
 
 // normalize lower-cases every slug: matching is case-insensitive.
 func (p *Profile) normalize() {
-	for _, l := range []*[]string{p.Fallbacks, p.Providers.Preferred, p.Providers.Allowed, p.Providers.Denied, p.Providers.Quantizations} {
+	for _, l := range []*[]string{p.Fallbacks, p.Providers.Preferred, p.Providers.Allowed, p.Providers.Denied, p.Providers.Quantizations, p.Data.Regions} {
 		if l == nil {
 			continue
 		}
@@ -118,6 +122,7 @@ func (p *Profile) check(file string, line func(string) int, pointerOnly bool) Di
 		{"providers.allowed", "/providers/allowed", p.Providers.Allowed},
 		{"providers.denied", "/providers/denied", p.Providers.Denied},
 		{"providers.quantizations", "/providers/quantizations", p.Providers.Quantizations},
+		{"data.regions", "/data/regions", p.Data.Regions},
 	}
 	for _, l := range lists {
 		if l.l == nil {

@@ -24,6 +24,8 @@ type ProvidersView struct {
 type DataView struct {
 	ZeroRetention *bool `json:"zero_retention,omitempty"`
 	NoTraining    *bool `json:"no_training,omitempty"`
+	// Regions is omitted when no rung set it.
+	Regions []string `json:"regions,omitempty"`
 }
 
 // View renders the merged profile.
@@ -54,8 +56,8 @@ func (m *Merged) View() ProfileView {
 			v.Providers.MaxPrice.Output = &out
 		}
 	}
-	if m.ZeroRetention.Set || m.NoTraining.Set {
-		v.Data = &DataView{}
+	if m.ZeroRetention.Set || m.NoTraining.Set || m.Regions.Set {
+		v.Data = &DataView{Regions: listView(m.Regions)}
 		if m.ZeroRetention.Set {
 			z := m.ZeroRetention.Value
 			v.Data.ZeroRetention = &z

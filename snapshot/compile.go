@@ -240,6 +240,14 @@ type CompiledView struct {
 	// DataVia is how each data restriction is held on this upstream
 	// ("zero_retention=native,max_price=allow_list"), omitted without one.
 	DataVia string `json:"data_via,omitempty"`
+	// Region is where a direct upstream processes the request
+	// ([compiler.Outcome.Region]: its declared region, or its model id's
+	// inference-profile geography), omitted on a marketplace and on an
+	// upstream that declares none.
+	Region string `json:"region,omitempty"`
+	// Betas are the anthropic-beta flags the upstream would be sent
+	// ([compiler.Outcome.Betas]), omitted without any.
+	Betas []string `json:"betas,omitempty"`
 }
 
 // Explain explains a key's routing: the merged profile with provenance and the
@@ -328,7 +336,7 @@ func (e *Explanation) setPlan(p *compiler.Plan) {
 // the exact native body. model is set for route targets only.
 func view(c *Compiled, model string) CompiledView {
 	v := CompiledView{Upstream: c.Upstream.Config.Name, Model: model, Connector: c.Upstream.Config.Connector, Refused: c.Refused(), Degraded: c.Degraded(),
-		Asked: connectors.Asked(c.Upstream.Connector, c.api), DataVia: c.Outcome.DataVia}
+		Asked: connectors.Asked(c.Upstream.Connector, c.api), DataVia: c.Outcome.DataVia, Region: c.Outcome.Region, Betas: c.Outcome.Betas}
 	if c.Native != nil {
 		v.Path, v.Native, v.Affinity = c.Native.Path, c.Native.Body, c.Native.Affinity
 	}

@@ -27,6 +27,10 @@ type compileCase struct {
 	// pin's provider (both optional).
 	Session        string `json:"session"`
 	PinnedProvider string `json:"pinned_provider"`
+	// API is the request's API: "" (chat completions) or "messages", with
+	// Beta its anthropic-beta header values.
+	API  string   `json:"api"`
+	Beta []string `json:"beta"`
 }
 
 // TestCompileCorpus compiles every case of testdata/compile/cases against
@@ -65,8 +69,11 @@ func explainCase(t *testing.T, snap *Snapshot, file string) []byte {
 	key := snap.Config.KeyByID(c.Key)
 	require.NotNil(t, key, c.Key)
 	req, perr := request.Parse(c.Request)
+	if c.API == "messages" {
+		req, perr = request.ParseMessages(c.Request, c.Beta)
+	}
 	require.Nil(t, perr)
-	e, err := snap.Explain(context.Background(), key, &compiler.Request{Model: req.Model, Routing: req.Routing, Session: c.Session, PinnedProvider: c.PinnedProvider}, req.Body, c.Upstream)
+	e, err := snap.ExplainFor(context.Background(), key, &compiler.Request{Model: req.Model, Routing: req.Routing, Session: c.Session, PinnedProvider: c.PinnedProvider}, req.Body, req.Inbound, c.Upstream)
 	require.NoError(t, err)
 	out, err := json.MarshalIndent(e, "", "  ")
 	require.NoError(t, err)

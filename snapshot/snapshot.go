@@ -148,14 +148,18 @@ func LoadWith(dir string, opts Options) (*Snapshot, profiles.Diagnostics) {
 			continue
 		}
 		up := &Upstream{Config: u, Connector: c, Check: compiler.Upstream{Name: u.Name, Connector: c.Kind(), Capabilities: c.Capabilities(), ContentFilters: u.ContentFilters,
-			Agreement: compiler.Agreement{ZeroRetention: u.ZeroRetention, NoTraining: u.NoTraining}}}
-		if dp := c.Capabilities().DirectProvider; dp != "" && (u.ZeroRetention || u.NoTraining) {
+			Agreement: compiler.Agreement{ZeroRetention: u.ZeroRetention, NoTraining: u.NoTraining}, Region: u.Region}}
+		geo := profiles.Geography(u.Region)
+		if dp := c.Capabilities().DirectProvider; dp != "" && (u.ZeroRetention || u.NoTraining || geo != "") {
 			if s.agreements == nil {
 				s.agreements = map[string]compiler.Agreement{}
 			}
 			a := s.agreements[dp]
 			a.ZeroRetention = a.ZeroRetention || u.ZeroRetention
 			a.NoTraining = a.NoTraining || u.NoTraining
+			if geo != "" && geo != profiles.GeographyAny && !slices.Contains(a.Geographies, geo) {
+				a.Geographies = append(a.Geographies, geo)
+			}
 			s.agreements[dp] = a
 		}
 		if u.APIKeyEnv != "" {

@@ -14,6 +14,7 @@ import (
 	"github.com/sluicegw/sluice/connectors"
 	"github.com/sluicegw/sluice/gateway/apierr"
 	"github.com/sluicegw/sluice/gateway/request"
+	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/snapshot"
 )
 
@@ -208,6 +209,9 @@ func printExplanation(env *cliEnv, e *snapshot.Explanation) {
 		if dp.MaxPriceOut != nil {
 			fmt.Fprintf(w, " max_price.output=%g", *dp.MaxPriceOut)
 		}
+		if dp.Regions != nil {
+			fmt.Fprintf(w, " regions=%s", list(dp.Regions))
+		}
 		fmt.Fprintln(w)
 	}
 	var keys []string
@@ -220,7 +224,7 @@ func printExplanation(env *cliEnv, e *snapshot.Explanation) {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "UPSTREAM\tMODEL\tCONNECTOR\tASKED\tOUTCOME\tDEGRADED\tDATA")
+	fmt.Fprintln(tw, "UPSTREAM\tMODEL\tCONNECTOR\tASKED\tOUTCOME\tDEGRADED\tDATA\tREGION")
 	for _, c := range e.Compiled {
 		outcome := "serve"
 		if c.Refused != nil {
@@ -238,10 +242,22 @@ func printExplanation(env *cliEnv, e *snapshot.Explanation) {
 		if data == "" {
 			data = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Upstream, model, c.Connector, asked, outcome, list(c.Degraded), data)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Upstream, model, c.Connector, asked, outcome, list(c.Degraded), data, regionText(c.Region))
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\n(--json shows each upstream's exact native body and every refusal message)")
+}
+
+// regionText is an upstream's REGION cell: where a direct upstream
+// processes and its geography ("swedencentral (eu)"), "-" when unknown.
+func regionText(region string) string {
+	if region == "" {
+		return "-"
+	}
+	if geo := profiles.Geography(region); geo != "" && geo != region {
+		return region + " (" + geo + ")"
+	}
+	return region
 }
 
 func allowedText(a []string) string {

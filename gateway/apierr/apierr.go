@@ -86,6 +86,10 @@ const (
 	// training, quantizations, a price ceiling) cannot be held on the
 	// upstream; the message names the field and who set it.
 	CodeDataPolicyUnsatisfiable = compiler.CodeDataPolicyUnsatisfiable
+	// CodeBetaUnsupported: the request's anthropic-beta header asks for a
+	// beta the upstream does not take, and losing it would change the
+	// answer (param: anthropic-beta).
+	CodeBetaUnsupported = compiler.CodeBetaUnsupported
 )
 
 // statuses maps every code to its HTTP status; a code missing here is a bug
@@ -119,6 +123,7 @@ var statuses = map[string]int{
 	CodeWebSocketUnavailable:    http.StatusUpgradeRequired,
 	CodeResponseElsewhere:       http.StatusUnprocessableEntity,
 	CodeDataPolicyUnsatisfiable: http.StatusUnprocessableEntity,
+	CodeBetaUnsupported:         http.StatusUnprocessableEntity,
 	// Governance refusals: somebody's policy forbids it.
 	CodeModelForbidden:       http.StatusForbidden,
 	CodeProviderNotPermitted: http.StatusForbidden,

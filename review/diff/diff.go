@@ -698,6 +698,7 @@ func compareUpstreams(bc, hc *profiles.Config) []UpstreamChange {
 			add("connector", bu.Connector, hu.Connector)
 			add("base_url", bu.BaseURL, hu.BaseURL)
 			add("content_filters", nonNil(bu.ContentFilters), nonNil(hu.ContentFilters))
+			add("region", bu.Region, hu.Region)
 			if len(fs) > 0 {
 				out = append(out, UpstreamChange{Name: n, Status: StatusChanged, Connector: hu.Connector, Fields: fs})
 			}

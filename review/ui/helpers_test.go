@@ -138,6 +138,7 @@ func seedRows(now time.Time) []requestlog.Row {
 		if i%6 == 3 {
 			r.ServedModel, r.ServedProvider = "anthropic/claude-sonnet-4.5", "anthropic"
 			r.RoutingSwitchReason, r.FallbackReason, r.Attempts = "target_fallback", "throttled", 2
+			r.ServedRegion = "swedencentral"
 		}
 		// ml prefers openai then azure (testdata/demo/profiles/teams/ml.toml).
 		r.PreferencePreferred, r.PreferenceVerdict = []string{"openai", "azure"}, requestlog.VerdictNotApplicable

@@ -305,10 +305,11 @@ func TestRowDetail(t *testing.T) {
 		p = admin.get(path)
 		require.Equal(t, http.StatusOK, p.status, path)
 		require.Contains(t, p.body, `<code id="detail-id">`+row.RequestID+`</code>`)
-		for _, f := range []string{"ts", "key_id", "decided_model", "served_model", "routing_switch_reason", "fallback_reason", "routing_degraded", "cost_usd", "ttft_ms"} {
+		for _, f := range []string{"ts", "key_id", "decided_model", "served_model", "routing_switch_reason", "fallback_reason", "routing_degraded", "cost_usd", "ttft_ms", "served_region"} {
 			require.Contains(t, p.body, `data-field="`+f+`"`, f)
 		}
 		require.Contains(t, p.body, `<td data-field="fallback_reason">throttled</td>`)
+		require.Contains(t, p.body, `<td data-field="served_region">swedencentral</td>`)
 		require.Contains(t, p.body, "Current configuration (revision")
 		require.Contains(t, p.body, "not historical")
 		require.Contains(t, p.body, `<code id="explain-decided">openai/gpt-4o</code>`)

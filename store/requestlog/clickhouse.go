@@ -478,7 +478,7 @@ func appendColumns(b driver.Batch, rows []Row) error {
 		stream, cacheHit, reprBreak, discount = make([]uint8, n), make([]uint8, n), make([]uint8, n), make([]uint8, n)
 		routing                               = make([]uint8, n)
 		cost, latency, ttft                   = make([]float64, n), make([]float64, n), make([]float64, n)
-		strs                                  [26][]string
+		strs                                  [27][]string
 	)
 	for i := range strs {
 		strs[i] = make([]string, n)
@@ -495,7 +495,7 @@ func appendColumns(b driver.Batch, rows []Row) error {
 			r.Upstream, r.DecidedModel, r.ServedModel, r.ServedProvider, r.RoutingSwitchReason,
 			r.RefusedCode, r.FallbackReason, r.CostSource, r.ConfigRevision, r.API,
 			r.SessionKey, r.SessionAffinity, r.DataPolicy, r.DataPolicyVia,
-			r.PreferenceRankBy, r.PreferenceVerdict, r.RefusedMessage, r.UpstreamAttempts, r.RoutingObject} {
+			r.PreferenceRankBy, r.PreferenceVerdict, r.RefusedMessage, r.UpstreamAttempts, r.RoutingObject, r.ServedRegion} {
 			strs[j][i] = v
 		}
 		chain[i], degraded[i] = r.Chain, r.RoutingDegraded
@@ -515,7 +515,7 @@ func appendColumns(b driver.Batch, rows []Row) error {
 		attempts, status, stream, cacheHit, reprBreak, discount,
 		prompt, completion, cost, latency, ttft, strs[14], routing, strs[15], strs[16],
 		strs[17], strs[18], cached, reasoning, strs[19], strs[20],
-		strs[21], preferred, allowed, denied, strs[22], strs[23], strs[24], strs[25]}
+		strs[21], preferred, allowed, denied, strs[22], strs[23], strs[24], strs[25], strs[26]}
 	for i, c := range cols {
 		if err := b.Column(i).Append(c); err != nil {
 			return fmt.Errorf("column %d: %w", i, err)
@@ -557,7 +557,7 @@ func (s *clickhouseStore) Query(ctx context.Context, f Filter) (Page, error) {
 			&r.SessionKey, &r.SessionAffinity, &r.CachedTokens, &r.ReasoningTokens,
 			&r.DataPolicy, &r.DataPolicyVia,
 			&r.PreferenceRankBy, &r.PreferencePreferred, &r.PreferenceAllowed, &r.PreferenceDenied,
-			&r.PreferenceVerdict, &r.RefusedMessage, &r.UpstreamAttempts, &r.RoutingObject); err != nil {
+			&r.PreferenceVerdict, &r.RefusedMessage, &r.UpstreamAttempts, &r.RoutingObject, &r.ServedRegion); err != nil {
 			return Page{}, fmt.Errorf("requestlog: clickhouse %s: scan: %w", s.addr, err)
 		}
 		r.TS = time.UnixMilli(tsMS).UTC()

@@ -94,6 +94,7 @@ func sampleRows(n int) []Row {
 			ReasoningTokens:   int64(i % 5),
 			DataPolicy:        []string{"", "zero_retention,no_training", "quantizations,max_price"}[i%3],
 			DataPolicyVia:     []string{"", "zero_retention=native,no_training=allow_list", "quantizations=native,max_price=local"}[i%3],
+			ServedRegion:      []string{"eu-west-1", "", "swedencentral", "eu"}[i%4],
 			LatencyMS:         float64(i) + 0.25,
 			TTFTMS:            float64(i) / 2,
 			PreferenceVerdict: PreferenceVerdicts[i%len(PreferenceVerdicts)],

@@ -58,7 +58,7 @@ func orDash(s string) string {
 
 func writeTable(w io.Writer, rows []Row) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TS\tREQUEST_ID\tTEAM\tMODEL\tPROVIDER\tSWITCH\tDEGRADED\tREFUSED\tFALLBACK\tCACHE\tDATA\tSTATUS")
+	fmt.Fprintln(tw, "TS\tREQUEST_ID\tTEAM\tMODEL\tPROVIDER\tREGION\tSWITCH\tDEGRADED\tREFUSED\tFALLBACK\tCACHE\tDATA\tSTATUS")
 	for _, r := range rows {
 		r = r.normalized()
 		model := r.DecidedModel
@@ -75,9 +75,9 @@ func writeTable(w io.Writer, rows []Row) error {
 		if data == "" {
 			data = r.DataPolicy
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n",
 			r.TS.Format("2006-01-02T15:04:05.000Z"), sanitize(r.RequestID), orDash(sanitize(r.Team)),
-			orDash(sanitize(model)), orDash(sanitize(r.ServedProvider)), orDash(sanitize(r.RoutingSwitchReason)),
+			orDash(sanitize(model)), orDash(sanitize(r.ServedProvider)), orDash(sanitize(r.ServedRegion)), orDash(sanitize(r.RoutingSwitchReason)),
 			orDash(sanitize(strings.Join(r.RoutingDegraded, ","))), orDash(sanitize(r.RefusedCode)),
 			orDash(sanitize(r.FallbackReason)), cache, orDash(data), r.Status)
 	}
@@ -109,6 +109,7 @@ var csvHeader = []string{
 	"data_policy", "data_policy_via",
 	"preference_rank_by", "preference_preferred", "preference_allowed", "preference_denied",
 	"preference_verdict", "refused_message", "upstream_attempts", "routing_object",
+	"served_region",
 }
 
 // csvText guards a text cell against formula injection: a spreadsheet
@@ -150,6 +151,7 @@ func writeCSV(w io.Writer, rows []Row) error {
 			r.DataPolicy, r.DataPolicyVia,
 			r.PreferenceRankBy, string(preferred), string(allowed), string(denied),
 			r.PreferenceVerdict, c(r.RefusedMessage), c(r.UpstreamAttempts), c(r.RoutingObject),
+			c(r.ServedRegion),
 		})
 	}
 	cw.Flush()

@@ -114,7 +114,7 @@ type Row struct {
 	ReasoningTokens int64 `json:"reasoning_tokens"`
 	// DataPolicy names the data restrictions that bound the request,
 	// comma-separated in a fixed order ("zero_retention,no_training",
-	// "quantizations", "max_price"); "" when none did. DataPolicyVia says
+	// "quantizations", "max_price", "regions"); "" when none did. DataPolicyVia says
 	// how each was held on the upstream the request was sent to
 	// ("zero_retention=native,max_price=allow_list"; native: the
 	// upstream's own knob, allow_list: reduced to the providers whose
@@ -152,6 +152,13 @@ type Row struct {
 	// as compact JSON, so that its plan can be replayed; "" without one,
 	// or when it was longer than [MaxRoutingObject] bytes.
 	RoutingObject string `json:"routing_object"`
+	// ServedRegion is where the upstream that served processes: a direct
+	// upstream's declared region in its cloud's spelling ("eu-west-1",
+	// "swedencentral"), or the geography of an Amazon Bedrock inference
+	// profile its model id names ("eu", "global"); "" on a marketplace, on
+	// an upstream that declares none, and when nothing was served. Rows
+	// recorded before the column existed read "".
+	ServedRegion string `json:"served_region"`
 }
 
 // MaxRoutingObject bounds the routing object a row keeps, in bytes.
@@ -454,7 +461,7 @@ const (
 )
 
 // DataPolicyValues are the values [ParseFilter] accepts for data_policy.
-var DataPolicyValues = []string{"zero_retention", "no_training", "quantizations", "max_price", DataPolicyAny, DataPolicyNone}
+var DataPolicyValues = []string{"zero_retention", "no_training", "quantizations", "max_price", "regions", DataPolicyAny, DataPolicyNone}
 
 func filterWhere(f Filter, c *cursor, d dialect) *where {
 	w := &where{}

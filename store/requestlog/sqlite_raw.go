@@ -450,6 +450,7 @@ func bindRow(b *rowBinder, r *Row) {
 	b.text(r.RefusedMessage)
 	b.text(r.UpstreamAttempts)
 	b.text(r.RoutingObject)
+	b.text(r.ServedRegion)
 }
 
 // appendJSONStrings appends l as json.Marshal encodes a []string (a nil l

@@ -19,3 +19,11 @@ zero_retention := "yes" if input.principal.team == "typo"
 max_price := {"input": -1} if input.principal.team == "negative"
 
 max_price := {"prompt": 1} if input.principal.team == "foreign"
+
+# The legal team's traffic stays in Europe; a misspelt geography is reported.
+regions contains g if {
+	input.principal.team == "legal"
+	some g in {"EU"}
+}
+
+regions contains "europe" if input.principal.team == "geo-typo"
