@@ -3,7 +3,9 @@ package connectors
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/http"
@@ -78,12 +80,40 @@ func newVertex(u *profiles.Upstream) (*vertex, error) {
 	if err != nil {
 		return nil, fmt.Errorf("application default credentials could not be loaded: %w", err)
 	}
+	if err := checkServiceAccount(creds.JSON); err != nil {
+		return nil, fmt.Errorf("application default credentials could not be loaded: %w", err)
+	}
 	return &vertex{
 		anth:   &anthropic{now: newAnthropic().now, provider: "google-vertex"},
 		name:   u.Name,
 		models: "/v1/projects/" + url.PathEscape(u.Project) + "/locations/" + u.Region + "/publishers/anthropic/models/",
 		tokens: creds.TokenSource,
 	}, nil
+}
+
+// checkServiceAccount parses a service-account key file's private key now,
+// at load, which the library would first do when a request needs a token:
+// a key that cannot sign is the configuration's fault, not a request's.
+// Other credential types (user credentials, external accounts) are left to
+// the library.
+func checkServiceAccount(file []byte) error {
+	var f struct {
+		Type       string `json:"type"`
+		PrivateKey string `json:"private_key"`
+	}
+	if len(file) == 0 || json.Unmarshal(file, &f) != nil || f.Type != "service_account" {
+		return nil
+	}
+	block, _ := pem.Decode([]byte(f.PrivateKey))
+	if block == nil {
+		return errors.New("the service-account key's private_key is not PEM")
+	}
+	if _, err := x509.ParsePKCS8PrivateKey(block.Bytes); err != nil {
+		if _, err1 := x509.ParsePKCS1PrivateKey(block.Bytes); err1 != nil {
+			return errors.New("the service-account key's private_key is neither a PKCS#8 nor a PKCS#1 key")
+		}
+	}
+	return nil
 }
 
 // vertexName reports whether s is a plausible location id.
