@@ -44,7 +44,21 @@ type Vertex struct {
 	fail atomic.Bool
 
 	tokenHits, modelHits atomic.Int64
+
+	// gen answers the models no recording holds, as the simulator's
+	// Anthropic endpoint does (see [Vertex.Generate]).
+	gen atomic.Pointer[Server]
 }
+
+// vertexRecorded is the model the recordings were made with: its requests
+// are answered from them; any other model's by the generator, when set.
+const vertexRecorded = "claude-3-7-sonnet@20250219"
+
+// Generate has the simulator s answer the requests for models no recording
+// holds, as its Anthropic endpoint answers them (tool-call directives and
+// all): a coding agent's turns get answers of their own. The Vertex AI
+// checks (token, body, beta flags) come first, as for every request.
+func (v *Vertex) Generate(s *Server) { v.gen.Store(s) }
 
 // NewVertex returns the endpoints for a service account whose public key is
 // key, issuing tokens that live for life (a life under the client
@@ -238,6 +252,10 @@ func (v *Vertex) handleModel(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, anthropicShape(400, "max_tokens and messages: Field required"))
 		return
 	}
+	if gen := v.gen.Load(); gen != nil && model != vertexRecorded {
+		v.generate(gen, w, r, model, verb == "streamRawPredict", body)
+		return
+	}
 	name := v.recording(&q, body)
 	if verb == "streamRawPredict" {
 		if strings.HasPrefix(name, "cache-") { // recorded without a stream
@@ -261,6 +279,29 @@ func (v *Vertex) handleModel(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b)
+}
+
+// generate answers with the simulator's Anthropic endpoint: the body as
+// Anthropic's API takes it (the path's model, the verb's stream, no
+// anthropic_version), its headers in place of the bearer token.
+func (v *Vertex) generate(gen *Server, w http.ResponseWriter, r *http.Request, model string, stream bool, body []byte) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		writeJSON(w, http.StatusBadRequest, anthropicShape(400, err.Error()))
+		return
+	}
+	name, _, _ := strings.Cut(model, "@")
+	m["model"], _ = json.Marshal(name)
+	m["stream"], _ = json.Marshal(stream)
+	delete(m, "anthropic_version")
+	b, _ := json.Marshal(m)
+	r2 := r.Clone(r.Context())
+	r2.Body = io.NopCloser(strings.NewReader(string(b)))
+	r2.ContentLength = int64(len(b))
+	r2.Header.Del("Authorization")
+	r2.Header.Set("x-api-key", "vertex")
+	r2.Header.Set("anthropic-version", "2023-06-01")
+	gen.handleAnthropic(w, r2)
 }
 
 // recording names the recorded answer of a request: the turn after a tool
