@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -309,4 +310,18 @@ func TestNewForVertex(t *testing.T) {
 	_, err = NewFor(&profiles.Upstream{Name: "gcp", Connector: "vertex", Project: "proj", Region: "us-east5"}, ".")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "application default credentials could not be loaded")
+}
+
+// BenchmarkVertexSign is the per-request price of Vertex AI's credentials:
+// the cached token (a live one, as the library keeps it) set as the bearer.
+func BenchmarkVertexSign(b *testing.B) {
+	v := vertexTestConnector()
+	v.tokens = oauth2.ReuseTokenSource(&oauth2.Token{AccessToken: "ya29.bench", Expiry: time.Now().Add(time.Hour)}, v.tokens)
+	req := httptest.NewRequest(http.MethodPost, "http://x/", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := v.Sign(req, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -53,7 +53,7 @@ const vertexSecret = "sk-vertex-caller"
 
 // writeVertexKey writes a service-account key file of key naming tokenURL
 // and returns its path.
-func writeVertexKey(t *testing.T, key *rsa.PrivateKey, tokenURL string) string {
+func writeVertexKey(t testing.TB, key *rsa.PrivateKey, tokenURL string) string {
 	t.Helper()
 	der, err := x509.MarshalPKCS8PrivateKey(key)
 	require.NoError(t, err)
