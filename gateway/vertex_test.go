@@ -181,6 +181,13 @@ func TestVertexEndToEnd(t *testing.T) {
 	require.EqualValues(t, 16, row.CompletionTokens)
 	require.InDelta(t, (16*3+16*15)/1e6, row.CostUSD, 1e-12)
 
+	// Claude Code's beta flags: those Vertex AI takes go along, the others
+	// are left out (Vertex AI would refuse the request) and recorded.
+	resp, body = g.send(t, "/v1/messages", vertexMessages+`}`, "anthropic-beta", "claude-code-20250219,interleaved-thinking-2025-05-14,prompt-caching-scope-2026-01-05")
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	row = waitRow(t, g.srv, resp.Header.Get(gateway.HeaderRequestID))
+	require.Equal(t, []string{"beta:claude-code-20250219", "beta:prompt-caching-scope-2026-01-05"}, row.RoutingDegraded)
+
 	// Chat completions, translated into the Messages API and back.
 	resp, body = g.send(t, "/v1/chat/completions", `{"model":"anthropic/claude-3.7-sonnet","messages":[{"role":"user","content":"Say hi in Portuguese"}]}`)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
@@ -226,7 +233,7 @@ func TestVertexEndToEnd(t *testing.T) {
 	require.JSONEq(t, `{"input_tokens":5}`, string(body))
 
 	require.Equal(t, 1, g.sim.TokenHits(), "one token served every request")
-	require.Equal(t, 7, g.sim.ModelHits())
+	require.Equal(t, 8, g.sim.ModelHits())
 }
 
 // A token that is due for refresh is refreshed before the request that
