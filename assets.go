@@ -18,6 +18,9 @@ var demo embed.FS
 //go:embed testdata/errors/*/*.json
 var errorBodies embed.FS
 
+//go:embed testdata/recorded/vertex/*.json testdata/recorded/vertex/*.sse
+var vertexRecordings embed.FS
+
 // DemoConfig returns the demo configuration directory (sluice.toml, catalog,
 // profiles and guardrails) as a read-only file system.
 func DemoConfig() fs.FS {
@@ -32,6 +35,17 @@ func DemoConfig() fs.FS {
 // <upstream>/<name>.json.
 func ErrorBodies() fs.FS {
 	sub, err := fs.Sub(errorBodies, "testdata/errors")
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}
+
+// VertexRecordings returns the recorded answers of Claude on Google Vertex
+// AI (testdata/recorded/vertex) that the simulator's Vertex endpoints
+// replay: <name>.json and <name>.sse beside <name>.request.json.
+func VertexRecordings() fs.FS {
+	sub, err := fs.Sub(vertexRecordings, "testdata/recorded/vertex")
 	if err != nil {
 		panic(err)
 	}

@@ -15,11 +15,23 @@ import (
 type anthropic struct {
 	// now stamps the answers' "created" member; tests fix it.
 	now func() time.Time
+	// provider is the provider slug the answers are read back as served
+	// by: "" for Anthropic's own API ("anthropic"), "google-vertex" when
+	// the vertex connector speaks the Messages API through this one.
+	provider string
 }
 
 var _ Connector = (*anthropic)(nil)
 
 func newAnthropic() *anthropic { return &anthropic{now: time.Now} }
+
+// served is the provider slug an answer is read back as served by.
+func (c *anthropic) served() string {
+	if c.provider == "" {
+		return "anthropic"
+	}
+	return c.provider
+}
 
 // Kind implements [Connector.Kind].
 func (*anthropic) Kind() string { return "anthropic" }

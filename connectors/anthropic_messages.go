@@ -34,7 +34,7 @@ func (*anthropic) translateMessages(_ *Inbound, body Body, _ *compiler.Plan, out
 // messagesResponse implements [messagesNative]: the answer is read as the
 // translation reads it, and returned as it came.
 func (c *anthropic) messagesResponse(_ *Call, body []byte) ([]byte, Result, error) {
-	res, err := readMessageAnswer(body, "anthropic")
+	res, err := readMessageAnswer(body, c.served())
 	if err != nil {
 		return nil, res, err
 	}
@@ -43,7 +43,7 @@ func (c *anthropic) messagesResponse(_ *Call, body []byte) ([]byte, Result, erro
 
 // newMessagesStream implements [messagesNative].
 func (c *anthropic) newMessagesStream(call *Call) Stream {
-	return &anthRelay{read: newMsgReadBack("anthropic")}
+	return &anthRelay{read: newMsgReadBack(c.served())}
 }
 
 // anthRelay relays a Messages event stream event by event, as the upstream

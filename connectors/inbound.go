@@ -115,6 +115,12 @@ type tokenCounter interface {
 	countsTokens()
 }
 
+// countTranslator is a token counter whose count endpoint is not the
+// Messages API's (a cloud's): it builds the count's native request itself.
+type countTranslator interface {
+	translateCount(in *Inbound, body Body, plan *compiler.Plan, out *compiler.Outcome) (*Native, error)
+}
+
 // embedder is a connector whose upstream serves embeddings.
 type embedder interface {
 	// embeddingsCapabilities declares what the upstream's embeddings
@@ -143,7 +149,8 @@ func Serves(c Connector, api API) bool {
 // itself, so that the caller's request is passed through rather than
 // translated: OpenRouter and the Vercel AI Gateway speak chat completions,
 // Messages, Responses and embeddings; OpenAI chat completions, Responses and
-// embeddings; Anthropic the Messages API (and its token count) alone.
+// embeddings; Anthropic and Vertex AI (its Anthropic models) the Messages
+// API (and its token count) alone.
 func SpeaksNatively(c Connector, api API) bool {
 	switch api {
 	case APIMessages:
@@ -158,7 +165,15 @@ func SpeaksNatively(c Connector, api API) bool {
 	case APIEmbeddings:
 		return Serves(c, api)
 	}
-	return c.Kind() != "anthropic"
+	return !speaksMessagesOnly(c)
+}
+
+// speaksMessagesOnly reports whether a connector's upstream speaks the
+// Messages API and no chat completions: Anthropic's, and Vertex AI's
+// Anthropic models.
+func speaksMessagesOnly(c Connector) bool {
+	k := c.Kind()
+	return k == "anthropic" || k == "vertex"
 }
 
 // Asked says how a connector's upstream is asked for a request of the API,
@@ -172,7 +187,7 @@ func Asked(c Connector, api API) string {
 		return "native"
 	case api == APIChat:
 		return "via messages"
-	case c.Kind() == "anthropic":
+	case speaksMessagesOnly(c):
 		return "via chat, as messages"
 	}
 	return "via chat"
@@ -236,6 +251,9 @@ func TranslateFor(c Connector, in *Inbound, body Body, plan *compiler.Plan, out 
 			return e.translateEmbeddings(body, plan, out)
 		}
 	case APICountTokens:
+		if ct, ok := c.(countTranslator); ok {
+			return ct.translateCount(in, body, plan, out)
+		}
 		if n, ok := c.(tokenCounter); ok {
 			native, err := n.translateMessages(in, body, plan, out)
 			if err == nil {

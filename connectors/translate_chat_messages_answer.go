@@ -16,7 +16,7 @@ import (
 
 // Response implements [Connector.Response].
 func (c *anthropic) Response(call *Call, body []byte) ([]byte, Result, error) {
-	res := Result{ServedProvider: "anthropic"}
+	res := Result{ServedProvider: c.served()}
 	var m messages.Response
 	if err := json.Unmarshal(body, &m); err != nil {
 		return nil, res, fmt.Errorf("anthropic: decode answer: %w", err)

@@ -16,7 +16,7 @@ import (
 
 // NewStream implements [Connector.NewStream].
 func (c *anthropic) NewStream(call *Call) Stream {
-	return &anthStream{call: call, now: c.now, res: Result{ServedProvider: "anthropic"}, hideUsage: call != nil && call.UsageAdded}
+	return &anthStream{call: call, now: c.now, res: Result{ServedProvider: c.served()}, hideUsage: call != nil && call.UsageAdded}
 }
 
 // anthStream translates one Messages API event stream into chat.completion

@@ -202,8 +202,7 @@ func TestResponsesUntranslatableRefusedOnlyWhereTranslated(t *testing.T) {
 	require.Nil(t, ParseResponses(body), "the gateway's check leaves it to the upstreams")
 	in := &Inbound{API: APIResponses, Request: body}
 	for _, kind := range Kinds {
-		conn, err := New(kind)
-		require.NoError(t, err)
+		conn := testConnector(t, kind)
 		native, err := TranslateFor(conn, in, body, &compiler.Plan{DecidedModel: "openai/gpt-5"}, &compiler.Outcome{NativeModel: "gpt-5"})
 		if SpeaksNatively(conn, APIResponses) {
 			require.NoError(t, err, kind)

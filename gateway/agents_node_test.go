@@ -6,6 +6,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,7 +28,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicegw/sluice/gateway"
 	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/simulator"
 	"github.com/sluicegw/sluice/store/requestlog"
 )
 
@@ -54,9 +58,9 @@ type agentCase struct {
 	// Key names the test key the agent authenticates with, which picks the
 	// upstream: claude (Anthropic), batch (OpenAI), chat (the
 	// OpenRouter-kind marketplace), finance (the Vercel-kind one, for a team
-	// that allows four providers only) or edge (the Vercel-kind one, with
+	// that allows four providers only), edge (the Vercel-kind one, with
 	// no provider restriction: Vercel's Messages endpoint has no knob for
-	// an allowed list).
+	// an allowed list) or vertex (Claude on Google Vertex AI).
 	Key string `json:"key"`
 	// Auth is how Claude Code sends the key: "apiKey" (ANTHROPIC_API_KEY,
 	// x-api-key; the default) or "authToken" (ANTHROPIC_AUTH_TOKEN, a
@@ -107,8 +111,11 @@ func TestAgentCases(t *testing.T) {
 		require.NotEmpty(t, c.Rows, "%s names the rows its run leaves", f)
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".json"), func(t *testing.T) {
 			secret := inboundSecrets[c.Key]
-			if c.Key == "edge" {
+			switch c.Key {
+			case "edge":
 				secret = secretAgentsEdge
+			case "vertex":
+				secret = secretAgentsVertex
 			}
 			require.NotEmpty(t, secret, "key %q", c.Key)
 			before := rowIDs(t, h)
@@ -159,16 +166,31 @@ func TestAgentCases(t *testing.T) {
 // team or project profile), on the Vercel-kind upstream.
 const secretAgentsEdge = "sk-sluice-test-agents-edge"
 
+// secretAgentsVertex is the vertex key of the agent cases: team agents, on
+// the Vertex AI upstream.
+const secretAgentsVertex = "sk-sluice-test-agents-vertex"
+
 // agentsHarness is the inbound tests' gateway (the demo configuration and
-// the claude key) with three changes. The agents' bodies are far above the
+// the claude key) with four changes. The agents' bodies are far above the
 // harness's 64 KiB limit (Claude Code's first turn is about 90 KB), so the
 // limit is the production default. The org's provider deny list goes, from
 // its profile and its guardrail: the Vercel-kind upstream cannot exclude a
 // provider, so with it every request on that upstream is refused before an
 // agent could get an answer (the guardrail's own Rego test, which the
-// gateway does not run, is left as it is). And the edge key is added.
+// gateway does not run, is left as it is). The edge key is added. And a
+// Vertex AI upstream (gcp) with its key: the simulator's Vertex endpoints
+// and token endpoint, the service-account key file naming it in the
+// agent-free environment of the gateway, the simulator answering the
+// agents' turns.
 func agentsHarness(t *testing.T) *harness {
 	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	vsim := simulator.NewVertex(&key.PublicKey, time.Hour)
+	vbase, err := vsim.Start()
+	require.NoError(t, err)
+	t.Cleanup(vsim.Close)
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", writeVertexKey(t, key, vsim.TokenURL()))
 	drop := func(dir, file, line string) {
 		p := filepath.Join(dir, file)
 		b, err := os.ReadFile(p)
@@ -181,8 +203,14 @@ func agentsHarness(t *testing.T) *harness {
 		drop(dir, "guardrails/org.rego", "deny_providers contains \"deepinfra/fp4\"\n")
 	}
 	edge := "[[keys]]\nid = \"k-agents-edge\"\nsha256 = \"" + profiles.HashSecret(secretAgentsEdge) + "\"\norg = \"acme\"\nteam = \"agents\"\nproject = \"agents\"\nupstream = \"edge\"\n\n"
-	return newHarnessPrep(t, noDenyList, claudeKeyEdit(), [2]string{"[[keys]]\nid = \"k-analyst\"", edge + "[[keys]]\nid = \"k-analyst\""},
-		[2]string{"max_body_bytes = 65536\n", "max_body_bytes = 10485760\n"})
+	vertex := "[[keys]]\nid = \"k-agents-vertex\"\nsha256 = \"" + profiles.HashSecret(secretAgentsVertex) + "\"\norg = \"acme\"\nteam = \"agents\"\nproject = \"agents\"\nupstream = \"gcp\"\n\n"
+	gcp := "[[upstreams]]\nname = \"gcp\"\nconnector = \"vertex\"\nproject = \"sluice-test\"\nregion = \"us-east5\"\n\n[[keys]]\nid = \"k-chat\""
+	h := newHarnessOpts(t, noDenyList, nil, func(o *gateway.Options) { o.UpstreamURLs["gcp"] = vbase },
+		append(testEdits[:0:0], claudeKeyEdit(), [2]string{"[[keys]]\nid = \"k-analyst\"", edge + vertex + "[[keys]]\nid = \"k-analyst\""},
+			[2]string{"[[keys]]\nid = \"k-chat\"", gcp},
+			[2]string{"max_body_bytes = 65536\n", "max_body_bytes = 10485760\n"})...)
+	vsim.Generate(h.sim)
+	return h
 }
 
 // runAgent runs the case's agent and returns its output, with the final

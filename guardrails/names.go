@@ -206,6 +206,12 @@ func buildNames(models []*Model, providers map[string]ProviderNames, slugs []str
 		}
 		for provider, id := range m.Native {
 			addModel("native:"+provider, id, m.Slug)
+			// A cloud's id pins a version after an "@" (Vertex AI's
+			// claude-sonnet-4-5@20250929), and the answer reports the
+			// model by its own dated id: the name before it is the model.
+			if name, _, ok := strings.Cut(id, "@"); ok && name != "" {
+				addModel("native:"+provider, name, m.Slug)
+			}
 		}
 	}
 	// A direct provider that serves a model without a native id of its own

@@ -340,9 +340,11 @@ type Retry struct {
 type Upstream struct {
 	// Name is unique and referenced by routes, keys and explain.
 	Name string `toml:"name" json:"name"`
-	// Connector is "openrouter", "vercel", "openai" or "anthropic".
+	// Connector is "openrouter", "vercel", "openai", "anthropic" or
+	// "vertex" (Google Vertex AI: needs region and project).
 	Connector string `toml:"connector" json:"connector"`
-	// BaseURL is the API base. Default: the connector's public endpoint.
+	// BaseURL is the API base. Default: the connector's public endpoint
+	// (vertex: the region's, see [VertexBaseURL]).
 	BaseURL string `toml:"base_url" json:"base_url"`
 	// APIKeyEnv names the environment variable holding the platform key. Default none.
 	APIKeyEnv string `toml:"api_key_env" json:"api_key_env"`
@@ -393,6 +395,16 @@ var DefaultBaseURLs = map[string]string{
 	"vercel":     "https://ai-gateway.vercel.sh/v1",
 	"openai":     "https://api.openai.com/v1",
 	"anthropic":  "https://api.anthropic.com/v1",
+}
+
+// VertexBaseURL is Google Vertex AI's endpoint for a region: the region's
+// own host, https://{region}-aiplatform.googleapis.com, and the global
+// host https://aiplatform.googleapis.com for region "global".
+func VertexBaseURL(region string) string {
+	if region == "global" {
+		return "https://aiplatform.googleapis.com"
+	}
+	return "https://" + region + "-aiplatform.googleapis.com"
 }
 
 // Key is one API key: the hash of its secret and the principal it stands for.
@@ -802,6 +814,9 @@ func (c *Config) applyDefaults() {
 		u := &c.Upstreams[i]
 		if u.BaseURL == "" {
 			u.BaseURL = DefaultBaseURLs[u.Connector]
+		}
+		if u.BaseURL == "" && u.Connector == "vertex" && u.Region != "" {
+			u.BaseURL = VertexBaseURL(u.Region)
 		}
 		u.BaseURL = strings.TrimRight(u.BaseURL, "/")
 		if u.Timeout.Duration == 0 {

@@ -65,6 +65,7 @@ var demoSteps = []demoStep{
 		body: `{"model":"openai/gpt-4o","messages":[{"role":"user","content":"Summarise the patient notes."}],"routing":{"data":{"zero_retention":true}}}`},
 	{title: "embeddings: ml team, the team's provider order on the marketplace, recorded with the input's tokens", secret: "sk-sluice-demo-chat",
 		path: "/v1/embeddings", body: `{"model":"openai/text-embedding-3-small","input":["incident 1412","incident 1413"]}`},
+	demoVertexStep,
 }
 
 func runDemo(env *cliEnv, args []string) int {
@@ -86,6 +87,13 @@ func runDemo(env *cliEnv, args []string) int {
 		return 1
 	}
 	fmt.Fprintf(out, "sluice demo\n  config:   %s (a copy of testdata/demo)\n", cfgDir)
+	// Claude on Google Vertex AI: an upstream and a key added to the copy.
+	vx, err := demoVertex(cfgDir)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "sluice demo: the Vertex AI upstream: %v\n", err)
+		return 1
+	}
+	defer vx.Close()
 
 	// The upstreams are the marketplace simulator: real HTTP on loopback.
 	boot, diags := bootSnapshot(cfgDir)
@@ -99,6 +107,7 @@ func runDemo(env *cliEnv, args []string) int {
 		return 1
 	}
 	defer sim.Close()
+	vx.Generate(sim)
 	urls := map[string]string{}
 	for _, u := range []struct{ name, kind string }{{"market", "openrouter"}, {"edge", "vercel"}, {"openai", "openai"}, {"anthropic", "anthropic"}} {
 		urls[u.name] = sim.URL(u.kind)
