@@ -113,3 +113,13 @@ func checkBetas(flags []string, accepted map[string]string, upstream string, deg
 	}
 	return kept, nil
 }
+
+// CheckBetas is the check's decision on a request's anthropic-beta flags
+// alone, for an upstream that accepts the flags in accepted (nil: all):
+// the flags to send, what the request is degraded by (beta:<flag> each),
+// or the refusal. A connector's translation tests use it to stand in for
+// the whole check.
+func CheckBetas(flags []string, accepted map[string]string, upstream string) (kept, degraded []string, refused *Refusal) {
+	kept, refused = checkBetas(flags, accepted, upstream, &degraded)
+	return kept, degraded, refused
+}

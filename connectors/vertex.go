@@ -256,11 +256,15 @@ func (v *vertex) NewStream(call *Call) Stream { return v.anth.NewStream(call) }
 func (*vertex) countsTokens() {}
 
 // translateMessages implements [messagesNative]: the caller's body with
-// the model out and the anthropic_version in; the caller's anthropic-beta
-// flags go along as the header, those Vertex AI does not take left out.
-func (v *vertex) translateMessages(in *Inbound, body Body, _ *compiler.Plan, out *compiler.Outcome) (*Native, error) {
-	h, lost := v.betaHeader(in.Beta)
-	return &Native{Path: v.path(out.NativeModel, isTrue(body["stream"])), Header: h, Degraded: lost,
+// the model out and the anthropic_version in; the anthropic-beta flags the
+// check kept ([compiler.Outcome.Betas]: those in [VertexBetas]) go along as
+// the header. The check recorded each flag it left out as beta:<flag>.
+func (v *vertex) translateMessages(_ *Inbound, body Body, _ *compiler.Plan, out *compiler.Outcome) (*Native, error) {
+	h := noHeaders
+	if len(out.Betas) > 0 {
+		h = http.Header{"Anthropic-Beta": {strings.Join(out.Betas, ",")}}
+	}
+	return &Native{Path: v.path(out.NativeModel, isTrue(body["stream"])), Header: h,
 		Body: encodeBody(body, member{"model", nil}, member{"anthropic_version", vertexVersionJSON})}, nil
 }
 
@@ -275,31 +279,6 @@ func (v *vertex) translateCount(_ *Inbound, body Body, _ *compiler.Plan, out *co
 
 // vertexVersionJSON is the anthropic_version member's value.
 var vertexVersionJSON = []byte(`"` + VertexAnthropicVersion + `"`)
-
-// betaHeader is the anthropic-beta header of the caller's flags Vertex AI
-// takes ([VertexBetas]), and a beta:<flag> entry for each flag left out.
-func (v *vertex) betaHeader(flags []string) (http.Header, []string) {
-	if len(flags) == 0 {
-		return noHeaders, nil
-	}
-	var keep, lost []string
-	for _, list := range flags {
-		for f := range strings.SplitSeq(list, ",") {
-			f = strings.TrimSpace(f)
-			switch {
-			case f == "":
-			case VertexBetas[f] != "":
-				keep = append(keep, f)
-			default:
-				lost = append(lost, "beta:"+f)
-			}
-		}
-	}
-	if len(keep) == 0 {
-		return noHeaders, lost
-	}
-	return http.Header{"Anthropic-Beta": {strings.Join(keep, ",")}}, lost
-}
 
 // messagesResponse implements [messagesNative].
 func (v *vertex) messagesResponse(call *Call, body []byte) ([]byte, Result, error) {

@@ -88,7 +88,21 @@ func TestVertexTranslateCorpus(t *testing.T) {
 			if call.Inbound != nil {
 				in = &Inbound{API: api, Model: call.Inbound.Model, Beta: tc.Beta, Request: body}
 			}
+			// The check's part: the flags Vertex AI takes are sent, the others
+			// degrade the request (or refuse it).
+			var flags []string
+			for _, l := range tc.Beta {
+				for f := range strings.SplitSeq(l, ",") {
+					flags = append(flags, strings.TrimSpace(f))
+				}
+			}
+			kept, lost, refused := compiler.CheckBetas(flags, c.Capabilities().Betas, "vertex")
+			require.Nil(t, refused)
+			call.Outcome.Betas = kept
 			native, err := TranslateFor(c, in, body, call.Plan, call.Outcome)
+			if err == nil {
+				native.Degraded = append(native.Degraded, lost...)
+			}
 			if err != nil {
 				golden(t, *updateVertex, dir, "error.txt", []byte(err.Error()+"\n"))
 				golden(t, *updateVertex, dir, "native.json", nil)
