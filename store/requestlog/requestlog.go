@@ -437,12 +437,17 @@ type dialect struct {
 	degraded string
 	// listHas tests, with one LIKE argument, that the comma-separated
 	// data_policy holds an entry.
-	listHas string
+	listHas string // session tests, with one argument, that session_id is it; SQLite's
+	// session index is partial (rows with a session), and the planner
+	// uses it only for a query that repeats the index's condition.
+	session string
 }
 
 var (
-	sqliteDialect     = dialect{degraded: "routing_degraded != '[]'", listHas: "(',' || data_policy || ',') LIKE ?"}
-	clickhouseDialect = dialect{degraded: "length(routing_degraded) > 0", listHas: "concat(',', data_policy, ',') LIKE ?"}
+	sqliteDialect = dialect{degraded: "routing_degraded != '[]'", listHas: "(',' || data_policy || ',') LIKE ?",
+		session: "session_id = ? AND session_id != ''"}
+	clickhouseDialect = dialect{degraded: "length(routing_degraded) > 0", listHas: "concat(',', data_policy, ',') LIKE ?",
+		session: "session_id = ?"}
 )
 
 // Values of [Filter.DataPolicy] besides a restriction's name.
@@ -469,11 +474,14 @@ func filterWhere(f Filter, c *cursor, d dialect) *where {
 	for _, eq := range []struct{ col, val string }{
 		{"org", f.Org}, {"team", f.Team}, {"project", f.Project},
 		{"served_provider", f.ServedProvider}, {"routing_switch_reason", f.SwitchReason},
-		{"fallback_reason", f.FallbackReason}, {"session_id", f.SessionID},
+		{"fallback_reason", f.FallbackReason},
 	} {
 		if eq.val != "" {
 			w.add(eq.col+" = ?", eq.val)
 		}
+	}
+	if f.SessionID != "" {
+		w.add(d.session, f.SessionID)
 	}
 	var flags []string
 	if f.Degraded {
