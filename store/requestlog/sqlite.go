@@ -140,12 +140,15 @@ var sqliteMigrations = []struct {
 	// order), then the index goes.
 	{"traffic_rollup", []string{
 		`DELETE FROM requests_traffic_hours`,
-		`INSERT INTO requests_traffic_hours (key_id, team, decided_model, upstream, route, request_routing, hour, requests)
-			SELECT key_id, team, decided_model, upstream, route, request_routing != 0, ` + sqliteHourOf + `, COUNT(*)
-			FROM requests GROUP BY key_id, team, decided_model, upstream, route, request_routing != 0, ` + sqliteHourOf,
+		sqliteFillRollup,
 		`DROP INDEX IF EXISTS requests_traffic`,
 	}},
 }
+
+// sqliteFillRollup counts every row into the (empty) rollup.
+const sqliteFillRollup = `INSERT INTO requests_traffic_hours (key_id, team, decided_model, upstream, route, request_routing, hour, requests)
+			SELECT key_id, team, decided_model, upstream, route, request_routing != 0, ` + sqliteHourOf + `, COUNT(*)
+			FROM requests GROUP BY key_id, team, decided_model, upstream, route, request_routing != 0, ` + sqliteHourOf
 
 // sqliteHourOf is the UTC hour of a row's ts_ms, rounded down (as
 // [hourOf]), in SQL.
