@@ -441,11 +441,16 @@ type dialect struct {
 	// session index is partial (rows with a session), and the planner
 	// uses it only for a query that repeats the index's condition.
 	session string
+	// exceptional, when set, is the condition of SQLite's partial index
+	// requests_exceptions, added to a filter that only such rows meet
+	// (a flag, a fallback or switch reason), so that the planner may use
+	// it: it takes a query term that is the index's condition itself.
+	exceptional string
 }
 
 var (
 	sqliteDialect = dialect{degraded: "routing_degraded != '[]'", listHas: "(',' || data_policy || ',') LIKE ?",
-		session: "session_id = ? AND session_id != ''"}
+		session: "session_id = ? AND session_id != ''", exceptional: sqliteExceptional}
 	clickhouseDialect = dialect{degraded: "length(routing_degraded) > 0", listHas: "concat(',', data_policy, ',') LIKE ?",
 		session: "session_id = ?"}
 )
@@ -500,6 +505,9 @@ func filterWhere(f Filter, c *cursor, d dialect) *where {
 		for _, c := range flags {
 			w.add(c)
 		}
+	}
+	if d.exceptional != "" && (len(flags) > 0 || f.FallbackReason != "" || f.SwitchReason != "") {
+		w.add(d.exceptional)
 	}
 	if f.PreferenceVerdict != "" {
 		w.add("preference_verdict = ?", f.PreferenceVerdict)

@@ -109,6 +109,10 @@ var sqliteIndexes = []string{
 	// filter repeats the condition so that the planner may use it.
 	`DROP INDEX IF EXISTS requests_session_ts`,
 	`CREATE INDEX IF NOT EXISTS requests_session ON requests (session_id, ts_ms) WHERE session_id != ''`,
+	// The rows out of the ordinary (refused, degraded, served by another
+	// model, fallen back, switched): the flag and reason filters walk
+	// these alone, newest first, instead of every row of the window.
+	`CREATE INDEX IF NOT EXISTS requests_exceptions ON requests (ts_ms, request_id) WHERE ` + sqliteExceptional,
 	`CREATE TABLE IF NOT EXISTS requestlog_meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)`,
 	// The traffic rollup: requests per combination and UTC hour, kept by
 	// the writer in each batch's transaction (traffic.go). Its key is in
@@ -126,6 +130,13 @@ var sqliteIndexes = []string{
 		PRIMARY KEY (key_id, team, decided_model, upstream, route, request_routing, hour)
 	) WITHOUT ROWID`,
 }
+
+// sqliteExceptional is the condition of the partial index
+// requests_exceptions: a row that the degraded, refused or switched flag,
+// or a fallback or switch reason, can select. A filter repeats it word for
+// word (sqliteDialect), which is how SQLite knows the index covers it.
+const sqliteExceptional = "(refused_code != '' OR routing_degraded != '[]' OR (served_model != '' AND served_model != decided_model)" +
+	" OR fallback_reason != '' OR routing_switch_reason != '')"
 
 // sqliteMigrations run after sqliteIndexes, each once per log: its name is
 // recorded in requestlog_meta as "migration:<name>" with the statements,

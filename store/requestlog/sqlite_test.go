@@ -154,7 +154,7 @@ func TestSQLiteMigratesTrafficIndexToRollup(t *testing.T) {
 			indexes = append(indexes, n)
 		}
 		require.NoError(t, rs.Err())
-		require.Equal(t, []string{"requests_org_ts", "requests_project_ts", "requests_provider_ts", "requests_session", "requests_team_ts", "requests_ts"}, indexes)
+		require.Equal(t, []string{"requests_exceptions", "requests_org_ts", "requests_project_ts", "requests_provider_ts", "requests_session", "requests_team_ts", "requests_ts"}, indexes)
 		for _, f := range []TrafficFilter{{}, {From: hour, To: hour.Add(3 * time.Hour)}, {From: hour.Add(-time.Minute), Teams: []string{"ads"}}} {
 			got, err := s.Traffic(t.Context(), f)
 			require.NoError(t, err)
