@@ -63,10 +63,13 @@ func trafficWhere(f TrafficFilter, teams func([]string) (string, []any)) *where 
 // sortTraffic orders counts by their combination, so that both backends
 // answer the same list.
 func sortTraffic(c []TrafficCount) {
-	slices.SortFunc(c, func(a, b TrafficCount) int {
-		return cmp.Or(cmp.Compare(a.KeyID, b.KeyID), cmp.Compare(a.Team, b.Team),
-			cmp.Compare(a.DecidedModel, b.DecidedModel), cmp.Compare(a.Upstream, b.Upstream), cmp.Compare(a.Route, b.Route))
-	})
+	slices.SortFunc(c, compareTraffic)
+}
+
+// compareTraffic orders counts by their combination.
+func compareTraffic(a, b TrafficCount) int {
+	return cmp.Or(cmp.Compare(a.KeyID, b.KeyID), cmp.Compare(a.Team, b.Team),
+		cmp.Compare(a.DecidedModel, b.DecidedModel), cmp.Compare(a.Upstream, b.Upstream), cmp.Compare(a.Route, b.Route))
 }
 
 // CountTraffic counts rows in memory, with the same semantics and order as
@@ -166,36 +169,50 @@ func sqliteTrafficSQL(f TrafficFilter) []trafficQuery {
 }
 
 // Traffic implements [Store.Traffic]: the rollup's counts of the whole
-// hours in the window, plus the rows of the part hours at its ends.
+// hours in the window, plus the rows of the part hours at its ends. Each
+// query answers in the grouping's order, so the answers merge in one pass.
 func (s *sqliteStore) Traffic(ctx context.Context, f TrafficFilter) ([]TrafficCount, error) {
-	out := []TrafficCount{}
-	var at map[[5]string]int // out's index of a combination, once an edge is read
-	for i, q := range sqliteTrafficSQL(f) {
-		if err := s.trafficQuery(ctx, q, func(c TrafficCount) {
-			if i == 0 {
-				out = append(out, c)
-				return
-			}
-			if at == nil {
-				at = make(map[[5]string]int, len(out))
-				for j, o := range out {
-					at[[5]string{o.KeyID, o.Team, o.DecidedModel, o.Upstream, o.Route}] = j
-				}
-			}
-			k := [5]string{c.KeyID, c.Team, c.DecidedModel, c.Upstream, c.Route}
-			if j, ok := at[k]; ok {
-				out[j].Requests += c.Requests
-				out[j].WithRouting += c.WithRouting
-				return
-			}
-			at[k] = len(out)
-			out = append(out, c)
-		}); err != nil {
+	var out []TrafficCount
+	for _, q := range sqliteTrafficSQL(f) {
+		var part []TrafficCount
+		if err := s.trafficQuery(ctx, q, func(c TrafficCount) { part = append(part, c) }); err != nil {
 			return nil, fmt.Errorf("requestlog: sqlite traffic: %w", err)
 		}
+		// SQLite's grouping order is its BINARY collation's, bytewise as
+		// Go compares strings; sorting a sorted list costs one pass.
+		sortTraffic(part)
+		out = mergeTraffic(out, part)
 	}
-	sortTraffic(out)
+	if out == nil {
+		out = []TrafficCount{}
+	}
 	return out, nil
+}
+
+// mergeTraffic merges two lists in sortTraffic's order, adding the counts
+// of a combination both hold.
+func mergeTraffic(a, b []TrafficCount) []TrafficCount {
+	if len(a) == 0 {
+		return b
+	}
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]TrafficCount, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		switch c := compareTraffic(a[0], b[0]); {
+		case c < 0:
+			out, a = append(out, a[0]), a[1:]
+		case c > 0:
+			out, b = append(out, b[0]), b[1:]
+		default:
+			m := a[0]
+			m.Requests += b[0].Requests
+			m.WithRouting += b[0].WithRouting
+			out, a, b = append(out, m), a[1:], b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
 }
 
 // trafficQuery runs q, a grouped count, passing each group to add.
