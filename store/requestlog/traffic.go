@@ -169,50 +169,49 @@ func sqliteTrafficSQL(f TrafficFilter) []trafficQuery {
 }
 
 // Traffic implements [Store.Traffic]: the rollup's counts of the whole
-// hours in the window, plus the rows of the part hours at its ends. Each
-// query answers in the grouping's order, so the answers merge in one pass.
+// hours in the window, plus the rows of the part hours at its ends, whose
+// few groups are added to the rollup's in place.
 func (s *sqliteStore) Traffic(ctx context.Context, f TrafficFilter) ([]TrafficCount, error) {
-	var out []TrafficCount
-	for _, q := range sqliteTrafficSQL(f) {
-		var part []TrafficCount
-		if err := s.trafficQuery(ctx, q, func(c TrafficCount) { part = append(part, c) }); err != nil {
+	out := []TrafficCount{}
+	var extra []TrafficCount // groups of the part hours the rollup lacks
+	sorted := false
+	for i, q := range sqliteTrafficSQL(f) {
+		if err := s.trafficQuery(ctx, q, func(c TrafficCount) {
+			if i == 0 {
+				out = append(out, c)
+				return
+			}
+			if !sorted {
+				// SQLite groups in its BINARY collation's order, bytewise
+				// as Go compares strings; sorting a sorted list is one pass.
+				sortTraffic(out)
+				sorted = true
+			}
+			if j, ok := slices.BinarySearchFunc(out, c, compareTraffic); ok {
+				out[j].Requests += c.Requests
+				out[j].WithRouting += c.WithRouting
+				return
+			}
+			extra = append(extra, c)
+		}); err != nil {
 			return nil, fmt.Errorf("requestlog: sqlite traffic: %w", err)
 		}
-		// SQLite's grouping order is its BINARY collation's, bytewise as
-		// Go compares strings; sorting a sorted list costs one pass.
-		sortTraffic(part)
-		out = mergeTraffic(out, part)
 	}
-	if out == nil {
-		out = []TrafficCount{}
-	}
-	return out, nil
-}
-
-// mergeTraffic merges two lists in sortTraffic's order, adding the counts
-// of a combination both hold.
-func mergeTraffic(a, b []TrafficCount) []TrafficCount {
-	if len(a) == 0 {
-		return b
-	}
-	if len(b) == 0 {
-		return a
-	}
-	out := make([]TrafficCount, 0, len(a)+len(b))
-	for len(a) > 0 && len(b) > 0 {
-		switch c := compareTraffic(a[0], b[0]); {
-		case c < 0:
-			out, a = append(out, a[0]), a[1:]
-		case c > 0:
-			out, b = append(out, b[0]), b[1:]
-		default:
-			m := a[0]
-			m.Requests += b[0].Requests
-			m.WithRouting += b[0].WithRouting
-			out, a, b = append(out, m), a[1:], b[1:]
+	if len(extra) > 0 {
+		// A group can be new to the rollup in both part hours: add them
+		// up once sorted.
+		sortTraffic(extra)
+		for _, c := range extra {
+			if n := len(out); n > 0 && compareTraffic(out[n-1], c) == 0 {
+				out[n-1].Requests += c.Requests
+				out[n-1].WithRouting += c.WithRouting
+				continue
+			}
+			out = append(out, c)
 		}
 	}
-	return append(append(out, a...), b...)
+	sortTraffic(out)
+	return out, nil
 }
 
 // trafficQuery runs q, a grouped count, passing each group to add.
