@@ -18,7 +18,7 @@
 # rotated within each round; then sluice with its request log off vs on SQLite
 # vs on ClickHouse (a throwaway clickhouse-server, that column skipped when the
 # binary is missing). Medians per cell go to stdout as markdown and, unless
-# WRITE_DOC=0, are appended under "## Side by side" in docs/perf.md.
+# WRITE_DOC=0, are appended under "## Side by side" in docs/perf/runs.md (the run journal; docs/perf.md keeps the current figures).
 #
 # Pinned cores (--pinned): every gateway runs pinned to core PIN_GATEWAY_CPU
 # (taskset; a Go gateway's GOMAXPROCS follows, so it is 1), the load generator
@@ -58,7 +58,7 @@
 #
 # The pinned and open-streams tables go to stdout and bench/out/<time>/table.md;
 # with WRITE_DOC=1 they are appended under "## Pinned cores and open streams"
-# in docs/perf.md.
+# in docs/perf/runs.md.
 #
 #   REPEATS=1 CONCURRENCIES="1 32" STEP_SECONDS=2 WRITE_DOC=0 bash bench/compare.sh   # a quick look
 #   INITIAL_WAIT=0 REPEATS=1 STEP_SECONDS=2 STREAM_HOLD=5 bash bench/compare.sh --pinned --streams 200   # a smoke run
@@ -111,7 +111,7 @@ INITIAL_WAIT=${INITIAL_WAIT:-600}
 LOAD_QUIET=${LOAD_QUIET:-1.0}
 STEP_WAIT=${STEP_WAIT:-10}
 BUSY_QUIET=${BUSY_QUIET:-25}
-WRITE_DOC=${WRITE_DOC:-$SHARED}       # the shared-cores run appends to docs/perf.md by default, the others do not
+WRITE_DOC=${WRITE_DOC:-$SHARED}       # the shared-cores run appends to docs/perf/runs.md by default, the others do not
 PORTKEY=${PORTKEY:-1}                 # 0 skips the Node gateway
 CLICKHOUSE=${CLICKHOUSE:-1}           # 0 skips the ClickHouse request-log block
 CLICKHOUSE_BIN=${SLUICE_CLICKHOUSE_SERVER:-/usr/sbin/clickhouse-server}
@@ -789,6 +789,6 @@ if [ "$WRITE_DOC" = 1 ]; then
     intro='Produced by `bash bench/compare.sh --all`: see the section above for what it measures.'
   fi
   { printf '### Run of %s\n' "$(date -u +'%Y-%m-%d %H:%M UTC')"; printf '%s\n\n' "$TABLE"; } > "$WORK/doc-block.md"
-  doc_insert "$ROOT/docs/perf.md" "$section" "$intro" "$WORK/doc-block.md"
-  log "added to docs/perf.md under \"$section\""
+  doc_insert "$ROOT/docs/perf/runs.md" "$section" "$intro" "$WORK/doc-block.md"
+  log "added to docs/perf/runs.md under \"$section\""
 fi

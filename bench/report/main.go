@@ -1,6 +1,6 @@
 // Command report turns the JSON lines that compare.sh collects from loadgen
 // (one object per measured step, with meta target, mode, c, rep, block,
-// load1 and busy_pct) into the markdown tables of docs/perf.md: medians of
+// load1 and busy_pct) into the markdown tables of docs/perf/runs.md: medians of
 // the repeats per target, mode and concurrency, latency added over the
 // direct call, and the budgets checked against the same run.
 //

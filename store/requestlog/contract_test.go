@@ -440,6 +440,46 @@ func runTrafficContract(t *testing.T, b backend) {
 		require.Zero(t, cs.exactTraffic.Load(), "ordinary rows are counted by their hash")
 	}
 
+	t.Run("across hours, with rows stored twice", func(t *testing.T) {
+		s := b.open(t)
+		// 300 rows 97 s apart from 09:26:53.589: eight hours, of which the
+		// first and last in part. A batch is sent again (a retry), and a
+		// batch carries an id twice and an id already stored, each time
+		// with another team: the row stored first is the one counted.
+		start := baseTS
+		all := make([]Row, 300)
+		for i := range all {
+			all[i] = Row{TS: start.Add(time.Duration(i) * 97 * time.Second), RequestID: fmt.Sprintf("h-%03d", i),
+				Team: []string{"ads", "infra"}[i%2], KeyID: fmt.Sprintf("k-%d", i%3), DecidedModel: "m", Upstream: "u",
+				Route: []string{"", "assistant"}[i%5/4], RequestRouting: i%7 == 0}
+		}
+		again := all[:50]
+		twice := append(slices.Clone(all[150:200]), all[160], all[10])
+		twice[50].Team, twice[51].Team = "other", "other"
+		var sent []Row
+		for _, batch := range [][]Row{all[:100], again, all[100:150], twice, all[200:]} {
+			require.NoError(t, s.Insert(testCtx(t), batch))
+			sent = append(sent, batch...)
+		}
+		stored := dedupe(sent)
+		require.Len(t, stored, len(all))
+		hour := time.Date(2025, 3, 14, 10, 0, 0, 0, time.UTC)
+		for _, f := range []TrafficFilter{
+			{},
+			{From: hour, To: hour.Add(3 * time.Hour)},
+			{From: hour.Add(-time.Millisecond), To: hour.Add(3*time.Hour + time.Millisecond)},
+			{From: hour.Add(17 * time.Minute), To: hour.Add(4*time.Hour + 2*time.Minute + 500*time.Microsecond)},
+			{From: hour.Add(90 * time.Minute)},
+			{To: hour.Add(150 * time.Minute), Teams: []string{"infra"}},
+			{From: hour.Add(5 * time.Minute), To: hour.Add(50 * time.Minute), Teams: []string{"ads", "other"}},
+			{From: hour.Add(time.Hour), To: hour.Add(time.Hour)},
+		} {
+			got, err := s.Traffic(testCtx(t), f)
+			require.NoError(t, err)
+			require.Equal(t, CountTraffic(stored, f), got, "filter %+v", f)
+		}
+	})
+
 	t.Run("known counts", func(t *testing.T) {
 		s := b.open(t)
 		row := func(id string, key, model, upstream, route string, routing bool) Row {

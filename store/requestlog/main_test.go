@@ -8,5 +8,10 @@ import (
 )
 
 // TestMain shares one ClickHouse server across the package's tests (each
-// test uses its own database) and stops it at the end.
-func TestMain(m *testing.M) { os.Exit(chtest.Main(m)) }
+// test uses its own database) and stops it at the end, and removes the
+// benchmarks' generated logs.
+func TestMain(m *testing.M) {
+	code := chtest.Main(m)
+	removeComplianceLog()
+	os.Exit(code)
+}

@@ -444,12 +444,22 @@ type dialect struct {
 	degraded string
 	// listHas tests, with one LIKE argument, that the comma-separated
 	// data_policy holds an entry.
-	listHas string
+	listHas string // session tests, with one argument, that session_id is it; SQLite's
+	// session index is partial (rows with a session), and the planner
+	// uses it only for a query that repeats the index's condition.
+	session string
+	// exceptional, when set, is the condition of SQLite's partial index
+	// requests_exceptions, added to a filter that only such rows meet
+	// (a flag, a fallback or switch reason), so that the planner may use
+	// it: it takes a query term that is the index's condition itself.
+	exceptional string
 }
 
 var (
-	sqliteDialect     = dialect{degraded: "routing_degraded != '[]'", listHas: "(',' || data_policy || ',') LIKE ?"}
-	clickhouseDialect = dialect{degraded: "length(routing_degraded) > 0", listHas: "concat(',', data_policy, ',') LIKE ?"}
+	sqliteDialect = dialect{degraded: "routing_degraded != '[]'", listHas: "(',' || data_policy || ',') LIKE ?",
+		session: "session_id = ? AND session_id != ''", exceptional: sqliteExceptional}
+	clickhouseDialect = dialect{degraded: "length(routing_degraded) > 0", listHas: "concat(',', data_policy, ',') LIKE ?",
+		session: "session_id = ?"}
 )
 
 // Values of [Filter.DataPolicy] besides a restriction's name.
@@ -476,11 +486,14 @@ func filterWhere(f Filter, c *cursor, d dialect) *where {
 	for _, eq := range []struct{ col, val string }{
 		{"org", f.Org}, {"team", f.Team}, {"project", f.Project},
 		{"served_provider", f.ServedProvider}, {"routing_switch_reason", f.SwitchReason},
-		{"fallback_reason", f.FallbackReason}, {"session_id", f.SessionID},
+		{"fallback_reason", f.FallbackReason},
 	} {
 		if eq.val != "" {
 			w.add(eq.col+" = ?", eq.val)
 		}
+	}
+	if f.SessionID != "" {
+		w.add(d.session, f.SessionID)
 	}
 	var flags []string
 	if f.Degraded {
@@ -499,6 +512,9 @@ func filterWhere(f Filter, c *cursor, d dialect) *where {
 		for _, c := range flags {
 			w.add(c)
 		}
+	}
+	if d.exceptional != "" && (len(flags) > 0 || f.FallbackReason != "" || f.SwitchReason != "") {
+		w.add(d.exceptional)
 	}
 	if f.PreferenceVerdict != "" {
 		w.add("preference_verdict = ?", f.PreferenceVerdict)

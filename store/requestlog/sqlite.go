@@ -35,7 +35,7 @@ type sqliteStore struct {
 }
 
 // sqliteSchema creates the table as first released; init applies it, then
-// sqliteColumns, then sqliteIndexes.
+// sqliteColumns, sqliteIndexes and sqliteMigrations.
 var sqliteSchema = []string{
 	`CREATE TABLE IF NOT EXISTS requests (
 		ts_ms INTEGER NOT NULL,
@@ -94,7 +94,10 @@ var sqliteColumns = []struct{ name, ddl string }{
 	{"served_region", "ALTER TABLE requests ADD COLUMN served_region TEXT NOT NULL DEFAULT ''"},
 }
 
-// sqliteIndexes follow the columns; every statement is idempotent.
+// sqliteIndexes follow the columns; every statement is idempotent. Each
+// index serves a compliance query (docs/perf.md, "Compliance filters"
+// holds each filter's plan and time): every one costs each row a B-tree
+// insert.
 var sqliteIndexes = []string{
 	// Newest-first paging walks this index backwards.
 	`CREATE INDEX IF NOT EXISTS requests_ts ON requests (ts_ms, request_id)`,
@@ -102,19 +105,71 @@ var sqliteIndexes = []string{
 	`CREATE INDEX IF NOT EXISTS requests_team_ts ON requests (team, ts_ms)`,
 	`CREATE INDEX IF NOT EXISTS requests_project_ts ON requests (project, ts_ms)`,
 	`CREATE INDEX IF NOT EXISTS requests_provider_ts ON requests (served_provider, ts_ms)`,
-	// One session's turns, read together (?session=, the compliance pages).
-	`CREATE INDEX IF NOT EXISTS requests_session_ts ON requests (session_id, ts_ms)`,
-	// Covers the Traffic query in its grouping order: the groups stream out
-	// of one index walk, ts_ms tested in the index and the table never
-	// read. Led by ts_ms instead, the walk would be a range but the
-	// grouping a sort of every row in it: measured 5-7 s against 0.8-1 s
-	// for a million rows (docs/perf.md).
-	`CREATE INDEX IF NOT EXISTS requests_traffic ON requests (key_id, team, decided_model, upstream, route, ts_ms, request_routing)`,
+	// One session's turns, read together (?session=, the compliance
+	// pages). Only rows that have a session are indexed; the session
+	// filter repeats the condition so that the planner may use it.
+	`DROP INDEX IF EXISTS requests_session_ts`,
+	`CREATE INDEX IF NOT EXISTS requests_session ON requests (session_id, ts_ms) WHERE session_id != ''`,
+	// The rows out of the ordinary (refused, degraded, served by another
+	// model, fallen back, switched): the flag and reason filters walk
+	// these alone, newest first, instead of every row of the window.
+	`CREATE INDEX IF NOT EXISTS requests_exceptions ON requests (ts_ms, request_id) WHERE ` + sqliteExceptional,
 	`CREATE TABLE IF NOT EXISTS requestlog_meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)`,
-	// A real write: BEGIN IMMEDIATE alone succeeds on a read-only file, and
-	// the statements above write nothing once the schema exists.
-	`INSERT OR REPLACE INTO requestlog_meta (k, v) VALUES ('last_open', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`,
+	// The traffic rollup: requests per combination and UTC hour, kept by
+	// the writer in each batch's transaction (traffic.go). Its key is in
+	// the grouping order of the Traffic query, so that the groups stream
+	// out of one walk with the hour tested in place.
+	`CREATE TABLE IF NOT EXISTS requests_traffic_hours (
+		key_id TEXT NOT NULL,
+		team TEXT NOT NULL,
+		decided_model TEXT NOT NULL,
+		upstream TEXT NOT NULL,
+		route TEXT NOT NULL,
+		request_routing INTEGER NOT NULL,
+		hour INTEGER NOT NULL,
+		requests INTEGER NOT NULL,
+		PRIMARY KEY (key_id, team, decided_model, upstream, route, request_routing, hour)
+	) WITHOUT ROWID`,
 }
+
+// sqliteExceptional is the condition of the partial index
+// requests_exceptions: a row that the degraded, refused or switched flag,
+// or a fallback or switch reason, can select. A filter repeats it word for
+// word (sqliteDialect), which is how SQLite knows the index covers it.
+const sqliteExceptional = "(refused_code != '' OR routing_degraded != '[]' OR (served_model != '' AND served_model != decided_model)" +
+	" OR fallback_reason != '' OR routing_switch_reason != '')"
+
+// sqliteMigrations run after sqliteIndexes, each once per log: its name is
+// recorded in requestlog_meta as "migration:<name>" with the statements,
+// in the schema's transaction.
+var sqliteMigrations = []struct {
+	name  string
+	stmts []string
+}{
+	// The rollup replaces the covering index requests_traffic (key_id,
+	// team, decided_model, upstream, route, ts_ms, request_routing): filled
+	// from the rows once (through that index when it is there, so in its
+	// order), then the index goes.
+	{"traffic_rollup", []string{
+		`DELETE FROM requests_traffic_hours`,
+		sqliteFillRollup,
+		`DROP INDEX IF EXISTS requests_traffic`,
+	}},
+}
+
+// sqliteFillRollup counts every row into the (empty) rollup.
+const sqliteFillRollup = `INSERT INTO requests_traffic_hours (key_id, team, decided_model, upstream, route, request_routing, hour, requests)
+			SELECT key_id, team, decided_model, upstream, route, request_routing != 0, ` + sqliteHourOf + `, COUNT(*)
+			FROM requests GROUP BY key_id, team, decided_model, upstream, route, request_routing != 0, ` + sqliteHourOf
+
+// sqliteHourOf is the UTC hour of a row's ts_ms, rounded down (as
+// [hourOf]), in SQL.
+const sqliteHourOf = "(ts_ms - ((ts_ms % 3600000) + 3600000) % 3600000) / 3600000"
+
+// sqliteLastOpen records the open: a real write, since BEGIN IMMEDIATE
+// alone succeeds on a read-only file, and the statements before it write
+// nothing once the schema exists.
+const sqliteLastOpen = `INSERT OR REPLACE INTO requestlog_meta (k, v) VALUES ('last_open', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))`
 
 // rowColumns lists the stored columns in insert and select order; ts_ms
 // holds Row.TS as Unix milliseconds in both backends.
@@ -210,8 +265,9 @@ func (s *sqliteStore) init() error {
 	return nil
 }
 
-// applySQLiteSchema creates the table, adds the columns it lacks, then
-// creates the indexes, inside the caller's transaction.
+// applySQLiteSchema creates the table, adds the columns it lacks, creates
+// the indexes and runs the migrations not yet run, inside the caller's
+// transaction.
 func applySQLiteSchema(ctx context.Context, conn *sql.Conn) error {
 	for _, stmt := range sqliteSchema {
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {
@@ -235,7 +291,25 @@ func applySQLiteSchema(ctx context.Context, conn *sql.Conn) error {
 			return err
 		}
 	}
-	return nil
+	for _, m := range sqliteMigrations {
+		var n int
+		if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM requestlog_meta WHERE k = ?", "migration:"+m.name).Scan(&n); err != nil {
+			return fmt.Errorf("check migration %s: %w", m.name, err)
+		}
+		if n > 0 {
+			continue
+		}
+		for _, stmt := range m.stmts {
+			if _, err := conn.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("migration %s: %w", m.name, err)
+			}
+		}
+		if _, err := conn.ExecContext(ctx, "INSERT INTO requestlog_meta (k, v) VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))", "migration:"+m.name); err != nil {
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+	}
+	_, err := conn.ExecContext(ctx, sqliteLastOpen)
+	return err
 }
 
 func (s *sqliteStore) openErr(err error) error {

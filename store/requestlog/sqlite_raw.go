@@ -30,6 +30,10 @@ type sqliteWriteConn struct {
 	db  uintptr
 	// Prepared statements, made on first use and kept until close.
 	begin, commit, rollback, many, one uintptr
+	// The traffic rollup's statements (sqlite_rollup.go).
+	upsert, maxRowid, inserted uintptr
+	// hours counts the running batch's rows for the rollup.
+	hours trafficHours
 	// arena holds the text values of the statement being run, bound with
 	// SQLITE_STATIC: SQLite reads them in place until the next bind.
 	arena    uintptr
@@ -227,12 +231,22 @@ func (c *sqliteWriteConn) insert(ctx context.Context, rows []Row) (err error) {
 		return err
 	}
 	defer func() {
+		c.hours.reset()
 		if err != nil && sqlite3.Xsqlite3_get_autocommit(c.tls, c.db) == 0 {
 			if rb, rerr := c.stmt(&c.rollback, "ROLLBACK"); rerr == nil {
 				_ = c.run(rb)
 			}
 		}
 	}()
+	// The rollup counts the rows this transaction inserts: every row of
+	// the batch, unless some were already stored (a retry, the spool's
+	// replay, an id repeated in the batch) and skipped.
+	c.hours.reset()
+	since, err := c.lastRowid()
+	if err != nil {
+		return err
+	}
+	want, inserted := len(rows), 0
 	for len(rows) > 0 {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -251,7 +265,16 @@ func (c *sqliteWriteConn) insert(ctx context.Context, rows []Row) (err error) {
 		if err := c.run(st); err != nil {
 			return fmt.Errorf("insert of %d rows from %q: %w", n, rows[0].RequestID, err)
 		}
+		inserted += int(sqlite3.Xsqlite3_changes(c.tls, c.db))
 		rows = rows[n:]
+	}
+	if inserted != want {
+		if err := c.recountInserted(since); err != nil {
+			return fmt.Errorf("traffic rollup: %w", err)
+		}
+	}
+	if err := c.upsertHours(); err != nil {
+		return err
 	}
 	commit, err := c.stmt(&c.commit, "COMMIT")
 	if err != nil {
@@ -266,6 +289,7 @@ func (c *sqliteWriteConn) bindRows(st uintptr, rows []Row) error {
 	c.norm = c.norm[:0]
 	for i := range rows {
 		c.norm = append(c.norm, rows[i].normalizedToRead())
+		c.hours.addRow(&c.norm[len(c.norm)-1])
 	}
 	b := &c.bind
 	b.c, b.stmt, b.measure, b.need, b.param = c, st, true, 1, 1
@@ -276,15 +300,10 @@ func (c *sqliteWriteConn) bindRows(st uintptr, rows []Row) error {
 		clear(c.norm)
 		return fmt.Errorf("sqlite insert: %d values for %d rows of %d columns (bindRow and rowColumns disagree)", b.param-1, len(rows), len(rowColumns))
 	}
-	if b.need > c.arenaCap {
-		size := max(b.need, 2*c.arenaCap, 64<<10)
-		p := libc.Xrealloc(c.tls, c.arena, types.Size_t(size))
-		if p == 0 {
-			return fmt.Errorf("sqlite insert: cannot allocate %d bytes", size)
-		}
-		c.arena, c.arenaCap = p, size
+	if err := c.growArena(b.need); err != nil {
+		return err
 	}
-	b.measure, b.arena, b.off, b.param, b.rc = false, unsafe.Slice((*byte)(cmem(c.arena)), c.arenaCap), 0, 1, sqlite3.SQLITE_OK
+	b.measure, b.arena, b.off, b.param, b.rc = false, c.arenaBytes(), 0, 1, sqlite3.SQLITE_OK
 	for i := range c.norm {
 		bindRow(b, &c.norm[i])
 	}
@@ -295,11 +314,31 @@ func (c *sqliteWriteConn) bindRows(st uintptr, rows []Row) error {
 	return nil
 }
 
+// growArena makes the arena hold at least need bytes. A statement bound
+// to the old arena is bound again before it is next run.
+func (c *sqliteWriteConn) growArena(need int) error {
+	if need <= c.arenaCap && c.arena != 0 {
+		return nil
+	}
+	size := max(need, 2*c.arenaCap, 64<<10)
+	p := libc.Xrealloc(c.tls, c.arena, types.Size_t(size))
+	if p == 0 {
+		return fmt.Errorf("sqlite insert: cannot allocate %d bytes", size)
+	}
+	c.arena, c.arenaCap = p, size
+	return nil
+}
+
+// arenaBytes is the arena as a byte slice.
+func (c *sqliteWriteConn) arenaBytes() []byte {
+	return unsafe.Slice((*byte)(cmem(c.arena)), c.arenaCap)
+}
+
 // close finalizes the statements and closes the connection.
 func (c *sqliteWriteConn) close() error {
 	var err error
 	if c.db != 0 {
-		for _, st := range []*uintptr{&c.begin, &c.commit, &c.rollback, &c.many, &c.one} {
+		for _, st := range []*uintptr{&c.begin, &c.commit, &c.rollback, &c.many, &c.one, &c.upsert, &c.maxRowid, &c.inserted} {
 			if *st != 0 {
 				sqlite3.Xsqlite3_finalize(c.tls, *st)
 				*st = 0

@@ -2,6 +2,7 @@ package requestlog
 
 import (
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -105,4 +106,60 @@ func TestSQLiteAddsNewColumnsToAnOldFile(t *testing.T) {
 	p, err = s.Query(t.Context(), Filter{SessionID: "s-1"})
 	require.NoError(t, err)
 	require.Equal(t, []string{"new-1"}, ids(p.Rows))
+}
+
+// TestSQLiteMigratesTrafficIndexToRollup: a log written before the rollup
+// (the covering traffic index, a session index over every row, no rollup
+// rows) opens with the index gone, the session index partial and the
+// rollup filled from its rows once: the same counts as the rows give, and
+// no more on the next open.
+func TestSQLiteMigratesTrafficIndexToRollup(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "requests.db")
+	rows := make([]Row, 500)
+	for i := range rows {
+		rows[i] = sampleRows(1)[0]
+		rows[i].RequestID = fmt.Sprintf("m-%03d", i)
+		rows[i].TS = baseTS.Add(time.Duration(i) * 61 * time.Second)
+		rows[i].Team, rows[i].KeyID, rows[i].RequestRouting = []string{"ads", "infra"}[i%2], fmt.Sprintf("k-%d", i%3), i%4 == 0
+	}
+	s, err := OpenSQLite(path)
+	require.NoError(t, err)
+	require.NoError(t, s.Insert(t.Context(), rows))
+	require.NoError(t, s.Close())
+	// Back to the schema before the rollup.
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	for _, stmt := range []string{
+		`DELETE FROM requests_traffic_hours`,
+		`DELETE FROM requestlog_meta WHERE k = 'migration:traffic_rollup'`,
+		`DROP INDEX requests_session`,
+		`CREATE INDEX requests_session_ts ON requests (session_id, ts_ms)`,
+		`CREATE INDEX requests_traffic ON requests (key_id, team, decided_model, upstream, route, ts_ms, request_routing)`,
+	} {
+		_, err := db.Exec(stmt)
+		require.NoError(t, err, stmt)
+	}
+	require.NoError(t, db.Close())
+
+	hour := time.Date(2025, 3, 14, 11, 0, 0, 0, time.UTC)
+	for range 2 {
+		s, err := OpenSQLite(path)
+		require.NoError(t, err)
+		var indexes []string
+		rs, err := s.(*sqliteStore).db.Query(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'requests' AND sql IS NOT NULL ORDER BY name`)
+		require.NoError(t, err)
+		for rs.Next() {
+			var n string
+			require.NoError(t, rs.Scan(&n))
+			indexes = append(indexes, n)
+		}
+		require.NoError(t, rs.Err())
+		require.Equal(t, []string{"requests_exceptions", "requests_org_ts", "requests_project_ts", "requests_provider_ts", "requests_session", "requests_team_ts", "requests_ts"}, indexes)
+		for _, f := range []TrafficFilter{{}, {From: hour, To: hour.Add(3 * time.Hour)}, {From: hour.Add(-time.Minute), Teams: []string{"ads"}}} {
+			got, err := s.Traffic(t.Context(), f)
+			require.NoError(t, err)
+			require.Equal(t, CountTraffic(rows, f), got, "filter %+v", f)
+		}
+		require.NoError(t, s.Close())
+	}
 }

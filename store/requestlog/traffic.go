@@ -38,8 +38,9 @@ type TrafficCount struct {
 	WithRouting int64 `json:"with_routing"`
 }
 
-// trafficGroup is the grouping both backends use; the covering SQLite
-// index requests_traffic names the same columns in the same order.
+// trafficGroup is the grouping both backends use; the key of SQLite's
+// rollup requests_traffic_hours starts with the same columns in the same
+// order.
 const trafficGroup = "key_id, team, decided_model, upstream, route"
 
 // trafficWhere builds the conditions of f. teams renders the team test for
@@ -62,10 +63,13 @@ func trafficWhere(f TrafficFilter, teams func([]string) (string, []any)) *where 
 // sortTraffic orders counts by their combination, so that both backends
 // answer the same list.
 func sortTraffic(c []TrafficCount) {
-	slices.SortFunc(c, func(a, b TrafficCount) int {
-		return cmp.Or(cmp.Compare(a.KeyID, b.KeyID), cmp.Compare(a.Team, b.Team),
-			cmp.Compare(a.DecidedModel, b.DecidedModel), cmp.Compare(a.Upstream, b.Upstream), cmp.Compare(a.Route, b.Route))
-	})
+	slices.SortFunc(c, compareTraffic)
+}
+
+// compareTraffic orders counts by their combination.
+func compareTraffic(a, b TrafficCount) int {
+	return cmp.Or(cmp.Compare(a.KeyID, b.KeyID), cmp.Compare(a.Team, b.Team),
+		cmp.Compare(a.DecidedModel, b.DecidedModel), cmp.Compare(a.Upstream, b.Upstream), cmp.Compare(a.Route, b.Route))
 }
 
 // CountTraffic counts rows in memory, with the same semantics and order as
@@ -98,44 +102,133 @@ func CountTraffic(rows []Row, f TrafficFilter) []TrafficCount {
 	return out
 }
 
-// sqliteTrafficSQL is the SQLite query of f and its arguments. It names the
-// covering index, so that a team filter cannot steer the planner to the
-// team index and a lookup of every row in the table.
-func sqliteTrafficSQL(f TrafficFilter) (string, []any) {
-	w := trafficWhere(f, func(teams []string) (string, []any) {
-		args := make([]any, len(teams))
-		for i, t := range teams {
-			args[i] = t
-		}
-		return "team IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(teams)), ", ") + ")", args
-	})
-	return "SELECT " + trafficGroup + ", COUNT(*), SUM(request_routing) FROM requests INDEXED BY requests_traffic" + w.sql() +
-		" GROUP BY " + trafficGroup, w.args
+// trafficQuery is one SQL query and its arguments.
+type trafficQuery struct {
+	sql  string
+	args []any
 }
 
-// Traffic implements [Store.Traffic]: one grouped query that the covering
-// index requests_traffic answers in its own order, without reading the
-// table and without sorting.
-func (s *sqliteStore) Traffic(ctx context.Context, f TrafficFilter) ([]TrafficCount, error) {
-	q, args := sqliteTrafficSQL(f)
-	rs, err := s.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("requestlog: sqlite traffic: %w", err)
+// sqliteTrafficSQL is the SQLite queries of f. The whole hours inside the
+// window are read from the rollup requests_traffic_hours, in its key's
+// order (the grouping's: nothing is sorted, the rows are never read); the
+// part hours at either end of the window, from the rows in them (a range
+// of requests_ts). The first query is the rollup's; the others, when the
+// window has part hours, are the rows'.
+func sqliteTrafficSQL(f TrafficFilter) []trafficQuery {
+	teams := func(w *where) {
+		if len(f.Teams) == 0 {
+			return
+		}
+		args := make([]any, len(f.Teams))
+		for i, t := range f.Teams {
+			args[i] = t
+		}
+		w.add("team IN ("+strings.TrimSuffix(strings.Repeat("?, ", len(f.Teams)), ", ")+")", args...)
 	}
-	defer rs.Close()
+	rows := func(from, to int64) trafficQuery {
+		w := &where{}
+		w.add("ts_ms >= ? AND ts_ms < ?", from, to)
+		teams(w)
+		return trafficQuery{"SELECT " + trafficGroup + ", COUNT(*), SUM(request_routing) FROM requests INDEXED BY requests_ts" + w.sql() +
+			" GROUP BY " + trafficGroup, w.args}
+	}
+	roll := &where{}
+	var edges []trafficQuery
+	var fromMS, toMS, hourLo, hourHi int64
+	if !f.From.IsZero() {
+		fromMS = ceilMilli(f.From)
+		hourLo = hourOf(fromMS + hourMillis - 1) // the first hour that starts in the window
+	}
+	if !f.To.IsZero() {
+		toMS = ceilMilli(f.To)
+		hourHi = hourOf(toMS) // the first hour that does not end in it
+	}
+	switch {
+	case !f.From.IsZero() && !f.To.IsZero() && hourLo >= hourHi:
+		roll.add("0") // no whole hour: only rows
+		if fromMS < toMS {
+			edges = append(edges, rows(fromMS, toMS))
+		}
+	default:
+		if !f.From.IsZero() {
+			roll.add("hour >= ?", hourLo)
+			if fromMS < hourLo*hourMillis {
+				edges = append(edges, rows(fromMS, hourLo*hourMillis))
+			}
+		}
+		if !f.To.IsZero() {
+			roll.add("hour < ?", hourHi)
+			if hourHi*hourMillis < toMS {
+				edges = append(edges, rows(hourHi*hourMillis, toMS))
+			}
+		}
+	}
+	teams(roll)
+	return append([]trafficQuery{{"SELECT " + trafficGroup + ", SUM(requests), SUM(requests * request_routing) FROM requests_traffic_hours" + roll.sql() +
+		" GROUP BY " + trafficGroup, roll.args}}, edges...)
+}
+
+// Traffic implements [Store.Traffic]: the rollup's counts of the whole
+// hours in the window, plus the rows of the part hours at its ends, whose
+// few groups are added to the rollup's in place.
+func (s *sqliteStore) Traffic(ctx context.Context, f TrafficFilter) ([]TrafficCount, error) {
 	out := []TrafficCount{}
-	for rs.Next() {
-		var c TrafficCount
-		if err := rs.Scan(&c.KeyID, &c.Team, &c.DecidedModel, &c.Upstream, &c.Route, &c.Requests, &c.WithRouting); err != nil {
+	var extra []TrafficCount // groups of the part hours the rollup lacks
+	sorted := false
+	for i, q := range sqliteTrafficSQL(f) {
+		if err := s.trafficQuery(ctx, q, func(c TrafficCount) {
+			if i == 0 {
+				out = append(out, c)
+				return
+			}
+			if !sorted {
+				// SQLite groups in its BINARY collation's order, bytewise
+				// as Go compares strings; sorting a sorted list is one pass.
+				sortTraffic(out)
+				sorted = true
+			}
+			if j, ok := slices.BinarySearchFunc(out, c, compareTraffic); ok {
+				out[j].Requests += c.Requests
+				out[j].WithRouting += c.WithRouting
+				return
+			}
+			extra = append(extra, c)
+		}); err != nil {
 			return nil, fmt.Errorf("requestlog: sqlite traffic: %w", err)
 		}
-		out = append(out, c)
 	}
-	if err := rs.Err(); err != nil {
-		return nil, fmt.Errorf("requestlog: sqlite traffic: %w", err)
+	if len(extra) > 0 {
+		// A group can be new to the rollup in both part hours: add them
+		// up once sorted.
+		sortTraffic(extra)
+		for _, c := range extra {
+			if n := len(out); n > 0 && compareTraffic(out[n-1], c) == 0 {
+				out[n-1].Requests += c.Requests
+				out[n-1].WithRouting += c.WithRouting
+				continue
+			}
+			out = append(out, c)
+		}
 	}
 	sortTraffic(out)
 	return out, nil
+}
+
+// trafficQuery runs q, a grouped count, passing each group to add.
+func (s *sqliteStore) trafficQuery(ctx context.Context, q trafficQuery, add func(TrafficCount)) error {
+	rs, err := s.db.QueryContext(ctx, q.sql, q.args...)
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
+	for rs.Next() {
+		var c TrafficCount
+		if err := rs.Scan(&c.KeyID, &c.Team, &c.DecidedModel, &c.Upstream, &c.Route, &c.Requests, &c.WithRouting); err != nil {
+			return err
+		}
+		add(c)
+	}
+	return rs.Err()
 }
 
 // Traffic implements [Store.Traffic]: one GROUP BY aggregate over the

@@ -39,25 +39,45 @@ func TestTrafficOfOffAndLazyStores(t *testing.T) {
 	require.ErrorIs(t, err, ErrOff)
 }
 
-// TestSQLiteTrafficReadsOnlyItsIndex: the grouped query is answered from
-// the covering index in its order, never from the table, never sorted.
-func TestSQLiteTrafficReadsOnlyItsIndex(t *testing.T) {
+// TestSQLiteTrafficReadsTheRollup: the whole hours of a window are read
+// from the rollup in its key's order (never sorted, the rows never read);
+// the part hours at its ends from the rows in them, by the time index.
+func TestSQLiteTrafficReadsTheRollup(t *testing.T) {
 	s := openSQLiteForTest(t).(*sqliteStore)
-	for _, f := range []TrafficFilter{{}, {From: baseTS, To: baseTS.Add(1e12)}, {From: baseTS, Teams: []string{"a", "b"}}} {
-		q, args := sqliteTrafficSQL(f)
-		rs, err := s.db.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q, args...)
-		require.NoError(t, err)
-		var plan []string
-		for rs.Next() {
-			var id, parent, notused int
-			var detail string
-			require.NoError(t, rs.Scan(&id, &parent, &notused, &detail))
-			plan = append(plan, detail)
+	hour := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		f     TrafficFilter
+		edges int
+	}{
+		{TrafficFilter{}, 0},
+		{TrafficFilter{From: hour, To: hour.Add(48 * time.Hour)}, 0},
+		{TrafficFilter{From: hour.Add(time.Minute), To: hour.Add(48*time.Hour + time.Minute)}, 2},
+		{TrafficFilter{From: hour.Add(time.Minute), Teams: []string{"a", "b"}}, 1},
+		{TrafficFilter{To: hour.Add(time.Millisecond)}, 1},
+		{TrafficFilter{From: hour.Add(time.Minute), To: hour.Add(2 * time.Minute)}, 1},
+	} {
+		qs := sqliteTrafficSQL(tc.f)
+		require.Len(t, qs, 1+tc.edges, "filter %+v", tc.f)
+		for i, q := range qs {
+			rs, err := s.db.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q.sql, q.args...)
+			require.NoError(t, err)
+			var plan []string
+			for rs.Next() {
+				var id, parent, notused int
+				var detail string
+				require.NoError(t, rs.Scan(&id, &parent, &notused, &detail))
+				plan = append(plan, detail)
+			}
+			require.NoError(t, rs.Err())
+			rs.Close()
+			p := strings.Join(plan, "\n")
+			if i == 0 {
+				require.Contains(t, p, "SCAN requests_traffic_hours", "filter %+v", tc.f)
+				require.NotContains(t, p, "TEMP B-TREE", "groups stream out of the rollup, unsorted: filter %+v", tc.f)
+			} else {
+				require.Contains(t, p, "SEARCH requests USING INDEX requests_ts (ts_ms>? AND ts_ms<?)", "filter %+v", tc.f)
+			}
 		}
-		require.NoError(t, rs.Err())
-		rs.Close()
-		require.Contains(t, strings.Join(plan, "\n"), "USING COVERING INDEX requests_traffic", "filter %+v", f)
-		require.NotContains(t, strings.Join(plan, "\n"), "TEMP B-TREE", "groups stream out of the index, unsorted: filter %+v", f)
 	}
 }
 

@@ -1,0 +1,163 @@
+package requestlog
+
+import (
+	"fmt"
+
+	"modernc.org/libc"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// hourMillis is the rollup's bucket, one hour in milliseconds.
+const hourMillis = 3_600_000
+
+// hourOf is the UTC hour holding Unix millisecond ms, rounded down.
+func hourOf(ms int64) int64 {
+	h := ms / hourMillis
+	if ms%hourMillis < 0 {
+		h--
+	}
+	return h
+}
+
+// trafficHour is one row of requests_traffic_hours without its count: a
+// combination in an hour.
+type trafficHour struct {
+	key, team, model, upstream, route string
+	routing                           bool
+	hour                              int64
+}
+
+// trafficHours counts one batch's rows per combination and hour, for the
+// rollup's upserts at the end of the batch's transaction. It holds the
+// rows' strings until reset.
+type trafficHours struct {
+	idx    map[trafficHour]int
+	keys   []trafficHour
+	counts []int64
+	last   int // index of the last combination added, -1 for none
+}
+
+// reset forgets every count, keeping the storage.
+func (t *trafficHours) reset() {
+	clear(t.idx)
+	clear(t.keys) // hold no strings past the batch
+	t.keys, t.counts, t.last = t.keys[:0], t.counts[:0], -1
+}
+
+// add counts n rows of combination k. Rows of one combination tend to
+// come together (one client's burst), so the last one is checked first.
+func (t *trafficHours) add(k trafficHour, n int64) {
+	if t.last >= 0 && t.last < len(t.keys) && t.keys[t.last] == k {
+		t.counts[t.last] += n
+		return
+	}
+	i, ok := t.idx[k]
+	if !ok {
+		if t.idx == nil {
+			t.idx = map[trafficHour]int{}
+		}
+		i = len(t.keys)
+		t.idx[k] = i
+		t.keys = append(t.keys, k)
+		t.counts = append(t.counts, 0)
+	}
+	t.counts[i] += n
+	t.last = i
+}
+
+// addRow counts r, normalized.
+func (t *trafficHours) addRow(r *Row) {
+	t.add(trafficHour{r.KeyID, r.Team, r.DecidedModel, r.Upstream, r.Route, r.RequestRouting, hourOf(r.TS.UnixMilli())}, 1)
+}
+
+// sqliteUpsertHour adds a count to one row of the rollup.
+const sqliteUpsertHour = `INSERT INTO requests_traffic_hours (key_id, team, decided_model, upstream, route, request_routing, hour, requests)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (key_id, team, decided_model, upstream, route, request_routing, hour) DO UPDATE SET requests = requests + excluded.requests`
+
+// sqliteInsertedSince reads back the rollup's columns of the rows a
+// transaction inserted: rowids above the largest before it (SQLite gives a
+// new row the largest rowid plus one; the transaction holds the write
+// lock).
+const sqliteInsertedSince = `SELECT key_id, team, decided_model, upstream, route, request_routing, ts_ms FROM requests WHERE rowid > ?`
+
+// lastRowid is the largest rowid of requests, 0 when it is empty.
+func (c *sqliteWriteConn) lastRowid() (int64, error) {
+	st, err := c.stmt(&c.maxRowid, "SELECT coalesce(max(rowid), 0) FROM requests")
+	if err != nil {
+		return 0, err
+	}
+	defer sqlite3.Xsqlite3_reset(c.tls, st)
+	if rc := sqlite3.Xsqlite3_step(c.tls, st); rc != sqlite3.SQLITE_ROW {
+		return 0, c.err(rc)
+	}
+	return sqlite3.Xsqlite3_column_int64(c.tls, st, 0), nil
+}
+
+// recountInserted replaces the batch's counts by those of the rows the
+// transaction inserted (rowid > since): the way to count a batch of which
+// some rows were already stored and skipped.
+func (c *sqliteWriteConn) recountInserted(since int64) error {
+	c.hours.reset()
+	st, err := c.stmt(&c.inserted, sqliteInsertedSince)
+	if err != nil {
+		return err
+	}
+	defer sqlite3.Xsqlite3_reset(c.tls, st)
+	if rc := sqlite3.Xsqlite3_bind_int64(c.tls, st, 1, since); rc != sqlite3.SQLITE_OK {
+		return c.err(rc)
+	}
+	text := func(i int32) string { return libc.GoString(sqlite3.Xsqlite3_column_text(c.tls, st, i)) }
+	for {
+		switch rc := sqlite3.Xsqlite3_step(c.tls, st); rc {
+		case sqlite3.SQLITE_ROW:
+			c.hours.add(trafficHour{text(0), text(1), text(2), text(3), text(4),
+				sqlite3.Xsqlite3_column_int64(c.tls, st, 5) != 0, hourOf(sqlite3.Xsqlite3_column_int64(c.tls, st, 6))}, 1)
+		case sqlite3.SQLITE_DONE:
+			return nil
+		default:
+			return c.err(rc)
+		}
+	}
+}
+
+// upsertHours adds the batch's counts to the rollup: one statement per
+// combination and hour.
+func (c *sqliteWriteConn) upsertHours() error {
+	if len(c.hours.keys) == 0 {
+		return nil
+	}
+	st, err := c.stmt(&c.upsert, sqliteUpsertHour)
+	if err != nil {
+		return err
+	}
+	b := &c.bind
+	for i := range c.hours.keys {
+		k := &c.hours.keys[i]
+		b.c, b.stmt, b.need = c, st, 0
+		for _, measure := range []bool{true, false} {
+			b.measure, b.param = measure, 1
+			if !measure {
+				if err := c.growArena(b.need); err != nil {
+					return err
+				}
+				b.arena, b.off, b.rc = c.arenaBytes(), 0, sqlite3.SQLITE_OK
+			}
+			b.text(k.key)
+			b.text(k.team)
+			b.text(k.model)
+			b.text(k.upstream)
+			b.text(k.route)
+			b.bool(k.routing)
+			b.int(k.hour)
+			b.int(c.hours.counts[i])
+		}
+		if b.rc != sqlite3.SQLITE_OK {
+			return c.err(b.rc)
+		}
+		if err := c.run(st); err != nil {
+			return fmt.Errorf("traffic rollup: %w", err)
+		}
+	}
+	return nil
+}
