@@ -94,6 +94,9 @@ type Config struct {
 	// travels apart from the last event, as it does from upstreams that
 	// finish their streams lazily. Default 0.
 	StreamEndDelay time.Duration
+	// AzureAPIKey is the api-key the Azure endpoints accept. Default "":
+	// none (only the Entra endpoint's tokens are accepted).
+	AzureAPIKey string
 }
 
 // DefaultConfig returns a small realistic catalog with a 2ms chunk delay.
