@@ -18,13 +18,14 @@ import (
 // the recorded Azure answers add (testdata/recorded/azure): a chat
 // answer's prompt_filter_results and each choice's content_filter_results,
 // a chat stream opening with the prompt's filter results in a chunk of no
-// choices, a Responses answer naming the deployment as its model. The
+// choices, a Responses answer naming the deployment as its model; a
+// repeated chat prompt reports cached tokens ([Server.azureCached]). The
 // model member names a deployment, which the simulator takes to be the
 // catalog's native id for azure (deployments named after their models).
 //
 // A request must carry the api-key [Config.AzureAPIKey] or a bearer token
-// the simulator's Microsoft Entra ID token endpoint issued and that has not
-// expired ([Server.StartEntra]); otherwise it is answered 401 in Azure's
+// the simulated Microsoft Entra ID tenant [Config.Entra] issued and that
+// has not expired ([StartEntra]); otherwise it is answered 401 in Azure's
 // shape. The content filter's refusal is the fault
 // error=azure/content_filter (a 400 whose innererror names the filtered
 // categories); the fault filtered answers a 200 whose finish_reason is
@@ -61,7 +62,7 @@ func (s *Server) azureAuth(h http.HandlerFunc) http.HandlerFunc {
 		if k := r.Header.Get("api-key"); k != "" {
 			ok = s.cfg.AzureAPIKey != "" && k == s.cfg.AzureAPIKey
 		} else if tok, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); found {
-			ok = s.entra.valid(tok)
+			ok = s.cfg.Entra.valid(tok)
 		}
 		if !ok {
 			s.record(r, Call{Kind: KindAzure, API: apiOf(r.URL.Path), Status: http.StatusUnauthorized})
@@ -142,10 +143,11 @@ func azureChunk(b []byte, chunk bool) []byte {
 	return mustJSON(top)
 }
 
-// entra is the simulator's Microsoft Entra ID: the OpenID configuration
-// and token endpoint of one tenant, over TLS on loopback (Microsoft's
-// authentication library accepts only an https authority).
-type entra struct {
+// Entra is a simulated Microsoft Entra ID tenant: the OpenID
+// configuration and the token endpoint of one tenant, over TLS on loopback
+// (Microsoft's authentication library accepts only an https authority).
+// A simulator whose [Config.Entra] names it accepts its live tokens.
+type Entra struct {
 	mu      sync.Mutex
 	srv     *httptest.Server
 	cfg     EntraConfig
@@ -154,7 +156,7 @@ type entra struct {
 	failing bool
 }
 
-// EntraConfig is the simulator's Microsoft Entra ID tenant.
+// EntraConfig is the simulated tenant.
 type EntraConfig struct {
 	// TenantID, ClientID and ClientSecret are the one service principal
 	// the token endpoint knows.
@@ -164,49 +166,52 @@ type EntraConfig struct {
 	ExpiresIn []time.Duration
 }
 
-// StartEntra serves a Microsoft Entra ID tenant on a loopback TLS listener
-// and returns its authority host (for AZURE_AUTHORITY_HOST) and the PEM of
-// the certificate to trust for it. It answers what Microsoft's
-// authentication library asks of an authority with instance discovery
-// disabled: GET /{tenant}/v2.0/.well-known/openid-configuration (the
-// authorization and token endpoints and the issuer) and POST
-// /{tenant}/oauth2/v2.0/token with the client-credentials grant (the
-// access token and its expires_in, as the identity platform's
-// client-credentials flow documents).
-func (s *Server) StartEntra(cfg EntraConfig) (authority string, caPEM []byte) {
-	s.entra.mu.Lock()
-	s.entra.cfg = cfg
-	s.entra.issued = map[string]time.Time{}
-	s.entra.mu.Unlock()
+// StartEntra serves a tenant on a loopback TLS listener. It answers what
+// Microsoft's authentication library asks of an authority with instance
+// discovery disabled: GET /{tenant}/v2.0/.well-known/openid-configuration
+// (the authorization and token endpoints and the issuer, the members the
+// library requires) and POST /{tenant}/oauth2/v2.0/token with the
+// client-credentials grant (token_type, expires_in, ext_expires_in and
+// access_token, as the identity platform's client-credentials flow
+// documents).
+func StartEntra(cfg EntraConfig) *Entra {
+	e := &Entra{cfg: cfg, issued: map[string]time.Time{}}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{tenant}/v2.0/.well-known/openid-configuration", s.entra.openIDConfig)
-	mux.HandleFunc("POST /{tenant}/oauth2/v2.0/token", s.entra.token)
-	srv := httptest.NewTLSServer(mux)
-	s.entra.srv = srv
-	return srv.URL, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	mux.HandleFunc("GET /{tenant}/v2.0/.well-known/openid-configuration", e.openIDConfig)
+	mux.HandleFunc("POST /{tenant}/oauth2/v2.0/token", e.token)
+	e.srv = httptest.NewTLSServer(mux)
+	return e
 }
 
-// EntraTokens returns how many tokens the Entra endpoint has issued.
-func (s *Server) EntraTokens() int {
-	s.entra.mu.Lock()
-	defer s.entra.mu.Unlock()
-	return s.entra.tokens
+// Authority returns the authority host (for AZURE_AUTHORITY_HOST).
+func (e *Entra) Authority() string { return e.srv.URL }
+
+// CAPEM returns the PEM of the certificate to trust for the authority.
+func (e *Entra) CAPEM() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: e.srv.Certificate().Raw})
 }
 
-// SetEntraFailing makes the token endpoint answer 500 (true) or serve
-// again (false).
-func (s *Server) SetEntraFailing(failing bool) {
-	s.entra.mu.Lock()
-	s.entra.failing = failing
-	s.entra.mu.Unlock()
-}
-
-func (e *entra) openIDConfig(w http.ResponseWriter, r *http.Request) {
-	tenant := r.PathValue("tenant")
+// Tokens returns how many tokens the endpoint has issued.
+func (e *Entra) Tokens() int {
 	e.mu.Lock()
-	known := tenant == e.cfg.TenantID
+	defer e.mu.Unlock()
+	return e.tokens
+}
+
+// SetFailing makes the token endpoint answer 500 (true) or serve again
+// (false).
+func (e *Entra) SetFailing(failing bool) {
+	e.mu.Lock()
+	e.failing = failing
 	e.mu.Unlock()
-	if !known {
+}
+
+// Close stops the tenant.
+func (e *Entra) Close() { e.srv.Close() }
+
+func (e *Entra) openIDConfig(w http.ResponseWriter, r *http.Request) {
+	tenant := r.PathValue("tenant")
+	if tenant != e.cfg.TenantID {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid_tenant", "error_description": "AADSTS90002: Tenant '" + tenant + "' not found."})
 		return
 	}
@@ -219,7 +224,7 @@ func (e *entra) openIDConfig(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (e *entra) token(w http.ResponseWriter, r *http.Request) {
+func (e *Entra) token(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid_request", "error_description": "AADSTS900144: The request body must contain the following parameter: 'grant_type'."})
 		return
@@ -254,16 +259,34 @@ func (e *entra) token(w http.ResponseWriter, r *http.Request) {
 }
 
 // valid reports whether a bearer token was issued here and is live.
-func (e *entra) valid(tok string) bool {
+func (e *Entra) valid(tok string) bool {
+	if e == nil {
+		return false
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	exp, ok := e.issued[tok]
 	return ok && time.Now().Before(exp)
 }
 
-// close stops the Entra endpoint, if started.
-func (e *entra) close() {
-	if e.srv != nil {
-		e.srv.Close()
+// azureCached is the part of a chat prompt Azure's prompt cache serves:
+// a prompt seen before with the same first message is cached in
+// 128-token increments past its first 1,024 tokens, as Microsoft's prompt
+// caching guide describes (learn.microsoft.com/azure/foundry/openai/
+// how-to/prompt-caching); a first sight, or a prompt under 1,024 tokens,
+// none.
+func (s *Server) azureCached(q *chatRequest, prompt int) int {
+	if len(q.Messages) == 0 {
+		return 0
 	}
+	key := string(q.Messages[0].Content)
+	s.mu.Lock()
+	prev, seen := s.azurePrompts[key]
+	s.azurePrompts[key] = prompt
+	s.mu.Unlock()
+	n := min(prev, prompt)
+	if !seen || n < 1024 {
+		return 0
+	}
+	return 1024 + (n-1024)/128*128
 }

@@ -97,6 +97,9 @@ type Config struct {
 	// AzureAPIKey is the api-key the Azure endpoints accept. Default "":
 	// none (only the Entra endpoint's tokens are accepted).
 	AzureAPIKey string
+	// Entra is the Microsoft Entra ID tenant whose tokens the Azure
+	// endpoints accept. Default nil: none.
+	Entra *Entra
 }
 
 // DefaultConfig returns a small realistic catalog with a 2ms chunk delay.

@@ -222,7 +222,11 @@ func (s *Server) serveDirectChat(w http.ResponseWriter, r *http.Request, d direc
 	if strings.EqualFold(undated(q.Model), asked) {
 		asked = q.Model // a dated id is answered as asked
 	}
-	a := s.openAIAnswer(m, dated(asked, openAISnapshots, openAISuffix), prompt, q.includeUsage(), sc)
+	cached := 0
+	if d.kind == KindAzure {
+		cached = s.azureCached(&q, prompt)
+	}
+	a := s.openAIAnswer(m, dated(asked, openAISnapshots, openAISuffix), prompt, cached, q.includeUsage(), sc)
 	if d.kind == KindAzure {
 		azureAnnotate(a)
 	}
@@ -239,7 +243,7 @@ func undated(id string) string {
 
 // openAIAnswer renders a served answer of model (the dated id reported):
 // the default text, or what the request's directives script.
-func (s *Server) openAIAnswer(m *Model, model string, prompt int, includeUsage bool, sc *script) *answer {
+func (s *Server) openAIAnswer(m *Model, model string, prompt, cached int, includeUsage bool, sc *script) *answer {
 	text := sc.textOr(answerText(m.Slug, "openai"))
 	call := sc.toolCall()
 	out := estimateTokens(len(text))
@@ -255,6 +259,7 @@ func (s *Server) openAIAnswer(m *Model, model string, prompt int, includeUsage b
 	fp := fingerprint("openai "+model, hexDigits)
 	var u oaUsage
 	u.PromptTokens, u.CompletionTokens, u.TotalTokens = prompt, out, prompt+out
+	u.PromptTokensDetails.CachedTokens = cached
 
 	a := &answer{streamType: "text/event-stream; charset=utf-8", done: true}
 	body, _ := json.MarshalIndent(oaAnswer{ID: id, Object: "chat.completion", Created: created, Model: model,

@@ -27,7 +27,7 @@
 //   - Azure OpenAI (azure.go): POST openai/v1/chat/completions,
 //     openai/v1/responses, openai/v1/embeddings under <base>/azure, behind
 //     an api-key or a token from the simulated Microsoft Entra ID
-//     ([Server.StartEntra]).
+//     ([StartEntra]).
 //
 // A marketplace's Messages and Responses endpoints take the routing
 // members its reference gives them (testdata/recorded/ENDPOINTS.md) and
@@ -184,8 +184,9 @@ type Server struct {
 	hdrFaults map[string]int // uses per header fault (canonical string)
 	// stored are the responses OpenAI-like Responses calls kept, by id.
 	stored map[string]*storedResponse
-	// entra is the Microsoft Entra ID tenant Azure's tokens come from.
-	entra entra
+	// azurePrompts are the prompt sizes Azure chat requests had, by first
+	// message: what its prompt cache holds.
+	azurePrompts map[string]int
 }
 
 // New returns a server for cfg. It panics if the embedded error recordings
@@ -199,7 +200,7 @@ func New(cfg Config) *Server {
 		cfg.SlowStreamInterval = 50 * time.Millisecond
 	}
 	s := &Server{cfg: cfg, errs: errs, done: make(chan struct{}), hdrFaults: map[string]int{}, started: time.Now(),
-		stored: map[string]*storedResponse{}}
+		stored: map[string]*storedResponse{}, azurePrompts: map[string]int{}}
 	return s
 }
 
@@ -268,7 +269,7 @@ func (s *Server) Close() {
 		if s.srv != nil {
 			_ = s.srv.Close()
 		}
-		s.entra.close()
+
 	})
 	s.wg.Wait()
 }
