@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -241,7 +242,9 @@ func (e *Entra) token(w http.ResponseWriter, r *http.Request) {
 	case r.PostForm.Get("client_id") != e.cfg.ClientID || r.PostForm.Get("client_secret") != e.cfg.ClientSecret:
 		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "invalid_client", "error_description": "AADSTS7000215: Invalid client secret provided."})
 		return
-	case r.PostForm.Get("scope") != "https://cognitiveservices.azure.com/.default":
+	case !slices.Contains(strings.Fields(r.PostForm.Get("scope")), "https://cognitiveservices.azure.com/.default"):
+		// The library adds the OpenID scopes (openid offline_access
+		// profile) to the one asked for.
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid_scope", "error_description": "AADSTS70011: The provided value for the input parameter 'scope' is not valid."})
 		return
 	}
