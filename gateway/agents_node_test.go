@@ -26,7 +26,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicegw/sluice/gateway"
 	"github.com/sluicegw/sluice/profiles"
+	"github.com/sluicegw/sluice/simulator"
 	"github.com/sluicegw/sluice/store/requestlog"
 )
 
@@ -54,9 +56,9 @@ type agentCase struct {
 	// Key names the test key the agent authenticates with, which picks the
 	// upstream: claude (Anthropic), batch (OpenAI), chat (the
 	// OpenRouter-kind marketplace), finance (the Vercel-kind one, for a team
-	// that allows four providers only) or edge (the Vercel-kind one, with
+	// that allows four providers only), edge (the Vercel-kind one, with
 	// no provider restriction: Vercel's Messages endpoint has no knob for
-	// an allowed list).
+	// an allowed list) or azure (Azure OpenAI's v1 surface, by api-key).
 	Key string `json:"key"`
 	// Auth is how Claude Code sends the key: "apiKey" (ANTHROPIC_API_KEY,
 	// x-api-key; the default) or "authToken" (ANTHROPIC_AUTH_TOKEN, a
@@ -103,8 +105,11 @@ func TestAgentCases(t *testing.T) {
 		require.NotEmpty(t, c.Rows, "%s names the rows its run leaves", f)
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".json"), func(t *testing.T) {
 			secret := inboundSecrets[c.Key]
-			if c.Key == "edge" {
+			switch c.Key {
+			case "edge":
 				secret = secretAgentsEdge
+			case "azure":
+				secret = secretAgentsAzure
 			}
 			require.NotEmpty(t, secret, "key %q", c.Key)
 			before := rowIDs(t, h)
@@ -155,6 +160,13 @@ func TestAgentCases(t *testing.T) {
 // team or project profile), on the Vercel-kind upstream.
 const secretAgentsEdge = "sk-sluice-test-agents-edge"
 
+// secretAgentsAzure is the azure key of the agent cases: team agents, on
+// an Azure OpenAI upstream (api-key azureAgentsKey).
+const (
+	secretAgentsAzure = "sk-sluice-test-agents-azure"
+	azureAgentsKey    = "azure-agents-platform-key"
+)
+
 // agentsHarness is the inbound tests' gateway (the demo configuration and
 // the claude key) with three changes. The agents' bodies are far above the
 // harness's 64 KiB limit (Claude Code's first turn is about 90 KB), so the
@@ -177,7 +189,13 @@ func agentsHarness(t *testing.T) *harness {
 		drop(dir, "guardrails/org.rego", "deny_providers contains \"deepinfra/fp4\"\n")
 	}
 	edge := "[[keys]]\nid = \"k-agents-edge\"\nsha256 = \"" + profiles.HashSecret(secretAgentsEdge) + "\"\norg = \"acme\"\nteam = \"agents\"\nproject = \"agents\"\nupstream = \"edge\"\n\n"
-	return newHarnessPrep(t, noDenyList, claudeKeyEdit(), [2]string{"[[keys]]\nid = \"k-analyst\"", edge + "[[keys]]\nid = \"k-analyst\""},
+	// Azure: an upstream on the simulator's Azure endpoints and a key on it.
+	azure := "[[upstreams]]\nname = \"azure\"\nconnector = \"azure\"\nbase_url = \"https://sluice-agents.openai.azure.com\"\napi_key_env = \"AZURE_AGENTS_API_KEY\"\n\n" +
+		"[[keys]]\nid = \"k-agents-azure\"\nsha256 = \"" + profiles.HashSecret(secretAgentsAzure) + "\"\norg = \"acme\"\nteam = \"agents\"\nproject = \"agents\"\nupstream = \"azure\"\n\n"
+	t.Setenv("AZURE_AGENTS_API_KEY", azureAgentsKey)
+	return newHarnessOpts(t, noDenyList, func(c *simulator.Config) { c.AzureAPIKey = azureAgentsKey }, func(o *gateway.Options) {
+		o.UpstreamURLs["azure"] = strings.Replace(o.UpstreamURLs["openai"], "/openai/v1", "/azure/openai/v1", 1)
+	}, claudeKeyEdit(), [2]string{"[[keys]]\nid = \"k-analyst\"", edge + azure + "[[keys]]\nid = \"k-analyst\""},
 		[2]string{"max_body_bytes = 65536\n", "max_body_bytes = 10485760\n"})
 }
 

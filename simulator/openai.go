@@ -226,7 +226,7 @@ func (s *Server) serveDirectChat(w http.ResponseWriter, r *http.Request, d direc
 	if d.kind == KindAzure {
 		cached = s.azureCached(&q, prompt)
 	}
-	a := s.openAIAnswer(m, dated(asked, openAISnapshots, openAISuffix), prompt, cached, q.includeUsage(), sc)
+	a := s.openAIAnswer(m, d.provider, dated(asked, openAISnapshots, openAISuffix), prompt, cached, q.includeUsage(), sc)
 	if d.kind == KindAzure {
 		azureAnnotate(a)
 	}
@@ -243,8 +243,8 @@ func undated(id string) string {
 
 // openAIAnswer renders a served answer of model (the dated id reported):
 // the default text, or what the request's directives script.
-func (s *Server) openAIAnswer(m *Model, model string, prompt, cached int, includeUsage bool, sc *script) *answer {
-	text := sc.textOr(answerText(m.Slug, "openai"))
+func (s *Server) openAIAnswer(m *Model, provider, model string, prompt, cached int, includeUsage bool, sc *script) *answer {
+	text := sc.textOr(answerText(m.Slug, provider))
 	call := sc.toolCall()
 	out := estimateTokens(len(text))
 	finish := "stop"

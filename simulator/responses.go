@@ -608,7 +608,7 @@ func (s *Server) serveDirectResponses(w http.ResponseWriter, r *http.Request, d 
 		reported = q.Model
 	}
 	store := q.Store == nil || *q.Store
-	p := respPlan{q: &q, model: reported, text: answerText(m.Slug, "openai"), sc: sc,
+	p := respPlan{q: &q, model: reported, text: answerText(m.Slug, d.provider), sc: sc,
 		prompt: prompt, store: store, flavor: respFlavour{openAI: d.kind != KindAzure, azure: d.kind == KindAzure}, midError: respMidError(openAIShape)}
 	a, body := s.responsesAnswer(p)
 	if store {
