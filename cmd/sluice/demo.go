@@ -19,6 +19,7 @@ import (
 	sluice "github.com/sluicegw/sluice"
 	"github.com/sluicegw/sluice/gateway"
 	"github.com/sluicegw/sluice/guardrails"
+	"github.com/sluicegw/sluice/profiles"
 	"github.com/sluicegw/sluice/simulator"
 	"github.com/sluicegw/sluice/store/requestlog"
 )
@@ -65,6 +66,46 @@ var demoSteps = []demoStep{
 		body: `{"model":"openai/gpt-4o","messages":[{"role":"user","content":"Summarise the patient notes."}],"routing":{"data":{"zero_retention":true}}}`},
 	{title: "embeddings: ml team, the team's provider order on the marketplace, recorded with the input's tokens", secret: "sk-sluice-demo-chat",
 		path: "/v1/embeddings", body: `{"model":"openai/text-embedding-3-small","input":["incident 1412","incident 1413"]}`},
+	demoAzureStep,
+}
+
+// --- Azure OpenAI ------------------------------------------------------------
+
+// The demo's Azure OpenAI upstream, added to the copied configuration: an
+// azure upstream on the simulator's Azure endpoints, reached with an
+// api-key, and a key whose requests go to it.
+const (
+	demoAzureSecret = "sk-sluice-demo-azure"
+	demoAzureKeyEnv = "SLUICE_DEMO_AZURE_API_KEY"
+	demoAzureAPIKey = "sluice-demo-azure-api-key"
+)
+
+var demoAzureStep = demoStep{title: "Azure OpenAI: a key on an Azure upstream (its OpenAI v1 surface, the api-key header, the catalog's native id as the deployment; a direct upstream cannot walk the org's chain)",
+	secret: demoAzureSecret, body: `{"model":"openai/gpt-4o","messages":[{"role":"user","content":"Summarise the audit findings."}]}`}
+
+// demoAzure appends the Azure upstream and its key to the demo's
+// sluice.toml, and returns the api-key the simulator is to accept (the
+// environment's, else the demo's own, which it sets).
+func demoAzure(cfgDir string) (string, error) {
+	key := os.Getenv(demoAzureKeyEnv)
+	if key == "" {
+		key = demoAzureAPIKey
+		if err := os.Setenv(demoAzureKeyEnv, key); err != nil {
+			return "", err
+		}
+	}
+	f, err := os.OpenFile(filepath.Join(cfgDir, "sluice.toml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return "", err
+	}
+	_, err = fmt.Fprintf(f, "\n# Azure OpenAI (added by sluice demo): the resource's endpoint, its key.\n"+
+		"[[upstreams]]\nname = \"azure\"\nconnector = \"azure\"\nbase_url = \"https://sluice-demo.openai.azure.com\"\napi_key_env = %q\n\n"+
+		"[[keys]]\nid = \"k-azure\"\nsha256 = %q\norg = \"acme\"\nteam = \"cloud\"\nproject = \"azure\"\nupstream = \"azure\"\n",
+		demoAzureKeyEnv, profiles.HashSecret(demoAzureSecret))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return key, err
 }
 
 func runDemo(env *cliEnv, args []string) int {
@@ -87,20 +128,28 @@ func runDemo(env *cliEnv, args []string) int {
 	}
 	fmt.Fprintf(out, "sluice demo\n  config:   %s (a copy of testdata/demo)\n", cfgDir)
 
+	azureKey, err := demoAzure(cfgDir)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "sluice demo: writing the demo config: %v\n", err)
+		return 1
+	}
+
 	// The upstreams are the marketplace simulator: real HTTP on loopback.
 	boot, diags := bootSnapshot(cfgDir)
 	if diags != nil {
 		printLoadError(env, diags)
 		return 1
 	}
-	sim := simulator.New(simulator.FromCatalog(boot))
+	simCfg := simulator.FromCatalog(boot)
+	simCfg.AzureAPIKey = azureKey
+	sim := simulator.New(simCfg)
 	if _, err := sim.Start(); err != nil {
 		fmt.Fprintf(env.stderr, "sluice demo: simulator: %v\n", err)
 		return 1
 	}
 	defer sim.Close()
 	urls := map[string]string{}
-	for _, u := range []struct{ name, kind string }{{"market", "openrouter"}, {"edge", "vercel"}, {"openai", "openai"}, {"anthropic", "anthropic"}} {
+	for _, u := range []struct{ name, kind string }{{"market", "openrouter"}, {"edge", "vercel"}, {"openai", "openai"}, {"anthropic", "anthropic"}, {"azure", simulator.KindAzure}} {
 		urls[u.name] = sim.URL(u.kind)
 	}
 	fmt.Fprintf(out, "  upstream: marketplace simulator at %s\n", sim.BaseURL())
@@ -174,6 +223,7 @@ var demoKeys = []struct{ id, secret, what string }{
 	{"k-finance", "sk-sluice-demo-finance", "team finance: providers under a DPA only"},
 	{"k-batch", "sk-sluice-demo-batch", "team ml, project batch: the direct OpenAI upstream"},
 	{"k-analyst", "sk-sluice-demo-analyst", "analyst: reads the request log and the pages"},
+	{"k-azure", demoAzureSecret, "team cloud, project azure: the Azure OpenAI upstream (added by the demo)"},
 }
 
 // demoServe serves the demo's configuration on listen, with an admin token
