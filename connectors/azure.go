@@ -109,20 +109,21 @@ func (a *azure) Translate(body Body, plan *compiler.Plan, out *compiler.Outcome)
 	return openAIWire.Translate(body, plan, a.deployed(plan, out))
 }
 
-// read is the result of an answer read as OpenAI's, served by azure, a
-// deployment reported as its model named by its slug.
-func (a *azure) read(res *Result) {
+// served is the result of an answer read as OpenAI's, served by azure, a
+// deployment reported as its model named by its slug. (By value: a
+// pointer would move the result to the heap on the request path.)
+func (a *azure) served(res Result) Result {
 	res.ServedProvider = "azure"
 	if slug, ok := a.byDeployment[res.ServedModel]; ok {
 		res.ServedModel = slug
 	}
+	return res
 }
 
 // Response implements [Connector.Response].
 func (a *azure) Response(call *Call, body []byte) ([]byte, Result, error) {
 	b, res, err := openAIWire.Response(call, body)
-	a.read(&res)
-	return b, res, err
+	return b, a.served(res), err
 }
 
 // NewStream implements [Connector.NewStream].
@@ -138,9 +139,7 @@ type azureStream struct {
 
 // Result implements [Stream.Result].
 func (s *azureStream) Result() Result {
-	res := s.Stream.Result()
-	s.a.read(&res)
-	return res
+	return s.a.served(s.Stream.Result())
 }
 
 // responsesCapabilities implements [responsesNative].
@@ -159,8 +158,7 @@ func (a *azure) translateResponses(in *Inbound, body Body, plan *compiler.Plan, 
 // responsesResponse implements [responsesNative].
 func (a *azure) responsesResponse(call *Call, body []byte) ([]byte, Result, error) {
 	b, res, err := openAIWire.responsesResponse(call, body)
-	a.read(&res)
-	return b, res, err
+	return b, a.served(res), err
 }
 
 // newResponsesStream implements [responsesNative].
@@ -179,6 +177,5 @@ func (a *azure) translateEmbeddings(body Body, plan *compiler.Plan, out *compile
 // embeddingsResponse implements [embedder].
 func (a *azure) embeddingsResponse(call *Call, body []byte) ([]byte, Result, error) {
 	b, res, err := openAIWire.embeddingsResponse(call, body)
-	a.read(&res)
-	return b, res, err
+	return b, a.served(res), err
 }
