@@ -148,10 +148,21 @@ func TestAzureAPIKey(t *testing.T) {
 	assert.Equal(t, "azure", row.ServedProvider)
 	assert.Positive(t, row.CompletionTokens, "usage read from the stream the connector asked it of")
 
-	// The Responses API, natively, stream and not.
+	// The Responses API, natively, stream and not; Azure stores a
+	// response, which GET passes to it for the key that stored it.
 	for _, stream := range []string{"false", "true"} {
 		resp, body = h.do(http.MethodPost, "/v1/responses", secretBatch, `{"model":"openai/gpt-4o","stream":`+stream+`,"input":"Hello"}`, "Content-Type", "application/json")
 		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+		if stream == "false" {
+			var stored struct {
+				ID string `json:"id"`
+			}
+			require.NoError(t, json.Unmarshal(body, &stored))
+			got, again := h.do(http.MethodGet, "/v1/responses/"+stored.ID, secretBatch, "")
+			require.Equal(t, http.StatusOK, got.StatusCode, "%s", again)
+			assert.Contains(t, string(again), stored.ID)
+			assert.Equal(t, "azure", got.Header.Get("X-Sluice-Upstream"))
+		}
 		row = h.row(resp.Header.Get(gateway.HeaderRequestID))
 		assert.Equal(t, "responses", row.API)
 		assert.Equal(t, "azure", row.ServedProvider)

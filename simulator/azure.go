@@ -15,7 +15,8 @@ import (
 
 // Azure OpenAI's OpenAI v1 surface, under <base>/azure (the resource's
 // endpoint): POST openai/v1/chat/completions, openai/v1/responses and
-// openai/v1/embeddings, answered like OpenAI's (the OpenAI wire) with what
+// openai/v1/embeddings, GET and DELETE openai/v1/responses/{id} (stored
+// responses, as OpenAI's), answered like OpenAI's (the OpenAI wire) with what
 // the recorded Azure answers add (testdata/recorded/azure): a chat
 // answer's prompt_filter_results and each choice's content_filter_results,
 // a chat stream opening with the prompt's filter results in a chunk of no
@@ -47,6 +48,12 @@ func (s *Server) azureRoutes(mux *http.ServeMux) {
 	})))
 	mux.HandleFunc("POST /azure/openai/v1/embeddings", s.track(s.azureAuth(func(w http.ResponseWriter, r *http.Request) {
 		s.serveDirectEmbeddings(w, r, azureDirect)
+	})))
+	mux.HandleFunc("GET /azure/openai/v1/responses/{id}", s.track(s.azureAuth(func(w http.ResponseWriter, r *http.Request) {
+		s.responseGet(w, r, KindAzure)
+	})))
+	mux.HandleFunc("DELETE /azure/openai/v1/responses/{id}", s.track(s.azureAuth(func(w http.ResponseWriter, r *http.Request) {
+		s.responseDelete(w, r, KindAzure)
 	})))
 }
 

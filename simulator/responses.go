@@ -637,33 +637,44 @@ func respMidError(shape func(int, string) any) func(bool) (int, []byte, []stream
 
 // handleOpenAIResponseGet is GET /v1/responses/{id}: a stored response.
 func (s *Server) handleOpenAIResponseGet(w http.ResponseWriter, r *http.Request) {
+	s.responseGet(w, r, KindOpenAI)
+}
+
+// responseGet answers a GET of a stored response, recorded under kind.
+func (s *Server) responseGet(w http.ResponseWriter, r *http.Request, kind string) {
 	id := r.PathValue("id")
 	s.mu.Lock()
 	st, ok := s.stored[id]
 	s.mu.Unlock()
 	if !ok {
-		s.record(r, Call{Kind: KindOpenAI, Status: http.StatusNotFound})
+		s.record(r, Call{Kind: kind, Status: http.StatusNotFound})
 		writeJSON(w, http.StatusNotFound, openAIRespError(fmt.Sprintf("Response with id '%s' not found.", id), "", ""))
 		return
 	}
-	s.record(r, Call{Kind: KindOpenAI, Status: http.StatusOK})
+	s.record(r, Call{Kind: kind, Status: http.StatusOK})
 	writeBody(w, http.StatusOK, st.body)
 }
 
 // handleOpenAIResponseDelete is DELETE /v1/responses/{id}: the response is
 // forgotten, and answered as the API reference's example answers.
 func (s *Server) handleOpenAIResponseDelete(w http.ResponseWriter, r *http.Request) {
+	s.responseDelete(w, r, KindOpenAI)
+}
+
+// responseDelete answers a DELETE of a stored response, recorded under
+// kind.
+func (s *Server) responseDelete(w http.ResponseWriter, r *http.Request, kind string) {
 	id := r.PathValue("id")
 	s.mu.Lock()
 	_, ok := s.stored[id]
 	delete(s.stored, id)
 	s.mu.Unlock()
 	if !ok {
-		s.record(r, Call{Kind: KindOpenAI, Status: http.StatusNotFound})
+		s.record(r, Call{Kind: kind, Status: http.StatusNotFound})
 		writeJSON(w, http.StatusNotFound, openAIRespError(fmt.Sprintf("Response with id '%s' not found.", id), "", ""))
 		return
 	}
-	s.record(r, Call{Kind: KindOpenAI, Status: http.StatusOK})
+	s.record(r, Call{Kind: kind, Status: http.StatusOK})
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "response", "deleted": true})
 }
 
