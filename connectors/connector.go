@@ -261,7 +261,7 @@ func unsupportedParameter(param, format string, args ...any) *TranslateError {
 }
 
 // Kinds lists every connector kind.
-var Kinds = []string{"anthropic", "openai", "openrouter", "vercel", "vertex"}
+var Kinds = []string{"anthropic", "azure", "openai", "openrouter", "vercel", "vertex"}
 
 // New returns the connector of a kind. The set is closed: an explicit switch
 // that is easy to grep, no registration order to get wrong.
@@ -277,6 +277,10 @@ func New(kind string) (Connector, error) {
 		return newAnthropic(), nil
 	case "vertex":
 		return nil, fmt.Errorf("connector %q is built from its upstream's project, region and credentials (NewFor)", kind)
+	case "azure":
+		// With the api-key header and no deployments table: [NewFor]
+		// builds a configured upstream's.
+		return &azure{}, nil
 	}
 	return nil, fmt.Errorf("unknown connector %q (known: %v)", kind, Kinds)
 }
@@ -289,8 +293,11 @@ func New(kind string) (Connector, error) {
 // credential that cannot be loaded, a missing region) and is reported
 // against it.
 func NewFor(u *profiles.Upstream, dir string) (Connector, error) {
-	if u.Connector == "vertex" {
+	switch u.Connector {
+	case "vertex":
 		return newVertex(u)
+	case "azure":
+		return newAzure(u)
 	}
 	return New(u.Connector)
 }

@@ -60,7 +60,8 @@ type agentCase struct {
 	// OpenRouter-kind marketplace), finance (the Vercel-kind one, for a team
 	// that allows four providers only), edge (the Vercel-kind one, with
 	// no provider restriction: Vercel's Messages endpoint has no knob for
-	// an allowed list) or vertex (Claude on Google Vertex AI).
+	// an allowed list), vertex (Claude on Google Vertex AI) or azure (Azure
+	// OpenAI's v1 surface, by api-key).
 	Key string `json:"key"`
 	// Auth is how Claude Code sends the key: "apiKey" (ANTHROPIC_API_KEY,
 	// x-api-key; the default) or "authToken" (ANTHROPIC_AUTH_TOKEN, a
@@ -116,6 +117,8 @@ func TestAgentCases(t *testing.T) {
 				secret = secretAgentsEdge
 			case "vertex":
 				secret = secretAgentsVertex
+			case "azure":
+				secret = secretAgentsAzure
 			}
 			require.NotEmpty(t, secret, "key %q", c.Key)
 			before := rowIDs(t, h)
@@ -170,6 +173,13 @@ const secretAgentsEdge = "sk-sluice-test-agents-edge"
 // the Vertex AI upstream.
 const secretAgentsVertex = "sk-sluice-test-agents-vertex"
 
+// secretAgentsAzure is the azure key of the agent cases: team agents, on
+// an Azure OpenAI upstream (api-key azureAgentsKey).
+const (
+	secretAgentsAzure = "sk-sluice-test-agents-azure"
+	azureAgentsKey    = "azure-agents-platform-key"
+)
+
 // agentsHarness is the inbound tests' gateway (the demo configuration and
 // the claude key) with four changes. The agents' bodies are far above the
 // harness's 64 KiB limit (Claude Code's first turn is about 90 KB), so the
@@ -205,10 +215,16 @@ func agentsHarness(t *testing.T) *harness {
 	edge := "[[keys]]\nid = \"k-agents-edge\"\nsha256 = \"" + profiles.HashSecret(secretAgentsEdge) + "\"\norg = \"acme\"\nteam = \"agents\"\nproject = \"agents\"\nupstream = \"edge\"\n\n"
 	vertex := "[[keys]]\nid = \"k-agents-vertex\"\nsha256 = \"" + profiles.HashSecret(secretAgentsVertex) + "\"\norg = \"acme\"\nteam = \"agents\"\nproject = \"agents\"\nupstream = \"gcp\"\n\n"
 	gcp := "[[upstreams]]\nname = \"gcp\"\nconnector = \"vertex\"\nproject = \"sluice-test\"\nregion = \"us-east5\"\n\n[[keys]]\nid = \"k-chat\""
-	h := newHarnessOpts(t, noDenyList, nil, func(o *gateway.Options) { o.UpstreamURLs["gcp"] = vbase },
-		append(testEdits[:0:0], claudeKeyEdit(), [2]string{"[[keys]]\nid = \"k-analyst\"", edge + vertex + "[[keys]]\nid = \"k-analyst\""},
-			[2]string{"[[keys]]\nid = \"k-chat\"", gcp},
-			[2]string{"max_body_bytes = 65536\n", "max_body_bytes = 10485760\n"})...)
+	// Azure: an upstream on the simulator's Azure endpoints and a key on it.
+	azure := "[[upstreams]]\nname = \"azure\"\nconnector = \"azure\"\nbase_url = \"https://sluice-agents.openai.azure.com\"\napi_key_env = \"AZURE_AGENTS_API_KEY\"\n\n" +
+		"[[keys]]\nid = \"k-agents-azure\"\nsha256 = \"" + profiles.HashSecret(secretAgentsAzure) + "\"\norg = \"acme\"\nteam = \"agents\"\nproject = \"agents\"\nupstream = \"azure\"\n\n"
+	t.Setenv("AZURE_AGENTS_API_KEY", azureAgentsKey)
+	h := newHarnessOpts(t, noDenyList, func(c *simulator.Config) { c.AzureAPIKey = azureAgentsKey }, func(o *gateway.Options) {
+		o.UpstreamURLs["gcp"] = vbase
+		o.UpstreamURLs["azure"] = strings.Replace(o.UpstreamURLs["openai"], "/openai/v1", "/azure/openai/v1", 1)
+	}, append(testEdits[:0:0], claudeKeyEdit(), [2]string{"[[keys]]\nid = \"k-analyst\"", edge + vertex + azure + "[[keys]]\nid = \"k-analyst\""},
+		[2]string{"[[keys]]\nid = \"k-chat\"", gcp},
+		[2]string{"max_body_bytes = 65536\n", "max_body_bytes = 10485760\n"})...)
 	vsim.Generate(h.sim)
 	return h
 }

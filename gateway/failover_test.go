@@ -135,7 +135,7 @@ func TestRestrictedTargets(t *testing.T) {
 			calls: map[string]int{"openai/gpt-4o-mini": 0}},
 		{name: "refusal naming hate taken over", model: "hate-only",
 			fault: "error=azure/content_filter;model=meta-llama/llama-3.1-70b-instruct", status: 200,
-			served: "anthropic/claude-sonnet-4.5", attempts: 2, reason: "refusal:content_filter", switched: "target_fallback", header: true},
+			served: "anthropic/claude-sonnet-4.5", attempts: 2, reason: "refusal:hate", switched: "target_fallback", header: true},
 		{name: "refusal not naming hate forwarded unchanged", model: "hate-only",
 			fault: "error=openai/content_policy_violation;model=meta-llama/llama-3.1-70b-instruct", status: 400, attempts: 1,
 			calls: map[string]int{"anthropic/claude-sonnet-4.5": 0}},

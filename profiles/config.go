@@ -340,11 +340,14 @@ type Retry struct {
 type Upstream struct {
 	// Name is unique and referenced by routes, keys and explain.
 	Name string `toml:"name" json:"name"`
-	// Connector is "openrouter", "vercel", "openai", "anthropic" or
-	// "vertex" (Google Vertex AI: needs region and project).
+	// Connector is "openrouter", "vercel", "openai", "anthropic", "vertex"
+	// (Google Vertex AI: needs region and project) or "azure".
 	Connector string `toml:"connector" json:"connector"`
 	// BaseURL is the API base. Default: the connector's public endpoint
-	// (vertex: the region's, see [VertexBaseURL]).
+	// (vertex: the region's, see [VertexBaseURL]). For "azure" it is
+	// required: the resource's endpoint (https://{resource}.openai.azure.com),
+	// to which the OpenAI v1 surface's path /openai/v1 is appended unless it
+	// already ends so (see [AzureBaseURL]).
 	BaseURL string `toml:"base_url" json:"base_url"`
 	// APIKeyEnv names the environment variable holding the platform key. Default none.
 	APIKeyEnv string `toml:"api_key_env" json:"api_key_env"`
@@ -356,6 +359,11 @@ type Upstream struct {
 	// Project is the cloud project requests are billed to (Google Vertex
 	// AI's project id). Default "": none.
 	Project string `toml:"project" json:"project,omitempty"`
+	// Deployments maps catalog slugs to the names of the deployments that
+	// serve them on an Azure OpenAI resource (connector "azure"): the
+	// deployment name is sent as the request's model. Default none: a
+	// model is sent under the catalog's native id for azure.
+	Deployments map[string]string `toml:"deployments" json:"deployments,omitempty"`
 	// ContentFilters names the content filters this upstream runs. Default none.
 	ContentFilters []string `toml:"content_filters" json:"content_filters"`
 	// ZeroRetention declares that the account behind this direct upstream
@@ -405,6 +413,20 @@ func VertexBaseURL(region string) string {
 		return "https://aiplatform.googleapis.com"
 	}
 	return "https://" + region + "-aiplatform.googleapis.com"
+}
+
+// AzureV1Path is the path of Azure OpenAI's OpenAI v1 surface on a
+// resource's endpoint.
+const AzureV1Path = "/openai/v1"
+
+// AzureBaseURL is the base URL an azure upstream is sent to: the
+// resource's endpoint with [AzureV1Path] appended, unless it already ends
+// with it; "" stays "" (a missing base_url, which the connector reports).
+func AzureBaseURL(endpoint string) string {
+	if endpoint == "" || strings.HasSuffix(endpoint, AzureV1Path) {
+		return endpoint
+	}
+	return endpoint + AzureV1Path
 }
 
 // Key is one API key: the hash of its secret and the principal it stands for.
@@ -819,6 +841,9 @@ func (c *Config) applyDefaults() {
 			u.BaseURL = VertexBaseURL(u.Region)
 		}
 		u.BaseURL = strings.TrimRight(u.BaseURL, "/")
+		if u.Connector == "azure" {
+			u.BaseURL = AzureBaseURL(u.BaseURL)
+		}
 		if u.Timeout.Duration == 0 {
 			u.Timeout.Duration = 120 * time.Second
 		}

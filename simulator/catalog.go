@@ -94,6 +94,12 @@ type Config struct {
 	// travels apart from the last event, as it does from upstreams that
 	// finish their streams lazily. Default 0.
 	StreamEndDelay time.Duration
+	// AzureAPIKey is the api-key the Azure endpoints accept. Default "":
+	// none (only the Entra endpoint's tokens are accepted).
+	AzureAPIKey string
+	// Entra is the Microsoft Entra ID tenant whose tokens the Azure
+	// endpoints accept. Default nil: none.
+	Entra *Entra
 }
 
 // DefaultConfig returns a small realistic catalog with a 2ms chunk delay.

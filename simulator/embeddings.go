@@ -254,17 +254,22 @@ func slugsOf(eps []Endpoint) []string {
 }
 
 func (s *Server) handleOpenAIEmbeddings(w http.ResponseWriter, r *http.Request) {
+	s.serveDirectEmbeddings(w, r, openAIDirect)
+}
+
+// serveDirectEmbeddings answers an embeddings request of a direct provider.
+func (s *Server) serveDirectEmbeddings(w http.ResponseWriter, r *http.Request, d direct) {
 	var q embeddingsRequest
 	hdr, ok := s.readRequest(w, r, &q, func(err error) any { return openAIShape(400, "We could not parse the JSON body of your request.") })
 	if !ok {
 		return
 	}
-	m, ep, ok := s.directModel(q.Model, "openai")
+	m, ep, ok := s.directModel(q.Model, d.provider)
 	if !ok || !m.Embedding {
 		writeJSON(w, http.StatusNotFound, openAINoModel(q.Model))
 		return
 	}
-	s.serveEmbeddings(w, r, KindOpenAI, hdr, &q, []candidate{{m, ep}}, openAIShape, func(c *candidate, items []string, tokens int) any {
+	s.serveEmbeddings(w, r, d.kind, hdr, &q, []candidate{{m, ep}}, openAIShape, func(c *candidate, items []string, tokens int) any {
 		return orderedJSON{{"object", "list"}, {"data", embeddingData(&q, c.model.Slug, items)}, {"model", q.Model},
 			{"usage", orderedJSON{{"prompt_tokens", tokens}, {"total_tokens", tokens}}}}
 	})

@@ -180,6 +180,24 @@ func (s *Server) directModel(ref, provider string) (*Model, Endpoint, bool) {
 }
 
 func (s *Server) handleOpenAI(w http.ResponseWriter, r *http.Request) {
+	s.serveDirectChat(w, r, openAIDirect)
+}
+
+// direct is a direct provider's API on the OpenAI wire: OpenAI's own, or
+// Azure OpenAI's v1 surface (azure.go), which answer alike but for what
+// azure.go adds.
+type direct struct {
+	// kind is the upstream kind calls are recorded under.
+	kind string
+	// provider is the catalog's provider slug whose native ids the model
+	// member names.
+	provider string
+}
+
+var openAIDirect = direct{kind: KindOpenAI, provider: "openai"}
+
+// serveDirectChat answers a chat completion of a direct provider.
+func (s *Server) serveDirectChat(w http.ResponseWriter, r *http.Request, d direct) {
 	var q chatRequest
 	hdr, ok := s.readRequest(w, r, &q, func(err error) any { return openAIShape(400, "We could not parse the JSON body of your request.") })
 	if !ok {
@@ -189,22 +207,30 @@ func (s *Server) handleOpenAI(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, openAIShape(400, "you must provide a model parameter"))
 		return
 	}
-	m, ep, ok := s.directModel(q.Model, "openai")
+	m, ep, ok := s.directModel(q.Model, d.provider)
 	if !ok {
 		writeJSON(w, http.StatusNotFound, openAINoModel(q.Model))
 		return
 	}
 	prompt := promptTokens(nil, q.Messages)
 	sc := q.script(s)
-	res, ok := s.serveWalk(w, r, KindOpenAI, hdr, q.Stream, prompt, []candidate{{m, ep}}, anyAttempt(openAIShape), openAIOverflow)
+	res, ok := s.serveWalk(w, r, d.kind, hdr, q.Stream, prompt, []candidate{{m, ep}}, anyAttempt(openAIShape), openAIOverflow)
 	if !ok {
 		return
 	}
-	asked := m.nativeID("openai")
+	asked := m.nativeID(d.provider)
 	if strings.EqualFold(undated(q.Model), asked) {
 		asked = q.Model // a dated id is answered as asked
 	}
-	s.serveAnswer(w, r, q.Stream, s.openAIAnswer(m, dated(asked, openAISnapshots, openAISuffix), prompt, q.includeUsage(), sc), res.fault)
+	cached := 0
+	if d.kind == KindAzure {
+		cached = s.azureCached(&q, prompt)
+	}
+	a := s.openAIAnswer(m, d.provider, dated(asked, openAISnapshots, openAISuffix), prompt, cached, q.includeUsage(), sc)
+	if d.kind == KindAzure {
+		azureAnnotate(a)
+	}
+	s.serveAnswer(w, r, q.Stream, a, res.fault)
 }
 
 // undated is an id without its date or version suffix, or the id itself.
@@ -217,8 +243,8 @@ func undated(id string) string {
 
 // openAIAnswer renders a served answer of model (the dated id reported):
 // the default text, or what the request's directives script.
-func (s *Server) openAIAnswer(m *Model, model string, prompt int, includeUsage bool, sc *script) *answer {
-	text := sc.textOr(answerText(m.Slug, "openai"))
+func (s *Server) openAIAnswer(m *Model, provider, model string, prompt, cached int, includeUsage bool, sc *script) *answer {
+	text := sc.textOr(answerText(m.Slug, provider))
 	call := sc.toolCall()
 	out := estimateTokens(len(text))
 	finish := "stop"
@@ -233,6 +259,7 @@ func (s *Server) openAIAnswer(m *Model, model string, prompt int, includeUsage b
 	fp := fingerprint("openai "+model, hexDigits)
 	var u oaUsage
 	u.PromptTokens, u.CompletionTokens, u.TotalTokens = prompt, out, prompt+out
+	u.PromptTokensDetails.CachedTokens = cached
 
 	a := &answer{streamType: "text/event-stream; charset=utf-8", done: true}
 	body, _ := json.MarshalIndent(oaAnswer{ID: id, Object: "chat.completion", Created: created, Model: model,

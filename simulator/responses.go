@@ -152,21 +152,23 @@ func turnTokens(instructions *string, turns []turn) int {
 // moderation, prompt_cache_retention, reasoning.context) are left out of
 // OpenRouter's by leaving them empty.
 type respObject struct {
-	ID                   string          `json:"id"`
-	Object               string          `json:"object"`
-	CreatedAt            int64           `json:"created_at"`
-	Status               string          `json:"status"`
-	Background           bool            `json:"background"`
-	Billing              *respBilling    `json:"billing,omitempty"`
-	CompletedAt          *int64          `json:"completed_at"`
-	Error                *respError      `json:"error"`
-	FrequencyPenalty     float64         `json:"frequency_penalty"`
-	IncompleteDetails    *struct{}       `json:"incomplete_details"`
-	Instructions         *string         `json:"instructions"`
-	MaxOutputTokens      *int            `json:"max_output_tokens"`
-	MaxToolCalls         *int            `json:"max_tool_calls"`
-	Model                string          `json:"model"`
-	Moderation           json.RawMessage `json:"moderation,omitempty"`
+	ID                string          `json:"id"`
+	Object            string          `json:"object"`
+	CreatedAt         int64           `json:"created_at"`
+	Status            string          `json:"status"`
+	Background        bool            `json:"background"`
+	Billing           *respBilling    `json:"billing,omitempty"`
+	CompletedAt       *int64          `json:"completed_at"`
+	Error             *respError      `json:"error"`
+	FrequencyPenalty  float64         `json:"frequency_penalty"`
+	IncompleteDetails *struct{}       `json:"incomplete_details"`
+	Instructions      *string         `json:"instructions"`
+	MaxOutputTokens   *int            `json:"max_output_tokens"`
+	MaxToolCalls      *int            `json:"max_tool_calls"`
+	Model             string          `json:"model"`
+	Moderation        json.RawMessage `json:"moderation,omitempty"`
+	// ContentFilters is Azure's: null until the response completes.
+	ContentFilters       json.RawMessage `json:"content_filters,omitempty"`
 	Output               []any           `json:"output"`
 	ParallelToolCalls    bool            `json:"parallel_tool_calls"`
 	PresencePenalty      float64         `json:"presence_penalty"`
@@ -279,7 +281,7 @@ type respCall struct {
 type respReasoningItem struct {
 	ID               string        `json:"id"`
 	Type             string        `json:"type"`
-	Content          []struct{}    `json:"content"`
+	Content          *[]struct{}   `json:"content,omitempty"`
 	EncryptedContent string        `json:"encrypted_content,omitempty"`
 	Summary          []respSummary `json:"summary"`
 }
@@ -313,6 +315,10 @@ type respFlavour struct {
 	// openAI: OpenAI's own members (billing, moderation, the prompt cache
 	// retention, reasoning.context).
 	openAI bool
+	// azure: Azure OpenAI's (moderation, the prompt cache retention, a
+	// null reasoning.context, content_filters; reasoning items without
+	// content), as testdata/recorded/azure has them.
+	azure bool
 	// cost is OpenRouter's cost in the usage, or nil.
 	cost *respCost
 	// done ends the stream with data: [DONE].
@@ -357,7 +363,10 @@ func (s *Server) responsesAnswer(p respPlan) (*answer, []byte) {
 	var items []any
 	var reasoning *respReasoningItem
 	if q.reasons() {
-		reasoning = &respReasoningItem{ID: id("rs_", 1), Type: "reasoning", Content: []struct{}{}, Summary: []respSummary{}}
+		reasoning = &respReasoningItem{ID: id("rs_", 1), Type: "reasoning", Summary: []respSummary{}}
+		if !p.flavor.azure {
+			reasoning.Content = &[]struct{}{}
+		}
 		if q.includes("reasoning.encrypted_content") {
 			reasoning.EncryptedContent = "gAAAAAB" + token("encrypted "+base, 120, alnum+"-_")
 		}
@@ -428,6 +437,13 @@ func (s *Server) responsesAnswer(p respPlan) (*answer, []byte) {
 			o.Reasoning.Context = json.RawMessage("null")
 			if q.reasons() {
 				o.Reasoning.Context = json.RawMessage(`"current_turn"`)
+			}
+		}
+		if p.flavor.azure {
+			o.Moderation, o.PromptCacheRetention, o.Reasoning.Context = json.RawMessage("null"), "in_memory", json.RawMessage("null")
+			o.ContentFilters = json.RawMessage("null")
+			if status == "completed" {
+				o.ContentFilters = azureRespFilters
 			}
 		}
 		if status == "completed" {
@@ -540,6 +556,11 @@ func openAIRespError(msg, param, code string) any {
 }
 
 func (s *Server) handleOpenAIResponses(w http.ResponseWriter, r *http.Request) {
+	s.serveDirectResponses(w, r, openAIDirect)
+}
+
+// serveDirectResponses answers a Responses request of a direct provider.
+func (s *Server) serveDirectResponses(w http.ResponseWriter, r *http.Request, d direct) {
 	var q responsesRequest
 	hdr, ok := s.readRequest(w, r, &q, func(error) any { return openAIShape(400, "We could not parse the JSON body of your request.") })
 	if !ok {
@@ -565,24 +586,30 @@ func (s *Server) handleOpenAIResponses(w http.ResponseWriter, r *http.Request) {
 		}
 		turns = append(append([]turn{}, prev.turns...), turns...)
 	}
-	m, ep, ok := s.directModel(q.Model, "openai")
+	m, ep, ok := s.directModel(q.Model, d.provider)
 	if !ok {
 		writeJSON(w, http.StatusNotFound, openAINoModel(q.Model))
 		return
 	}
 	prompt := turnTokens(q.Instructions, turns)
 	sc := scriptFor(turns, q.toolNames(), fmt.Sprint("responses ", s.seq.Add(1)))
-	res, ok := s.serveWalk(w, r, KindOpenAI, hdr, q.Stream, prompt, []candidate{{m, ep}}, anyAttempt(openAIShape), openAIOverflow)
+	res, ok := s.serveWalk(w, r, d.kind, hdr, q.Stream, prompt, []candidate{{m, ep}}, anyAttempt(openAIShape), openAIOverflow)
 	if !ok {
 		return
 	}
-	asked := m.nativeID("openai")
+	asked := m.nativeID(d.provider)
 	if strings.EqualFold(undated(q.Model), asked) {
 		asked = q.Model // a dated id is answered as asked
 	}
+	reported := dated(asked, openAISnapshots, openAISuffix)
+	if d.kind == KindAzure {
+		// Azure's Responses API reports the deployment the request named
+		// (testdata/recorded/azure/responses-simple.json).
+		reported = q.Model
+	}
 	store := q.Store == nil || *q.Store
-	p := respPlan{q: &q, model: dated(asked, openAISnapshots, openAISuffix), text: answerText(m.Slug, "openai"), sc: sc,
-		prompt: prompt, store: store, flavor: respFlavour{openAI: true}, midError: respMidError(openAIShape)}
+	p := respPlan{q: &q, model: reported, text: answerText(m.Slug, d.provider), sc: sc,
+		prompt: prompt, store: store, flavor: respFlavour{openAI: d.kind != KindAzure, azure: d.kind == KindAzure}, midError: respMidError(openAIShape)}
 	a, body := s.responsesAnswer(p)
 	if store {
 		var probe struct {
@@ -610,33 +637,44 @@ func respMidError(shape func(int, string) any) func(bool) (int, []byte, []stream
 
 // handleOpenAIResponseGet is GET /v1/responses/{id}: a stored response.
 func (s *Server) handleOpenAIResponseGet(w http.ResponseWriter, r *http.Request) {
+	s.responseGet(w, r, KindOpenAI)
+}
+
+// responseGet answers a GET of a stored response, recorded under kind.
+func (s *Server) responseGet(w http.ResponseWriter, r *http.Request, kind string) {
 	id := r.PathValue("id")
 	s.mu.Lock()
 	st, ok := s.stored[id]
 	s.mu.Unlock()
 	if !ok {
-		s.record(r, Call{Kind: KindOpenAI, Status: http.StatusNotFound})
+		s.record(r, Call{Kind: kind, Status: http.StatusNotFound})
 		writeJSON(w, http.StatusNotFound, openAIRespError(fmt.Sprintf("Response with id '%s' not found.", id), "", ""))
 		return
 	}
-	s.record(r, Call{Kind: KindOpenAI, Status: http.StatusOK})
+	s.record(r, Call{Kind: kind, Status: http.StatusOK})
 	writeBody(w, http.StatusOK, st.body)
 }
 
 // handleOpenAIResponseDelete is DELETE /v1/responses/{id}: the response is
 // forgotten, and answered as the API reference's example answers.
 func (s *Server) handleOpenAIResponseDelete(w http.ResponseWriter, r *http.Request) {
+	s.responseDelete(w, r, KindOpenAI)
+}
+
+// responseDelete answers a DELETE of a stored response, recorded under
+// kind.
+func (s *Server) responseDelete(w http.ResponseWriter, r *http.Request, kind string) {
 	id := r.PathValue("id")
 	s.mu.Lock()
 	_, ok := s.stored[id]
 	delete(s.stored, id)
 	s.mu.Unlock()
 	if !ok {
-		s.record(r, Call{Kind: KindOpenAI, Status: http.StatusNotFound})
+		s.record(r, Call{Kind: kind, Status: http.StatusNotFound})
 		writeJSON(w, http.StatusNotFound, openAIRespError(fmt.Sprintf("Response with id '%s' not found.", id), "", ""))
 		return
 	}
-	s.record(r, Call{Kind: KindOpenAI, Status: http.StatusOK})
+	s.record(r, Call{Kind: kind, Status: http.StatusOK})
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "response", "deleted": true})
 }
 

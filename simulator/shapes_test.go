@@ -715,12 +715,21 @@ var shapeSuites = []shapeSuite{
 		format: formatResponses, fallback: "openai/gpt-4o", depart: orResponsesDepart},
 	{name: "vercel-responses", upstream: KindVercel, path: "/responses", dir: "responses", prefix: "openai-",
 		format: formatResponses, fallback: "openai/gpt-4o"},
+	{name: KindAzure, upstream: KindAzure, path: "/chat/completions", dir: "azure", prefix: "chat-", format: formatChat,
+		fallback: "gpt-4o", header: azureHeaders},
+	{name: "azure-responses", upstream: KindAzure, path: "/responses", dir: "azure", prefix: "responses-",
+		format: formatResponses, fallback: "gpt-4o", header: azureHeaders},
 }
+
+// azureHeaders carry the api-key the shape test's simulator accepts.
+var azureHeaders = []string{"api-key", "shape-test-key"}
 
 func TestShapesMatchRecordings(t *testing.T) {
 	cat, diags := guardrails.LoadCatalog("../testdata/demo")
 	require.Empty(t, diags)
-	s := startSim(t, FromCatalog(cat))
+	cfg := FromCatalog(cat)
+	cfg.AzureAPIKey = azureHeaders[1]
+	s := startSim(t, cfg)
 	for _, suite := range shapeSuites {
 		recs := loadRecordings(t, suite.dir, suite.prefix, suite.format)
 		require.NotEmpty(t, recs, suite.name)

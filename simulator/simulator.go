@@ -24,6 +24,10 @@
 //     false, and previous_response_id continues a kept one (an unknown id
 //     is refused with 400, previous_response_not_found).
 //   - Anthropic: POST messages, messages/count_tokens.
+//   - Azure OpenAI (azure.go): POST openai/v1/chat/completions,
+//     openai/v1/responses, openai/v1/embeddings under <base>/azure, behind
+//     an api-key or a token from the simulated Microsoft Entra ID
+//     ([StartEntra]).
 //
 // A marketplace's Messages and Responses endpoints take the routing
 // members its reference gives them (testdata/recorded/ENDPOINTS.md) and
@@ -180,6 +184,9 @@ type Server struct {
 	hdrFaults map[string]int // uses per header fault (canonical string)
 	// stored are the responses OpenAI-like Responses calls kept, by id.
 	stored map[string]*storedResponse
+	// azurePrompts are the prompt sizes Azure chat requests had, by first
+	// message: what its prompt cache holds.
+	azurePrompts map[string]int
 }
 
 // New returns a server for cfg. It panics if the embedded error recordings
@@ -193,7 +200,7 @@ func New(cfg Config) *Server {
 		cfg.SlowStreamInterval = 50 * time.Millisecond
 	}
 	s := &Server{cfg: cfg, errs: errs, done: make(chan struct{}), hdrFaults: map[string]int{}, started: time.Now(),
-		stored: map[string]*storedResponse{}}
+		stored: map[string]*storedResponse{}, azurePrompts: map[string]int{}}
 	return s
 }
 
@@ -233,7 +240,8 @@ func (s *Server) BaseURL() string { return s.base }
 
 // URL returns the base URL a connector uses for an upstream kind:
 // openrouter → <base>/openrouter/api/v1, vercel → <base>/vercel/v1,
-// openai → <base>/openai/v1, anthropic → <base>/anthropic/v1. Unknown kinds
+// openai → <base>/openai/v1, anthropic → <base>/anthropic/v1, azure →
+// <base>/azure/openai/v1. Unknown kinds
 // return "".
 func (s *Server) URL(kind string) string {
 	switch kind {
@@ -245,6 +253,10 @@ func (s *Server) URL(kind string) string {
 		return s.base + "/openai/v1"
 	case KindAnthropic:
 		return s.base + "/anthropic/v1"
+	case KindAzure:
+		// The resource's endpoint is <base>/azure; the connector appends
+		// the v1 surface's path.
+		return s.base + "/azure/openai/v1"
 	}
 	return ""
 }
@@ -257,6 +269,7 @@ func (s *Server) Close() {
 		if s.srv != nil {
 			_ = s.srv.Close()
 		}
+
 	})
 	s.wg.Wait()
 }
@@ -446,6 +459,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /vercel/v1/messages", s.track(s.handleVercelMessages))
 	mux.HandleFunc("POST /vercel/v1/responses", s.track(s.handleVercelResponses))
 	s.inboundRoutes(mux)
+	s.azureRoutes(mux)
 	return mux
 }
 

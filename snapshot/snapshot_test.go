@@ -65,6 +65,10 @@ func TestLoadChecksThatNeedTheCatalog(t *testing.T) {
 			editFile(t, dir, "catalog.json", [2]string{`"latency_ms": 800, "throughput_tps": 30, "class": "free"}`, `"latency_ms": 800, "throughput_tps": 30, "class": "paid"}`})
 			return dir
 		}, []string{`sluice.toml#/routes/1/targets/1: forbidden_class: route "free-pool" forbids class "Paid", and the catalog gives model "b/free-2" class "paid"`}},
+		{"azure upstream without its resource's endpoint", func(t *testing.T) string {
+			return demoWith(t, "sluice.toml", [2]string{"[[keys]]\nid = \"k-chat\"",
+				"[[upstreams]]\nname = \"azure\"\nconnector = \"azure\"\napi_key_env = \"AZURE_OPENAI_API_KEY\"\n\n[[keys]]\nid = \"k-chat\""})
+		}, []string{`sluice.toml#/upstreams/4: invalid_upstream: upstream "azure": connector azure needs base_url, the resource's endpoint (https://{resource}.openai.azure.com)`}},
 		{"guardrails without a catalog", func(t *testing.T) string {
 			dir := demoWith(t, "sluice.toml")
 			require.NoError(t, os.Remove(filepath.Join(dir, "catalog.json")))

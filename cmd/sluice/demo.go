@@ -66,6 +66,7 @@ var demoSteps = []demoStep{
 	{title: "embeddings: ml team, the team's provider order on the marketplace, recorded with the input's tokens", secret: "sk-sluice-demo-chat",
 		path: "/v1/embeddings", body: `{"model":"openai/text-embedding-3-small","input":["incident 1412","incident 1413"]}`},
 	demoVertexStep,
+	demoAzureStep,
 }
 
 func runDemo(env *cliEnv, args []string) int {
@@ -95,13 +96,21 @@ func runDemo(env *cliEnv, args []string) int {
 	}
 	defer vx.Close()
 
+	azureKey, err := demoAzure(cfgDir)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "sluice demo: writing the demo config: %v\n", err)
+		return 1
+	}
+
 	// The upstreams are the marketplace simulator: real HTTP on loopback.
 	boot, diags := bootSnapshot(cfgDir)
 	if diags != nil {
 		printLoadError(env, diags)
 		return 1
 	}
-	sim := simulator.New(simulator.FromCatalog(boot))
+	simCfg := simulator.FromCatalog(boot)
+	simCfg.AzureAPIKey = azureKey
+	sim := simulator.New(simCfg)
 	if _, err := sim.Start(); err != nil {
 		fmt.Fprintf(env.stderr, "sluice demo: simulator: %v\n", err)
 		return 1
@@ -109,7 +118,7 @@ func runDemo(env *cliEnv, args []string) int {
 	defer sim.Close()
 	vx.Generate(sim)
 	urls := map[string]string{}
-	for _, u := range []struct{ name, kind string }{{"market", "openrouter"}, {"edge", "vercel"}, {"openai", "openai"}, {"anthropic", "anthropic"}} {
+	for _, u := range []struct{ name, kind string }{{"market", "openrouter"}, {"edge", "vercel"}, {"openai", "openai"}, {"anthropic", "anthropic"}, {"azure", simulator.KindAzure}} {
 		urls[u.name] = sim.URL(u.kind)
 	}
 	fmt.Fprintf(out, "  upstream: marketplace simulator at %s\n", sim.BaseURL())
@@ -183,6 +192,7 @@ var demoKeys = []struct{ id, secret, what string }{
 	{"k-finance", "sk-sluice-demo-finance", "team finance: providers under a DPA only"},
 	{"k-batch", "sk-sluice-demo-batch", "team ml, project batch: the direct OpenAI upstream"},
 	{"k-analyst", "sk-sluice-demo-analyst", "analyst: reads the request log and the pages"},
+	{"k-azure", demoAzureSecret, "team cloud, project azure: the Azure OpenAI upstream (added by the demo)"},
 }
 
 // demoServe serves the demo's configuration on listen, with an admin token

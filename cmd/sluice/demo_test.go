@@ -28,7 +28,8 @@ func TestDemoAndRows(t *testing.T) {
 	code, out, errOut := runCLI(t, "", "demo", "--dir", dir)
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	for _, want := range []string{
-		"[1/13] plain", "200 served by openai/gpt-4o via openai",
+		fmt.Sprintf("[1/%d] plain", len(demoSteps)), "200 served by openai/gpt-4o via openai",
+		"200 served by openai/gpt-4o via azure, degraded: chain",
 		"200 served by anthropic/claude-sonnet-4.5 via amazon-bedrock",
 		"422 data_policy_unsatisfiable: zero_retention (set by request)",
 		"degraded: chain",
@@ -59,6 +60,7 @@ func TestDemoAndRows(t *testing.T) {
 	}
 	require.Equal(t, map[string][]string{
 		"k-batch openai/gpt-4o-mini":            {"chain"},
+		"k-azure openai/gpt-4o":                 {"chain"},   // a direct upstream, like the batch key's
 		"k-chat openai/gpt-4o":                  {"ranking"}, // chat and Responses alike
 		"k-research anthropic/claude-haiku-4.5": {"ranking"},
 		"k-chat anthropic/claude-sonnet-4.5":    {"ranking"},

@@ -67,6 +67,11 @@ type Failure struct {
 	// and for OpenRouter's moderation its metadata.reasons. For other classes
 	// the provider's error code when it sends a string one. May be empty.
 	Categories []string
+	// Filtered are the content filter categories a refusal's
+	// content_filter_result marks filtered (Azure OpenAI's), in name
+	// order: the part of Categories that says what was filtered, not
+	// that a filter answered. Nil for any other failure.
+	Filtered []string
 	// Status is the upstream HTTP status, or 0 when there was none
 	// (transport failures, planning, in-stream errors without a numeric code).
 	Status int
@@ -76,9 +81,15 @@ type Failure struct {
 }
 
 // String returns the form recorded as the request log's fallback_reason:
-// "refusal:<first category>" for a refusal that has categories, otherwise
-// the class ("throttled", "timeout", ...).
+// "refusal:<first filtered category>" for a refusal whose content filter
+// result names categories (Azure's 400 content_filter answer records
+// "refusal:hate", which says what was refused where its generic code
+// would not), "refusal:<first category>" for any other refusal that has
+// categories, otherwise the class ("throttled", "timeout", ...).
 func (f Failure) String() string {
+	if f.Class == ClassRefusal && len(f.Filtered) > 0 {
+		return ClassRefusal + ":" + f.Filtered[0]
+	}
 	if f.Class == ClassRefusal && len(f.Categories) > 0 {
 		return ClassRefusal + ":" + f.Categories[0]
 	}
@@ -160,6 +171,9 @@ func Classify(status int, header http.Header, body []byte) Failure {
 	e := parseErrorBody(body)
 	f := Failure{Status: status, Class: classOf(status, &e)}
 	f.Categories = categories(f.Class, &e)
+	if f.Class == ClassRefusal {
+		f.Filtered = e.filtered
+	}
 	if header != nil {
 		f.RetryAfter = retryAfter(header.Get("Retry-After"))
 	}

@@ -114,7 +114,7 @@ func TestFailureString(t *testing.T) {
 	require.NoError(t, err)
 	for name, want := range map[string]string{
 		"openai/content_policy_violation": "refusal:content_policy_violation",
-		"azure/content_filter":            "refusal:content_filter",
+		"azure/content_filter":            "refusal:hate",
 		"openrouter/moderation":           "refusal:violence",
 		"anthropic/rate_limit_error":      "throttled",
 		"anthropic/overloaded_error":      "throttled",
