@@ -193,6 +193,11 @@ func (c *Client) admitLeased(ctx context.Context, a *Admission) Admitted {
 		}
 		return Admitted{Refused: index[i], RetryAfter: after}
 	}
+	if rest.CacheKey != "" && c.up.Load() {
+		if f := c.keyFilter(); !f.mayHave(rest.CacheKey) {
+			rest.CacheKey = "" // surely a miss: nothing to read
+		}
+	}
 	scripted := len(rest.Checks) > 0 || rest.Budget != nil
 	if !scripted && rest.CacheKey == "" && rest.PinKey == "" {
 		return Admitted{Refused: -1, Hold: hold, Pin: pinVal}

@@ -98,6 +98,7 @@ type Client struct {
 	limiter *Limiter
 	outage  *outageLedger
 	lz      *leases // nil without Options.Leased
+	filter  atomic.Pointer[keyFilter]
 	pins    *pinCache
 	reads   *reader
 
@@ -274,6 +275,9 @@ func (c *Client) ctx(parent context.Context) (context.Context, context.CancelFun
 // fallbacks (logged once, in the metric and in /readyz).
 func (c *Client) failed(what string, err error) {
 	c.fallbacks.WithLabelValues(what).Inc()
+	if f := c.filter.Load(); f != nil {
+		f.stale() // batches of keys may be lost: reloaded once Redis answers
+	}
 	if !c.up.Swap(false) {
 		return
 	}

@@ -485,7 +485,8 @@ func (l *leases) sync(leases, final bool) {
 		caches, l.caches = nil, caches // they wait for the tick
 	}
 	l.mu.Unlock()
-	if len(q) == 0 && len(caches) == 0 && len(ops) == 0 {
+	f := c.filter.Load()
+	if len(q) == 0 && len(caches) == 0 && len(ops) == 0 && f == nil {
 		return
 	}
 	ctx, cancel := c.ctx(context.Background())
@@ -495,11 +496,15 @@ func (l *leases) sync(leases, final bool) {
 	if evict {
 		l.evicted = now
 	}
+	var fs *filterSync
 	_, err := c.pipe(ctx, func(p redis.Pipeliner) {
 		for _, w := range q {
 			w.fill(ctx, p)
 		}
 		c.fillCaches(ctx, p, caches, ms, evict)
+		if f != nil {
+			fs = c.fillFilter(ctx, p, f, now)
+		}
 		for _, op := range ops {
 			op.cmd = op.fill(ctx, p)
 		}
@@ -521,6 +526,9 @@ func (l *leases) sync(leases, final bool) {
 	}
 	if l.cacheSum != nil {
 		l.cacheTotal, l.cacheSum = l.cacheSum.Val(), nil
+	}
+	if fs != nil {
+		c.applyFilter(f, fs, now)
 	}
 	for _, op := range ops {
 		res, err := op.cmd.Slice()
@@ -556,6 +564,7 @@ func (c *Client) fillCaches(ctx context.Context, p redis.Pipeliner, caches []cac
 	}
 	p.ZAdd(ctx, idx, members...)
 	sum := p.IncrBy(ctx, total, add)
+	c.publishKeys(ctx, p, caches, ttl, bound, now)
 	if evict || len(caches) > 0 && c.lz != nil && c.lz.cacheOver(bound) {
 		cacheEvictScript.EvalSha(ctx, p, []string{idx, total}, ttl.Milliseconds(), bound, now)
 	}
