@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"strings"
 
 	"github.com/sluicegw/sluice/connectors"
 )
@@ -26,6 +27,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, t *turn) bool {
 	if !t.snap.Config.Cache.Enabled || t.req.Stream {
 		return false
 	}
+	t.noStore = noStore(r.Header)
 	if s.decide(r, t) != nil {
 		return false // plan reports the failure
 	}
@@ -100,13 +102,30 @@ func (s *Server) keep(t *turn) {
 }
 
 // answerToKeep is the answer as the cache keeps it, nil when it must not
-// be kept: a non-streaming answer to the request as sent (not one a budget
-// capped), when the cache is on.
+// be kept. Only what can be hit again is stored: a non-streaming answer to
+// the request as sent (not one a budget capped), when the cache is on, the
+// request did not say no-store, and the body is within [cache]
+// max_answer_bytes. It is the answer's own body, not a copy.
 func (t *turn) answerToKeep() *cachedAnswer {
 	a := t.final
-	if t.cacheKey == "" || a == nil || !a.out.answered || a.out.streamed || a.capped {
+	if t.cacheKey == "" || t.noStore || a == nil || !a.out.answered || a.out.streamed || a.capped ||
+		int64(len(a.out.body)) > t.snap.Config.Cache.MaxAnswerBytes {
 		return nil
 	}
 	return &cachedAnswer{body: a.out.body, servedModel: t.served.model, servedProvider: t.served.provider,
 		upstream: a.target.Upstream, usage: a.out.result.Usage}
+}
+
+// noStore reports whether the request's Cache-Control says no-store: its
+// answer is not to be kept (RFC 9111, 5.2.1.5). It may still be served
+// from the cache.
+func noStore(h http.Header) bool {
+	for _, v := range h.Values("Cache-Control") {
+		for d := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(d), "no-store") {
+				return true
+			}
+		}
+	}
+	return false
 }

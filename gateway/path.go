@@ -109,6 +109,7 @@ type turn struct {
 
 	// cache
 	cacheKey string // "" when the answer is not cached
+	noStore  bool   // the request said Cache-Control: no-store
 	cached   *cachedAnswer
 
 	// plan

@@ -66,15 +66,19 @@ type keyGen struct {
 	born, last time.Time
 }
 
-// FilterStats is what the cache-key filter did, for tests and benchmarks.
+// FilterStats is what the cache-key filter did (/readyz shows it).
 type FilterStats struct {
 	// Ready: the filter is loaded and current (else every lookup reads).
-	Ready bool
+	Ready bool `json:"ready"`
 	// Skipped counts lookups the filter answered (a sure miss, no read);
 	// Asked those it sent to Redis (a probable hit, or not ready).
-	Skipped, Asked int64
+	Skipped int64 `json:"skipped"`
+	Asked   int64 `json:"asked"`
 	// Generations and Keys are its generations and the keys they hold.
-	Generations, Keys int
+	Generations int `json:"generations"`
+	Keys        int `json:"keys"`
+	// ReadID is the last batch of keys it read (the stream's entry id).
+	ReadID string `json:"read_id,omitempty"`
 }
 
 // mayHave reports whether key may be in the cache fleet-wide: false only
@@ -167,7 +171,7 @@ func (f *keyFilter) needsReload(now time.Time) bool {
 func (f *keyFilter) stats() FilterStats {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	st := FilterStats{Ready: f.ready, Skipped: f.skipped.Load(), Asked: f.asked.Load(), Generations: len(f.gens)}
+	st := FilterStats{Ready: f.ready, Skipped: f.skipped.Load(), Asked: f.asked.Load(), Generations: len(f.gens), ReadID: f.last}
 	for _, g := range f.gens {
 		st.Keys += g.n
 	}

@@ -45,6 +45,7 @@ func TestCacheFilterAcrossReplicas(t *testing.T) {
 	// Before its first sync the filter is not loaded: every lookup reads.
 	require.Nil(t, admit(b, "k1"))
 	require.Equal(t, shared.FilterStats{Asked: 1}, stats(b))
+	require.Equal(t, &shared.FilterStats{Asked: 1}, b.Status().CacheFilter)
 	shared.Sync(a)
 	shared.Sync(b)
 	require.True(t, stats(b).Ready)

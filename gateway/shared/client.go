@@ -229,6 +229,9 @@ type Status struct {
 	// Leases is what this replica's leases did (absent without
 	// [Options.Leased]): decisions served from them and sent to Redis.
 	Leases *LeaseStats `json:"leases,omitempty"`
+	// CacheFilter is what this replica's cache-key filter did (absent
+	// until the cache is first looked up on leases).
+	CacheFilter *FilterStats `json:"cache_filter,omitempty"`
 }
 
 // Status returns the state of the connection.
@@ -237,6 +240,10 @@ func (c *Client) Status() Status {
 	if c.lz != nil {
 		ls := c.lz.Stats()
 		st.Leases = &ls
+	}
+	if f := c.filter.Load(); f != nil {
+		fs := f.stats()
+		st.CacheFilter = &fs
 	}
 	if !st.Up {
 		c.mu.Lock()
