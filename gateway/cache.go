@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/sluicegw/sluice/connectors"
 )
@@ -59,36 +60,46 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, t *turn) bool {
 // profile revision: an answer is a property of the request and of what
 // governance allows, and a hit contacts no provider at all.
 func cacheKey(t *turn) string {
-	h := sha256.New()
+	bp := keyBufs.Get().(*[]byte)
+	b := (*bp)[:0]
 	// The API first: the same body means another request on another API
 	// (and the Messages API's beta flags can change its answer).
-	h.Write([]byte(t.api.String()))
-	h.Write([]byte{0})
+	b = append(b, t.api.String()...)
+	b = append(b, 0)
 	if in := t.req.Inbound; in != nil {
-		for _, b := range in.Beta {
-			h.Write([]byte(b))
-			h.Write([]byte{','})
+		for _, x := range in.Beta {
+			b = append(b, x...)
+			b = append(b, ',')
 		}
 	}
-	h.Write([]byte{0})
-	h.Write([]byte(t.key.Principal().String()))
-	h.Write([]byte{0})
+	b = append(b, 0)
+	b = append(b, t.key.Principal().String()...)
+	b = append(b, 0)
 	if t.decision != nil {
-		h.Write([]byte(t.decision.Revision()))
+		b = append(b, t.decision.Revision()...)
 	}
-	h.Write([]byte{0})
-	h.Write([]byte(t.snap.RouteRevision(t.req.Model)))
-	h.Write([]byte{0})
-	h.Write(canonicalBody(t.body))
-	return hex.EncodeToString(h.Sum(nil))
+	b = append(b, 0)
+	b = append(b, t.snap.RouteRevision(t.req.Model)...)
+	b = append(b, 0)
+	b = canonicalBody(b, t.body)
+	sum := sha256.Sum256(b)
+	if cap(b) <= 1<<20 { // a huge request's buffer is not kept
+		*bp = b
+		keyBufs.Put(bp)
+	}
+	return hex.EncodeToString(sum[:])
 }
 
-// canonicalBody is the request with its members in sorted order, so that the
-// same request written in another member order hits the same entry.
-func canonicalBody(raw []byte) []byte {
-	b, err := connectors.CanonicalJSON(raw)
+// keyBufs are the buffers cache keys are made in.
+var keyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// canonicalBody appends the request with its members in sorted order, so
+// that the same request written in another member order hits the same
+// entry (the body as sent when it cannot be read).
+func canonicalBody(dst, raw []byte) []byte {
+	b, err := connectors.AppendCanonicalJSON(dst, raw)
 	if err != nil {
-		return raw
+		return append(dst, raw...)
 	}
 	return b
 }
