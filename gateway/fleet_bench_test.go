@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,7 +40,9 @@ import (
 // upstream is canned (no network), so the comparison isolates what the
 // shared state costs the gateway; the request log is off. The ratio of the
 // two req/s is the perf budget (Redis within 15 % of in-process). Each mode
-// also reports its median request latency (p50-µs) and, with Redis, the
+// also reports its median request latency (p50-µs), the test process's CPU
+// per request (cpu-µs/req: the gateway and the load together, the figure
+// that holds on a machine shared with other work) and, with Redis, the
 // server's CPU per request (redis-µs/req: INFO cpu's user and system
 // seconds over the run, the writes behind flushed, over the requests
 // served; SLUICE_BENCH_COMMANDSTATS=1 logs INFO commandstats too).
@@ -111,6 +114,7 @@ func BenchmarkSharedState(b *testing.B) {
 			var seq atomic.Int64
 			b.ReportAllocs()
 			b.SetParallelism(16)
+			cpuStart := processCPU()
 			start := time.Now()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
@@ -132,6 +136,7 @@ func BenchmarkSharedState(b *testing.B) {
 				}
 			})
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+			b.ReportMetric((processCPU()-cpuStart).Seconds()*1e6/float64(b.N), "cpu-µs/req")
 			b.ReportMetric(float64(lat.median().Microseconds()), "p50-µs")
 			if onRedis {
 				// Flush what the replica writes behind before reading.
@@ -206,4 +211,11 @@ func redisCommands(b *testing.B, rdb *redis.Client) int64 {
 	}
 	b.Fatal("no total_commands_processed in INFO stats")
 	return 0
+}
+
+// processCPU is the CPU time this process used so far (user and system).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
