@@ -20,7 +20,8 @@ import (
 // use, in one pipeline every [Options.SyncInterval] (or at once when a
 // slice falls below its low-water mark). The same pipeline carries the
 // write-behind queue: settlements of exact reservations, pins, cached
-// answers and exact departures.
+// answers (with their keys for every replica's cache-key filter) and exact
+// departures, and reads the keys the other replicas stored.
 const (
 	// leaseSeconds sizes a lease: about this many seconds of the replica's
 	// own recent rate, at least twice its largest single reservation.
