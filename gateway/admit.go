@@ -43,7 +43,7 @@ func (s *Server) admit(r *http.Request, t *turn) *apierr.Error {
 	}
 	q := shared.Admission{ID: t.id, Checks: t.checks, Lease: parallelLease, PinKey: t.pinKey}
 	if t.snap.Config.Cache.Enabled && !t.req.Stream && s.decide(r, t) == nil {
-		t.cacheKey = cacheKey(t)
+		t.cacheKey, t.cacheID = cacheKey(t)
 		q.CacheKey = t.cacheKey
 	}
 	pre := s.firstAsk(r, t)
@@ -195,7 +195,7 @@ type cachedWire struct {
 // escaped and scanned it twice, and again to read it back).
 const cachedFormat = 1
 
-func encodeCached(a *cachedAnswer) []byte {
+func encodeCached(a cachedAnswer) []byte {
 	u := &a.usage
 	n := 1 + 5*binary.MaxVarintLen64 + 3*binary.MaxVarintLen64 + len(a.servedModel) + len(a.servedProvider) + len(a.upstream) + len(a.body)
 	b := make([]byte, 0, n)

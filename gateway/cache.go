@@ -38,9 +38,12 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, t *turn) bool {
 		hit, ok = t.fetchedCache, t.fetchedCache != nil // admission read the shared cache
 	} else {
 		if t.cacheKey == "" { // admission made it when Redis was down
-			t.cacheKey = cacheKey(t)
+			t.cacheKey, t.cacheID = cacheKey(t)
 		}
-		hit, ok = s.cache.Get(t.cacheKey)
+		var v cachedAnswer
+		if v, ok = s.cache.Get(t.cacheID); ok {
+			hit = &v
+		}
 	}
 	if !ok {
 		s.metrics.Cache.WithLabelValues("miss").Inc()
@@ -59,7 +62,10 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, t *turn) bool {
 // while other routes keep theirs. It names neither the upstream nor the
 // profile revision: an answer is a property of the request and of what
 // governance allows, and a hit contacts no provider at all.
-func cacheKey(t *turn) string {
+//
+// It returns the key as the shared cache names it (hex) and as the
+// in-process cache keeps it (the digest itself, held in its entry).
+func cacheKey(t *turn) (string, cacheID) {
 	bp := keyBufs.Get().(*[]byte)
 	b := (*bp)[:0]
 	// The API first: the same body means another request on another API
@@ -87,8 +93,12 @@ func cacheKey(t *turn) string {
 		*bp = b
 		keyBufs.Put(bp)
 	}
-	return hex.EncodeToString(sum[:])
+	return hex.EncodeToString(sum[:]), sum
 }
+
+// cacheID is a cache key in the in-process cache: a value, so that an
+// entry holds its key and its answer in one object.
+type cacheID [sha256.Size]byte
 
 // keyBufs are the buffers cache keys are made in.
 var keyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
@@ -107,24 +117,24 @@ func canonicalBody(dst, raw []byte) []byte {
 // keep stores the answer for replay: a non-streaming answer to the request
 // as sent (not one a budget capped), when the cache is on.
 func (s *Server) keep(t *turn) {
-	if c := t.answerToKeep(); c != nil {
-		s.cache.Put(t.cacheKey, c)
+	if c, ok := t.answerToKeep(); ok {
+		s.cache.Put(t.cacheID, c)
 	}
 }
 
-// answerToKeep is the answer as the cache keeps it, nil when it must not
-// be kept. Only what can be hit again is stored: a non-streaming answer to
+// answerToKeep is the answer as the cache keeps it, false when it must
+// not be kept. Only what can be hit again is stored: a non-streaming answer to
 // the request as sent (not one a budget capped), when the cache is on, the
 // request did not say no-store, and the body is within [cache]
 // max_answer_bytes. It is the answer's own body, not a copy.
-func (t *turn) answerToKeep() *cachedAnswer {
+func (t *turn) answerToKeep() (cachedAnswer, bool) {
 	a := t.final
 	if t.cacheKey == "" || t.noStore || a == nil || !a.out.answered || a.out.streamed || a.capped ||
 		int64(len(a.out.body)) > t.snap.Config.Cache.MaxAnswerBytes {
-		return nil
+		return cachedAnswer{}, false
 	}
-	return &cachedAnswer{body: a.out.body, servedModel: t.served.model, servedProvider: t.served.provider,
-		upstream: a.target.Upstream, usage: a.out.result.Usage}
+	return cachedAnswer{body: a.out.body, servedModel: t.served.model, servedProvider: t.served.provider,
+		upstream: a.target.Upstream, usage: a.out.result.Usage}, true
 }
 
 // noStore reports whether the request's Cache-Control says no-store: its

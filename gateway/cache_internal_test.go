@@ -15,7 +15,7 @@ import (
 func TestCachedAnswerEncoding(t *testing.T) {
 	a := &cachedAnswer{body: []byte(`{"id":"x","choices":[]}`), servedModel: "openai/gpt-4o", servedProvider: "azure", upstream: "market",
 		usage: connectors.Usage{PromptTokens: 42, CompletionTokens: 12, CachedTokens: 7, CacheWriteTokens: 3, ReasoningTokens: 1 << 40}}
-	enc := encodeCached(a)
+	enc := encodeCached(*a)
 	got := decodeCached(enc)
 	require.Equal(t, a, got)
 	require.Same(t, &enc[len(enc)-len(a.body)], &got.body[0], "the body is read in place")
