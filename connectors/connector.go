@@ -45,7 +45,6 @@
 package connectors
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -459,19 +458,6 @@ func bearer(h http.Header, key string) {
 	if key != "" {
 		h.Set("Authorization", "Bearer "+key)
 	}
-}
-
-// CanonicalJSON re-encodes a JSON document with every object's members in
-// sorted order and numbers as written, so that equal requests written in a
-// different member order compare equal (response-cache keys).
-func CanonicalJSON(b []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	return json.Marshal(v)
 }
 
 // echoModel is the model a translated answer names: the request's model

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -42,7 +43,7 @@ func (s *Server) admit(r *http.Request, t *turn) *apierr.Error {
 	}
 	q := shared.Admission{ID: t.id, Checks: t.checks, Lease: parallelLease, PinKey: t.pinKey}
 	if t.snap.Config.Cache.Enabled && !t.req.Stream && s.decide(r, t) == nil {
-		t.cacheKey = cacheKey(t)
+		t.cacheKey, t.cacheID = cacheKey(t)
 		q.CacheKey = t.cacheKey
 	}
 	pre := s.firstAsk(r, t)
@@ -177,7 +178,8 @@ func budgetLease(t *turn, upstream string) time.Duration {
 	return 3 * time.Minute
 }
 
-// cachedWire is a cached answer as the shared cache stores it.
+// cachedWire is a cached answer as the shared cache stored it before
+// cachedFormat (JSON; still read while such entries live out their ttl).
 type cachedWire struct {
 	Body     json.RawMessage  `json:"b"`
 	Model    string           `json:"m,omitempty"`
@@ -186,15 +188,61 @@ type cachedWire struct {
 	Usage    connectors.Usage `json:"usage"`
 }
 
-func encodeCached(a *cachedAnswer) []byte {
-	b, _ := json.Marshal(cachedWire{Body: a.body, Model: a.servedModel, Provider: a.servedProvider, Upstream: a.upstream, Usage: a.usage})
-	return b
+// cachedFormat starts a cached answer as the shared cache stores it: the
+// usage's five counts and the served model, provider and upstream as
+// varints and length-prefixed strings, then the body as it came, to the
+// end. The body is copied once, into the value Redis is sent (JSON
+// escaped and scanned it twice, and again to read it back).
+const cachedFormat = 1
+
+func encodeCached(a cachedAnswer) []byte {
+	u := &a.usage
+	n := 1 + 5*binary.MaxVarintLen64 + 3*binary.MaxVarintLen64 + len(a.servedModel) + len(a.servedProvider) + len(a.upstream) + len(a.body)
+	b := make([]byte, 0, n)
+	b = append(b, cachedFormat)
+	for _, v := range [...]int64{u.PromptTokens, u.CompletionTokens, u.CachedTokens, u.CacheWriteTokens, u.ReasoningTokens} {
+		b = binary.AppendVarint(b, v)
+	}
+	for _, s := range [...]string{a.servedModel, a.servedProvider, a.upstream} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	return append(b, a.body...)
 }
 
+// decodeCached reads a cached answer (nil: unreadable, or empty); the body
+// is b's tail, not a copy.
 func decodeCached(b []byte) *cachedAnswer {
-	var w cachedWire
-	if json.Unmarshal(b, &w) != nil || len(w.Body) == 0 {
+	if len(b) > 0 && b[0] == '{' {
+		var w cachedWire
+		if json.Unmarshal(b, &w) != nil || len(w.Body) == 0 {
+			return nil
+		}
+		return &cachedAnswer{body: w.Body, servedModel: w.Model, servedProvider: w.Provider, upstream: w.Upstream, usage: w.Usage}
+	}
+	if len(b) == 0 || b[0] != cachedFormat {
 		return nil
 	}
-	return &cachedAnswer{body: w.Body, servedModel: w.Model, servedProvider: w.Provider, upstream: w.Upstream, usage: w.Usage}
+	b = b[1:]
+	var counts [5]int64
+	for i := range counts {
+		v, n := binary.Varint(b)
+		if n <= 0 {
+			return nil
+		}
+		counts[i], b = v, b[n:]
+	}
+	var strs [3]string
+	for i := range strs {
+		l, n := binary.Uvarint(b)
+		if n <= 0 || l > uint64(len(b)-n) {
+			return nil
+		}
+		strs[i], b = string(b[n:n+int(l)]), b[n+int(l):]
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	return &cachedAnswer{body: b, servedModel: strs[0], servedProvider: strs[1], upstream: strs[2],
+		usage: connectors.Usage{PromptTokens: counts[0], CompletionTokens: counts[1], CachedTokens: counts[2], CacheWriteTokens: counts[3], ReasoningTokens: counts[4]}}
 }

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"strings"
+	"sync"
 
 	"github.com/sluicegw/sluice/connectors"
 )
@@ -26,6 +28,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, t *turn) bool {
 	if !t.snap.Config.Cache.Enabled || t.req.Stream {
 		return false
 	}
+	t.noStore = noStore(r.Header)
 	if s.decide(r, t) != nil {
 		return false // plan reports the failure
 	}
@@ -35,9 +38,12 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, t *turn) bool {
 		hit, ok = t.fetchedCache, t.fetchedCache != nil // admission read the shared cache
 	} else {
 		if t.cacheKey == "" { // admission made it when Redis was down
-			t.cacheKey = cacheKey(t)
+			t.cacheKey, t.cacheID = cacheKey(t)
 		}
-		hit, ok = s.cache.Get(t.cacheKey)
+		var v cachedAnswer
+		if v, ok = s.cache.Get(t.cacheID); ok {
+			hit = &v
+		}
 	}
 	if !ok {
 		s.metrics.Cache.WithLabelValues("miss").Inc()
@@ -56,37 +62,54 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, t *turn) bool {
 // while other routes keep theirs. It names neither the upstream nor the
 // profile revision: an answer is a property of the request and of what
 // governance allows, and a hit contacts no provider at all.
-func cacheKey(t *turn) string {
-	h := sha256.New()
+//
+// It returns the key as the shared cache names it (hex) and as the
+// in-process cache keeps it (the digest itself, held in its entry).
+func cacheKey(t *turn) (string, cacheID) {
+	bp := keyBufs.Get().(*[]byte)
+	b := (*bp)[:0]
 	// The API first: the same body means another request on another API
 	// (and the Messages API's beta flags can change its answer).
-	h.Write([]byte(t.api.String()))
-	h.Write([]byte{0})
+	b = append(b, t.api.String()...)
+	b = append(b, 0)
 	if in := t.req.Inbound; in != nil {
-		for _, b := range in.Beta {
-			h.Write([]byte(b))
-			h.Write([]byte{','})
+		for _, x := range in.Beta {
+			b = append(b, x...)
+			b = append(b, ',')
 		}
 	}
-	h.Write([]byte{0})
-	h.Write([]byte(t.key.Principal().String()))
-	h.Write([]byte{0})
+	b = append(b, 0)
+	b = append(b, t.key.Principal().String()...)
+	b = append(b, 0)
 	if t.decision != nil {
-		h.Write([]byte(t.decision.Revision()))
+		b = append(b, t.decision.Revision()...)
 	}
-	h.Write([]byte{0})
-	h.Write([]byte(t.snap.RouteRevision(t.req.Model)))
-	h.Write([]byte{0})
-	h.Write(canonicalBody(t.body))
-	return hex.EncodeToString(h.Sum(nil))
+	b = append(b, 0)
+	b = append(b, t.snap.RouteRevision(t.req.Model)...)
+	b = append(b, 0)
+	b = canonicalBody(b, t.body)
+	sum := sha256.Sum256(b)
+	if cap(b) <= 1<<20 { // a huge request's buffer is not kept
+		*bp = b
+		keyBufs.Put(bp)
+	}
+	return hex.EncodeToString(sum[:]), sum
 }
 
-// canonicalBody is the request with its members in sorted order, so that the
-// same request written in another member order hits the same entry.
-func canonicalBody(raw []byte) []byte {
-	b, err := connectors.CanonicalJSON(raw)
+// cacheID is a cache key in the in-process cache: a value, so that an
+// entry holds its key and its answer in one object.
+type cacheID [sha256.Size]byte
+
+// keyBufs are the buffers cache keys are made in.
+var keyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// canonicalBody appends the request with its members in sorted order, so
+// that the same request written in another member order hits the same
+// entry (the body as sent when it cannot be read).
+func canonicalBody(dst, raw []byte) []byte {
+	b, err := connectors.AppendCanonicalJSON(dst, raw)
 	if err != nil {
-		return raw
+		return append(dst, raw...)
 	}
 	return b
 }
@@ -94,19 +117,36 @@ func canonicalBody(raw []byte) []byte {
 // keep stores the answer for replay: a non-streaming answer to the request
 // as sent (not one a budget capped), when the cache is on.
 func (s *Server) keep(t *turn) {
-	if c := t.answerToKeep(); c != nil {
-		s.cache.Put(t.cacheKey, c)
+	if c, ok := t.answerToKeep(); ok {
+		s.cache.Put(t.cacheID, c)
 	}
 }
 
-// answerToKeep is the answer as the cache keeps it, nil when it must not
-// be kept: a non-streaming answer to the request as sent (not one a budget
-// capped), when the cache is on.
-func (t *turn) answerToKeep() *cachedAnswer {
+// answerToKeep is the answer as the cache keeps it, false when it must
+// not be kept. Only what can be hit again is stored: a non-streaming answer to
+// the request as sent (not one a budget capped), when the cache is on, the
+// request did not say no-store, and the body is within [cache]
+// max_answer_bytes. It is the answer's own body, not a copy.
+func (t *turn) answerToKeep() (cachedAnswer, bool) {
 	a := t.final
-	if t.cacheKey == "" || a == nil || !a.out.answered || a.out.streamed || a.capped {
-		return nil
+	if t.cacheKey == "" || t.noStore || a == nil || !a.out.answered || a.out.streamed || a.capped ||
+		int64(len(a.out.body)) > t.snap.Config.Cache.MaxAnswerBytes {
+		return cachedAnswer{}, false
 	}
-	return &cachedAnswer{body: a.out.body, servedModel: t.served.model, servedProvider: t.served.provider,
-		upstream: a.target.Upstream, usage: a.out.result.Usage}
+	return cachedAnswer{body: a.out.body, servedModel: t.served.model, servedProvider: t.served.provider,
+		upstream: a.target.Upstream, usage: a.out.result.Usage}, true
+}
+
+// noStore reports whether the request's Cache-Control says no-store: its
+// answer is not to be kept (RFC 9111, 5.2.1.5). It may still be served
+// from the cache.
+func noStore(h http.Header) bool {
+	for _, v := range h.Values("Cache-Control") {
+		for d := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(d), "no-store") {
+				return true
+			}
+		}
+	}
+	return false
 }

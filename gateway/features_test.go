@@ -74,6 +74,46 @@ func TestResponseCache(t *testing.T) {
 	require.Empty(t, expired.Header.Get(gateway.HeaderCache), "served from the cache past the reloaded ttl")
 }
 
+// TestResponseCacheStoresWhatCanBeHitAgain: the cache keeps only what can
+// be hit again. Each case sends the same request twice (the first with
+// first's headers, the second plain) and counts the upstream calls: 1 when
+// the first answer was stored and served to the second, 2 when it was not.
+func TestResponseCacheStoresWhatCanBeHitAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		edit  [][2]string
+		first []string
+		calls int
+	}{
+		{name: "stored", calls: 1},
+		{name: "no-store not kept", first: []string{"Cache-Control", "no-store"}, calls: 2},
+		{name: "no-store among directives", first: []string{"Cache-Control", "max-age=0, No-Store"}, calls: 2},
+		{name: "no-cache is not no-store", first: []string{"Cache-Control", "no-cache"}, calls: 1},
+		{name: "over max_answer_bytes", edit: [][2]string{{"ttl = \"5m\"", "ttl = \"5m\"\nmax_answer_bytes = 64"}}, calls: 2},
+		{name: "within max_answer_bytes", edit: [][2]string{{"ttl = \"5m\"", "ttl = \"5m\"\nmax_answer_bytes = 65536"}}, calls: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.edit...)
+			body := chatBody("openai/gpt-4o", `,"temperature":0.3`)
+			first, raw := h.post(secretChat, body, tc.first...)
+			require.Equal(t, 200, first.StatusCode, string(raw))
+			second, _ := h.post(secretChat, body)
+			require.Equal(t, 200, second.StatusCode)
+			require.Len(t, h.sim.Calls(), tc.calls)
+			if tc.calls == 1 {
+				require.Equal(t, "hit", second.Header.Get(gateway.HeaderCache))
+			}
+		})
+	}
+	// A no-store request is still answered from what the cache holds.
+	h := newHarness(t)
+	body := chatBody("openai/gpt-4o", `,"temperature":0.4`)
+	_, _ = h.post(secretChat, body)
+	hit, _ := h.post(secretChat, body, "Cache-Control", "no-store")
+	require.Equal(t, "hit", hit.Header.Get(gateway.HeaderCache))
+	require.Len(t, h.sim.Calls(), 1)
+}
+
 // TestSessionsAndRepresentationBreaks: a session is pinned to the provider
 // that served its last turn; a fallback to another model is a
 // representation break that moves the pin. The simulator reports no cached

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,17 +31,26 @@ import (
 // with it on Redis, side by side in one run: a key with a monthly budget and
 // a rate limit (so admission reserves and checks), a session pin, and the
 // response cache on (every request a miss: each body is distinct). The
+// -cache-off modes are the same with [cache] enabled = false (the
+// cache's miss-heavy budget compares in-process with in-process-cache-off),
+// and redis-hits repeats 64 bodies, warmed before the clock starts, so
+// that every request is a cache hit; with Redis each mode also reports
+// redis-cmds/req (INFO stats' commands processed over the requests: a
+// coalesced MGET counts once for all the requests it reads for). The
 // upstream is canned (no network), so the comparison isolates what the
 // shared state costs the gateway; the request log is off. The ratio of the
 // two req/s is the perf budget (Redis within 15 % of in-process). Each mode
-// also reports its median request latency (p50-µs) and, with Redis, the
+// also reports its median request latency (p50-µs), the test process's CPU
+// per request (cpu-µs/req: the gateway and the load together, the figure
+// that holds on a machine shared with other work) and, with Redis, the
 // server's CPU per request (redis-µs/req: INFO cpu's user and system
 // seconds over the run, the writes behind flushed, over the requests
 // served; SLUICE_BENCH_COMMANDSTATS=1 logs INFO commandstats too).
 func BenchmarkSharedState(b *testing.B) {
 	rd := redistest.Start(b)
-	for _, mode := range []string{"in-process", "redis"} {
+	for _, mode := range []string{"in-process-cache-off", "in-process", "redis-cache-off", "redis", "redis-hits"} {
 		b.Run(mode, func(b *testing.B) {
+			onRedis, hits := strings.HasPrefix(mode, "redis"), mode == "redis-hits"
 			dir := b.TempDir()
 			if err := os.CopyFS(dir, sluice.DemoConfig()); err != nil {
 				b.Fatal(err)
@@ -50,8 +60,12 @@ func BenchmarkSharedState(b *testing.B) {
 			s := string(cfg)
 			s = strings.Replace(s, "kind = \"sqlite\"\n", "kind = \"off\"\n", 1)
 			s = strings.Replace(s, "project = \"chat\"\n", "project = \"chat\"\nmonthly_budget_usd = 1000000.0\nrate_limit = { rpm = 100000000, max_parallel = 100000 }\n", 1)
-			if mode == "redis" {
-				s = strings.Replace(s, "[retry]\n", fmt.Sprintf("[shared]\nredis_url = %q\nkey_prefix = \"bench%d:\"\n\n[retry]\n", rd.URL(), time.Now().UnixNano()), 1)
+			if strings.HasSuffix(mode, "-cache-off") {
+				s = strings.Replace(s, "[cache]\nenabled = true", "[cache]\nenabled = false", 1)
+			}
+			prefix := fmt.Sprintf("bench%d:", time.Now().UnixNano())
+			if onRedis {
+				s = strings.Replace(s, "[retry]\n", fmt.Sprintf("[shared]\nredis_url = %q\nkey_prefix = %q\n\n[retry]\n", rd.URL(), prefix), 1)
 			}
 			_ = os.WriteFile(p, []byte(s), 0o644)
 			answer := []byte(`{"id":"gen-1","object":"chat.completion","created":1,"model":"openai/gpt-4o","provider":"openai",` +
@@ -70,22 +84,42 @@ func BenchmarkSharedState(b *testing.B) {
 			h := srv.Handler()
 			rdb := redis.NewClient(&redis.Options{Addr: rd.Addr()})
 			defer rdb.Close()
+			bodyOf := func(i int64) string {
+				if hits {
+					i %= 64
+				}
+				return fmt.Sprintf(`{"model":"openai/gpt-4o","messages":[{"role":"user","content":"Summarise report %d."}],"max_tokens":64}`, i)
+			}
+			if hits {
+				// Warm the cache: each body answered once, its answer
+				// landed in Redis and in the replica's filter.
+				for i := range int64(64) {
+					serveOne(b, h, bodyOf(i))
+				}
+				for end := time.Now().Add(10 * time.Second); rdb.ZCard(context.Background(), prefix+"cx").Val() < 64; time.Sleep(10 * time.Millisecond) {
+					if time.Now().After(end) {
+						b.Fatal("the warm-up answers did not land in the shared cache")
+					}
+				}
+			}
 			var cpu0 float64
-			if mode == "redis" {
+			var cmds0 int64
+			if onRedis {
 				if err := rdb.ConfigResetStat(context.Background()).Err(); err != nil {
 					b.Fatal(err)
 				}
-				cpu0 = redisCPU(b, rdb)
+				cpu0, cmds0 = redisCPU(b, rdb), redisCommands(b, rdb)
 			}
 			var lat latencies
 			var seq atomic.Int64
 			b.ReportAllocs()
 			b.SetParallelism(16)
+			cpuStart := processCPU()
 			start := time.Now()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					i := seq.Add(1)
-					body := fmt.Sprintf(`{"model":"openai/gpt-4o","messages":[{"role":"user","content":"Summarise report %d."}],"max_tokens":64}`, i)
+					body := bodyOf(i)
 					req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader([]byte(body)))
 					req.Header.Set("Authorization", "Bearer sk-sluice-demo-chat")
 					req.Header.Set("X-Session-Id", fmt.Sprintf("s%d", i%64))
@@ -96,13 +130,19 @@ func BenchmarkSharedState(b *testing.B) {
 					if rec.Code != 200 {
 						b.Fatal(rec.Code, rec.Body.String())
 					}
+					if hits && rec.Header().Get(gateway.HeaderCache) != "hit" {
+						b.Fatal("not a cache hit")
+					}
 				}
 			})
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+			b.ReportMetric((processCPU()-cpuStart).Seconds()*1e6/float64(b.N), "cpu-µs/req")
 			b.ReportMetric(float64(lat.median().Microseconds()), "p50-µs")
-			if mode == "redis" {
+			if onRedis {
 				// Flush what the replica writes behind before reading.
 				_ = srv.Close(context.Background())
+				// Less the INFO stats of cmds0.
+				b.ReportMetric(float64(redisCommands(b, rdb)-cmds0-1)/float64(b.N), "redis-cmds/req")
 				b.ReportMetric((redisCPU(b, rdb)-cpu0)*1e6/float64(b.N), "redis-µs/req")
 				info, err := rdb.Info(context.Background(), "commandstats").Result()
 				if err != nil {
@@ -154,4 +194,28 @@ func redisCPU(b *testing.B, rdb *redis.Client) float64 {
 		}
 	}
 	return total
+}
+
+// redisCommands is the commands redis-server processed so far (INFO
+// stats' total_commands_processed).
+func redisCommands(b *testing.B, rdb *redis.Client) int64 {
+	info, err := rdb.Info(context.Background(), "stats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "total_commands_processed:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	b.Fatal("no total_commands_processed in INFO stats")
+	return 0
+}
+
+// processCPU is the CPU time this process used so far (user and system).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

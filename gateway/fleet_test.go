@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -81,6 +82,32 @@ func readiness(t *testing.T, h *harness) gateway.Readiness {
 	var rd gateway.Readiness
 	require.NoError(t, json.Unmarshal(b, &rd), string(b))
 	return rd
+}
+
+// filtersRead waits until every replica's cache-key filter read the keys
+// published so far (the stream's last entry): an answer that landed is
+// then a hit on any replica. A replica whose filter is not loaded reads
+// Redis for every lookup anyway.
+func filtersRead(t *testing.T, rdb *redis.Client, replicas []*harness) {
+	t.Helper()
+	last, err := rdb.XRevRangeN(context.Background(), "sluice:cf", "+", "-", 1).Result()
+	require.NoError(t, err)
+	require.Len(t, last, 1, "the batch of keys was published")
+	after := func(id, than string) bool {
+		ms, seq, _ := strings.Cut(id, "-")
+		tms, tseq, _ := strings.Cut(than, "-")
+		a, _ := strconv.ParseInt(ms, 10, 64)
+		b, _ := strconv.ParseInt(tms, 10, 64)
+		x, _ := strconv.ParseInt(seq, 10, 64)
+		y, _ := strconv.ParseInt(tseq, 10, 64)
+		return a > b || a == b && x >= y
+	}
+	for i, h := range replicas {
+		within(t, 2*time.Second, fmt.Sprintf("replica %d's filter read the keys", i), func() bool {
+			f := readiness(t, h).Shared.CacheFilter
+			return f == nil || !f.Ready || after(f.ReadID, last[0].ID)
+		})
+	}
 }
 
 // TestFleet runs three replicas behind a round-robin balancer on one Redis,
@@ -214,6 +241,7 @@ func TestFleet(t *testing.T) {
 		require.Empty(t, first.Header.Get(gateway.HeaderCache))
 		// The answer is cached behind it (the next sync, 100 ms at most).
 		within(t, 2*time.Second, "the answer lands in the shared cache", func() bool { return entries() > before })
+		filtersRead(t, rdb, replicas)
 		again, _ := fleetPost(t, lb, secretChat, body)
 		require.Equal(t, "hit", again.Header.Get(gateway.HeaderCache))
 		require.NotEqual(t, lb.served[first.Header.Get(gateway.HeaderRequestID)], lb.served[again.Header.Get(gateway.HeaderRequestID)])
@@ -306,6 +334,7 @@ func TestFleet(t *testing.T) {
 		first, _ := fleetPost(t, lb, secretChat, body)
 		require.Equal(t, 200, first.StatusCode)
 		within(t, 2*time.Second, "the answer lands in the shared cache", func() bool { return entries() > before })
+		filtersRead(t, rdb, replicas)
 		again, _ := fleetPost(t, lb, secretChat, body)
 		require.Equal(t, "hit", again.Header.Get(gateway.HeaderCache), "the cache is shared again")
 	})

@@ -111,7 +111,9 @@ type turn struct {
 	reserved              int             // shared reservations made since
 
 	// cache
-	cacheKey string // "" when the answer is not cached
+	cacheKey string  // "" when the answer is not cached
+	cacheID  cacheID // cacheKey's digest: the in-process cache's key
+	noStore  bool    // the request said Cache-Control: no-store
 	cached   *cachedAnswer
 
 	// plan

@@ -123,7 +123,7 @@ type Server struct {
 	listing atomic.Pointer[listing.Import]
 	refresh atomic.Pointer[refreshStatus]
 
-	cache    *lru.Cache[string, *cachedAnswer]
+	cache    *lru.Cache[cacheID, cachedAnswer]
 	sessions *lru.Cache[string, snapshot.Pin]
 	// holders records where each stored Responses API response is
 	// (holders.go).
@@ -196,7 +196,7 @@ func New(opts Options) (*Server, error) {
 	}
 	cfg := snap.Config
 	s.setLogLevel(cfg.Server.LogLevel)
-	s.cache = lru.New[string, *cachedAnswer](cfg.Cache.MaxEntries, cfg.Cache.TTL.Duration)
+	s.cache = lru.New[cacheID, cachedAnswer](cfg.Cache.MaxEntries, cfg.Cache.TTL.Duration)
 	s.sessions = lru.New[string, snapshot.Pin](cfg.Sessions.MaxEntries, cfg.Sessions.TTL.Duration)
 	s.holders = lru.New[string, holder](cfg.Responses.MaxEntries, cfg.Responses.TTL.Duration)
 	s.limiter = shared.NewLimiter()

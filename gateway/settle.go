@@ -119,8 +119,8 @@ func (s *Server) settleShared(t *turn, a *attempt, pin snapshot.Pin, holderID, h
 			Delta: sv.usage.PromptTokens + sv.usage.CompletionTokens - t.charged}
 		t.admitted = false
 	}
-	keep := t.answerToKeep()
-	if keep != nil {
+	keep, kept := t.answerToKeep()
+	if kept {
 		c := &t.snap.Config.Cache
 		w.CacheKey, w.Cache, w.CacheTTL, w.CacheMaxBytes = t.cacheKey, encodeCached(keep), c.TTL.Duration, c.MaxBytes
 	}
@@ -130,8 +130,8 @@ func (s *Server) settleShared(t *turn, a *attempt, pin snapshot.Pin, holderID, h
 	if w.PinKey != "" {
 		s.sessions.Put(t.pinKey, pin)
 	}
-	if keep != nil {
-		s.cache.Put(t.cacheKey, keep)
+	if kept {
+		s.cache.Put(t.cacheID, keep)
 	}
 }
 

@@ -234,6 +234,9 @@ type Cache struct {
 	// MaxBytes bounds the shared cache (with [shared] redis_url): the
 	// oldest answers are evicted past it. Default 64 MiB.
 	MaxBytes int64 `toml:"max_bytes" json:"max_bytes"`
+	// MaxAnswerBytes: an answer whose body is larger is not stored (it is
+	// served, not kept). Default 262144 (256 KiB).
+	MaxAnswerBytes int64 `toml:"max_answer_bytes" json:"max_answer_bytes"`
 }
 
 // Sessions configures session pins.
@@ -777,6 +780,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Cache.MaxBytes == 0 {
 		c.Cache.MaxBytes = 64 << 20
+	}
+	if c.Cache.MaxAnswerBytes == 0 {
+		c.Cache.MaxAnswerBytes = 256 << 10
 	}
 	if c.State.Kind == "" {
 		c.State.Kind = "sqlite"

@@ -59,7 +59,8 @@ type Admitted struct {
 // With [Options.Leased], checks and the reservation that this replica's
 // leases cover are decided in memory, and a pin read lately comes from its
 // cache: a request covered by leases whose pin is cached reads only the
-// cached answer (and makes no round trip at all without one).
+// cached answer, and that only when the replica's cache-key filter says it
+// may exist (no round trip at all otherwise: cachefilter.go).
 func (c *Client) Admit(ctx context.Context, a *Admission) Admitted {
 	if c.lz != nil {
 		return c.admitLeased(ctx, a)
@@ -192,6 +193,11 @@ func (c *Client) admitLeased(ctx context.Context, a *Admission) Admitted {
 			c.lz.release(hold)
 		}
 		return Admitted{Refused: index[i], RetryAfter: after}
+	}
+	if rest.CacheKey != "" && c.up.Load() {
+		if f := c.keyFilter(); !f.mayHave(rest.CacheKey) {
+			rest.CacheKey = "" // surely a miss: nothing to read
+		}
 	}
 	scripted := len(rest.Checks) > 0 || rest.Budget != nil
 	if !scripted && rest.CacheKey == "" && rest.PinKey == "" {

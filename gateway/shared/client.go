@@ -98,6 +98,7 @@ type Client struct {
 	limiter *Limiter
 	outage  *outageLedger
 	lz      *leases // nil without Options.Leased
+	filter  atomic.Pointer[keyFilter]
 	pins    *pinCache
 	reads   *reader
 
@@ -228,6 +229,9 @@ type Status struct {
 	// Leases is what this replica's leases did (absent without
 	// [Options.Leased]): decisions served from them and sent to Redis.
 	Leases *LeaseStats `json:"leases,omitempty"`
+	// CacheFilter is what this replica's cache-key filter did (absent
+	// until the cache is first looked up on leases).
+	CacheFilter *FilterStats `json:"cache_filter,omitempty"`
 }
 
 // Status returns the state of the connection.
@@ -236,6 +240,10 @@ func (c *Client) Status() Status {
 	if c.lz != nil {
 		ls := c.lz.Stats()
 		st.Leases = &ls
+	}
+	if f := c.filter.Load(); f != nil {
+		fs := f.stats()
+		st.CacheFilter = &fs
 	}
 	if !st.Up {
 		c.mu.Lock()
@@ -274,6 +282,9 @@ func (c *Client) ctx(parent context.Context) (context.Context, context.CancelFun
 // fallbacks (logged once, in the metric and in /readyz).
 func (c *Client) failed(what string, err error) {
 	c.fallbacks.WithLabelValues(what).Inc()
+	if f := c.filter.Load(); f != nil {
+		f.stale() // batches of keys may be lost: reloaded once Redis answers
+	}
 	if !c.up.Swap(false) {
 		return
 	}
