@@ -109,6 +109,7 @@ var csvHeader = []string{
 	"data_policy", "data_policy_via",
 	"preference_rank_by", "preference_preferred", "preference_allowed", "preference_denied",
 	"preference_verdict", "refused_message", "upstream_attempts", "routing_object",
+	"responses", "close_code", "closed_by",
 }
 
 // csvText guards a text cell against formula injection: a spreadsheet
@@ -150,6 +151,7 @@ func writeCSV(w io.Writer, rows []Row) error {
 			r.DataPolicy, r.DataPolicyVia,
 			r.PreferenceRankBy, string(preferred), string(allowed), string(denied),
 			r.PreferenceVerdict, c(r.RefusedMessage), c(r.UpstreamAttempts), c(r.RoutingObject),
+			strconv.Itoa(r.Responses), strconv.Itoa(r.CloseCode), r.ClosedBy,
 		})
 	}
 	cw.Flush()

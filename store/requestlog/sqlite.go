@@ -91,6 +91,9 @@ var sqliteColumns = []struct{ name, ddl string }{
 	{"refused_message", "ALTER TABLE requests ADD COLUMN refused_message TEXT NOT NULL DEFAULT ''"},
 	{"upstream_attempts", "ALTER TABLE requests ADD COLUMN upstream_attempts TEXT NOT NULL DEFAULT ''"},
 	{"routing_object", "ALTER TABLE requests ADD COLUMN routing_object TEXT NOT NULL DEFAULT ''"},
+	{"responses", "ALTER TABLE requests ADD COLUMN responses INTEGER NOT NULL DEFAULT 0"},
+	{"close_code", "ALTER TABLE requests ADD COLUMN close_code INTEGER NOT NULL DEFAULT 0"},
+	{"closed_by", "ALTER TABLE requests ADD COLUMN closed_by TEXT NOT NULL DEFAULT ''"},
 }
 
 // sqliteIndexes follow the columns; every statement is idempotent.
@@ -128,6 +131,7 @@ var rowColumns = []string{
 	"data_policy", "data_policy_via",
 	"preference_rank_by", "preference_preferred", "preference_allowed", "preference_denied",
 	"preference_verdict", "refused_message", "upstream_attempts", "routing_object",
+	"responses", "close_code", "closed_by",
 }
 
 // OpenSQLite opens (creating if needed) the SQLite request log at path, in
@@ -320,7 +324,8 @@ func (s *sqliteStore) Query(ctx context.Context, f Filter) (Page, error) {
 			&r.SessionKey, &r.SessionAffinity, &r.CachedTokens, &r.ReasoningTokens,
 			&r.DataPolicy, &r.DataPolicyVia,
 			&r.PreferenceRankBy, &preferred, &allowed, &denied,
-			&r.PreferenceVerdict, &r.RefusedMessage, &r.UpstreamAttempts, &r.RoutingObject); err != nil {
+			&r.PreferenceVerdict, &r.RefusedMessage, &r.UpstreamAttempts, &r.RoutingObject,
+			&r.Responses, &r.CloseCode, &r.ClosedBy); err != nil {
 			return Page{}, fmt.Errorf("requestlog: sqlite scan: %w", err)
 		}
 		r.TS = time.UnixMilli(tsMS).UTC()

@@ -450,6 +450,9 @@ func bindRow(b *rowBinder, r *Row) {
 	b.text(r.RefusedMessage)
 	b.text(r.UpstreamAttempts)
 	b.text(r.RoutingObject)
+	b.int(int64(r.Responses))
+	b.int(int64(r.CloseCode))
+	b.text(r.ClosedBy)
 }
 
 // appendJSONStrings appends l as json.Marshal encodes a []string (a nil l
