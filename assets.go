@@ -18,6 +18,9 @@ var demo embed.FS
 //go:embed testdata/errors/*/*.json
 var errorBodies embed.FS
 
+//go:embed testdata/recorded/realtime/*.jsonl
+var realtimeSessions embed.FS
+
 // DemoConfig returns the demo configuration directory (sluice.toml, catalog,
 // profiles and guardrails) as a read-only file system.
 func DemoConfig() fs.FS {
@@ -32,6 +35,17 @@ func DemoConfig() fs.FS {
 // <upstream>/<name>.json.
 func ErrorBodies() fs.FS {
 	sub, err := fs.Sub(errorBodies, "testdata/errors")
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}
+
+// RealtimeSessions returns the recorded Realtime API sessions the simulator
+// replays, one <name>.jsonl each: a line per frame, {"direction": "sent"
+// or "received", "data": the event} (testdata/recorded/realtime).
+func RealtimeSessions() fs.FS {
+	sub, err := fs.Sub(realtimeSessions, "testdata/recorded/realtime")
 	if err != nil {
 		panic(err)
 	}

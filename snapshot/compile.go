@@ -123,13 +123,22 @@ func (s *Snapshot) CompileFor(plan *compiler.Plan, upstream string, body connect
 // serve.
 func (s *Snapshot) apiRefusal(plan *compiler.Plan, u *Upstream, api connectors.API) *compiler.Refusal {
 	if s.Catalog != nil && !plan.Auto {
-		if m, ok := s.Catalog.Model(plan.DecidedModel); ok && m.Embedding() != (api == connectors.APIEmbeddings) {
+		m, ok := s.Catalog.Model(plan.DecidedModel)
+		if ok && m.Embedding() != (api == connectors.APIEmbeddings) {
 			if m.Embedding() {
 				return &compiler.Refusal{Code: compiler.CodeModelKindMismatch, Param: "/model", Message: fmt.Sprintf(
 					"model %q is an embedding model (the catalog's kind); send it to POST /v1/embeddings", m.Slug)}
 			}
 			return &compiler.Refusal{Code: compiler.CodeModelKindMismatch, Param: "/model", Message: fmt.Sprintf(
 				"model %q is a chat model, not an embedding model (the catalog's kind); embeddings need a model of kind \"embedding\"", m.Slug)}
+		}
+		if ok && m.Realtime() != (api == connectors.APIRealtime) {
+			if m.Realtime() {
+				return &compiler.Refusal{Code: compiler.CodeModelKindMismatch, Param: "/model", Message: fmt.Sprintf(
+					"model %q is a realtime model (the catalog's kind); open a session on GET /v1/realtime", m.Slug)}
+			}
+			return &compiler.Refusal{Code: compiler.CodeModelKindMismatch, Param: "/model", Message: fmt.Sprintf(
+				"model %q is not a realtime model (the catalog's kind); a realtime session needs a model of kind \"realtime\"", m.Slug)}
 		}
 	}
 	if !connectors.Serves(u.Connector, api) {
