@@ -149,7 +149,7 @@ type preReservation struct {
 // which plan then uses as it is unless the session has a pin.
 func (s *Server) firstAsk(r *http.Request, t *turn) *preReservation {
 	limits := budgetLimits(t)
-	if len(limits) == 0 || t.api == connectors.APIEmbeddings || t.snap.Config.Route(t.req.Model) != nil {
+	if len(limits) == 0 || t.api == connectors.APIEmbeddings || t.api == connectors.APIRealtime || t.snap.Config.Route(t.req.Model) != nil {
 		return nil
 	}
 	upstream := t.snap.Config.UpstreamFor(t.key)
