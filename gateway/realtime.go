@@ -384,7 +384,7 @@ func (rt *realtimeSession) guard(typ websocket.MessageType, b []byte) ([]byte, b
 func budgetErrorEvent(t *turn, clientEvent string) []byte {
 	e := map[string]any{"type": "error", "event_id": "event_sluice_" + t.id,
 		"error": map[string]any{"type": "insufficient_quota", "code": apierr.CodeBudgetExhausted, "param": nil,
-			"message": fmt.Sprintf("the monthly platform-key budget of key %q or its team cannot cover this response; it was not sent", t.key.ID),
+			"message":  fmt.Sprintf("the monthly platform-key budget of key %q or its team cannot cover this response; it was not sent", t.key.ID),
 			"event_id": nullable(clientEvent)}}
 	b, _ := json.Marshal(e)
 	return b
