@@ -105,13 +105,10 @@ func (s *Server) parseRealtime(r *http.Request, t *turn) *apierr.Error {
 	if e := blindCallerKey(r, t); e != nil {
 		return e
 	}
-	model := strings.TrimSpace(r.URL.Query().Get("model"))
-	if model == "" {
-		return &apierr.Error{Code: apierr.CodeInvalidRequest, Param: "model", Message: "the query parameter model is required (?model=gpt-realtime)"}
+	req, e := request.ParseRealtime(r.URL.Query().Get("model"))
+	if e != nil {
+		return e
 	}
-	m, _ := json.Marshal(model)
-	req := &request.Request{Body: connectors.Body{"model": m}, Model: strings.ToLower(model), Stream: true,
-		Inbound: &connectors.Inbound{API: connectors.APIRealtime, Model: model}}
 	req.Model = t.snap.ResolveModel(req.Model, "openai")
 	t.req = req
 	return nil

@@ -203,6 +203,10 @@ type Explanation struct {
 type RouteView struct {
 	failover.Explanation
 	Skipped []SkippedTarget `json:"skipped"`
+	// Session is true for a realtime session's plan: its candidates are
+	// the members in order, and the Restricted targets are left out (a
+	// session never uses a takes_over target).
+	Session bool `json:"session,omitempty"`
 }
 
 // SkippedTarget is a route target the request may not be sent to.
@@ -291,7 +295,7 @@ func (s *Snapshot) ExplainFor(ctx context.Context, key *profiles.Key, req *compi
 	memo.SetSession(req.Session)
 	memo.SetInbound(in)
 	if rt := s.Config.Route(req.Model); rt != nil {
-		return e, s.explainRoute(e, memo, rt)
+		return e, s.explainRoute(e, memo, rt, in != nil && in.API == connectors.APIRealtime)
 	}
 	plan := memo.Plan(strings.ToLower(req.Model))
 	e.setPlan(plan)
@@ -357,8 +361,8 @@ func (s *Snapshot) ContextWindow(model string) int {
 
 // explainRoute explains a route alias: every target compiled for its own
 // model, and the attempts planned from the targets the request may use.
-func (s *Snapshot) explainRoute(e *Explanation, memo *Memo, rt *profiles.Route) error {
-	rv := &RouteView{Skipped: []SkippedTarget{}}
+func (s *Snapshot) explainRoute(e *Explanation, memo *Memo, rt *profiles.Route, session bool) error {
+	rv := &RouteView{Skipped: []SkippedTarget{}, Session: session}
 	for _, t := range rt.AllTargets() {
 		c, err := memo.Compile(t.Upstream, t.Model)
 		if err != nil {
@@ -376,6 +380,9 @@ func (s *Snapshot) explainRoute(e *Explanation, memo *Memo, rt *profiles.Route) 
 	}
 	fp := s.PlanRoute(failover.NewPlanner(failover.PlannerOptions{}), usable, memo.Body())
 	rv.Explanation = fp.Explain()
+	if session && len(rv.Restricted) > 0 {
+		rv.Notes = append(rv.Notes, "a realtime session's candidates are the members in order, fixed before any attempt fails: the restricted targets are left out")
+	}
 	e.Route = rv
 	if first, ok := fp.First(); ok {
 		e.setPlan(memo.Plan(first.Model))
