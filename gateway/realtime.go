@@ -212,15 +212,18 @@ func (s *Server) dialSession(ctx context.Context, r *http.Request, a *attempt, f
 		}
 	}
 	up.Connector.Authorize(h, a.apiKey)
-	// The dial's context is the session's: the library ties the upgraded
-	// connection to it. The handshake alone is bounded by a timer.
-	dctx, cancel := context.WithCancelCause(ctx)
+	// The dial's context outlives the handshake: the upgraded connection
+	// is the request's, and a cancelled request would drop it without a
+	// close frame. The handshake alone is bounded, by a timer and by ctx;
+	// the session's end closes the connection itself (run).
+	dctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	timer := time.AfterFunc(up.Config.FirstByteTimeout.Duration, func() { cancel(errFirstByte) })
+	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
 	conn, resp, err := websocket.Dial(dctx, u, &websocket.DialOptions{HTTPClient: s.clientFor(up), HTTPHeader: h,
 		CompressionMode: websocket.CompressionDisabled})
 	stopped := timer.Stop()
+	stop()
 	if err == nil {
-		go func() { <-ctx.Done(); cancel(nil) }()
 		return conn, failover.Failure{}
 	}
 	cancel(nil)

@@ -248,3 +248,76 @@ func TestRealtimeBudget(t *testing.T) {
 	require.Equal(t, 1, r.Responses)
 	require.Greater(t, r.CostUSD, 0.0)
 }
+
+// TestRealtimeSessionEnds: how a session ends reaches the caller as a close
+// code and the row as close_code and closed_by — a budget exhausted by a
+// response (response.cancel upstream, 1008), the server's shutdown (1012,
+// the row written), the upstream going away (its close or 1014).
+func TestRealtimeSessionEnds(t *testing.T) {
+	t.Run("budget exhausted", func(t *testing.T) {
+		// 10 tokens at $64/M ($0.00064) fit the $0.0007 budget; the
+		// recorded response costs $0.00082, which exhausts it.
+		h := newHarness(t, batchKey("monthly_budget_usd = 0.0007\n"))
+		ctx, cancel := contextWithTimeout(20 * time.Second)
+		defer cancel()
+		c, resp, err := h.dialRealtime(ctx, "model=gpt-realtime", bearer(secretBatch))
+		require.NoError(t, err)
+		until(ctx, t, c, "session.created")
+		for _, f := range recordedSent(t, "openai-history-text-out") {
+			if strings.Contains(string(f), `"response.create"`) {
+				f = []byte(`{"type":"response.create","response":{"max_output_tokens":10}}`)
+			}
+			require.NoError(t, c.Write(ctx, websocket.MessageText, f))
+		}
+		code := readToClose(ctx, t, c)
+		require.Equal(t, gateway.CloseBudget, code)
+		r := h.row(resp.Header.Get(gateway.HeaderRequestID))
+		require.Equal(t, int(gateway.CloseBudget), r.CloseCode)
+		require.Equal(t, gateway.ClosedBySluice, r.ClosedBy)
+		require.Equal(t, 1, r.Responses)
+	})
+	t.Run("shutdown", func(t *testing.T) {
+		h := newHarness(t)
+		ctx, cancel := contextWithTimeout(20 * time.Second)
+		defer cancel()
+		c, resp, err := h.dialRealtime(ctx, "model=gpt-realtime", bearer(secretBatch))
+		require.NoError(t, err)
+		until(ctx, t, c, "session.created")
+		done := make(chan int, 1)
+		go func() { done <- h.srv.Cut(ctx) }()
+		require.Equal(t, gateway.CloseShutdown, readToClose(ctx, t, c))
+		require.Equal(t, 0, <-done, "the session's handler returned")
+		r := h.row(resp.Header.Get(gateway.HeaderRequestID))
+		require.Equal(t, int(gateway.CloseShutdown), r.CloseCode)
+		require.Equal(t, gateway.ClosedBySluice, r.ClosedBy)
+	})
+	t.Run("upstream gone", func(t *testing.T) {
+		h := newHarness(t)
+		ctx, cancel := contextWithTimeout(20 * time.Second)
+		defer cancel()
+		c, resp, err := h.dialRealtime(ctx, "model=gpt-realtime", bearer(secretBatch))
+		require.NoError(t, err)
+		until(ctx, t, c, "session.created")
+		go h.sim.Close()
+		code := readToClose(ctx, t, c)
+		r := h.row(resp.Header.Get(gateway.HeaderRequestID))
+		require.Equal(t, gateway.ClosedByUpstream, r.ClosedBy)
+		if r.CloseCode == int(websocket.StatusAbnormalClosure) {
+			require.Equal(t, gateway.CloseUpstreamGone, code)
+		} else {
+			require.Equal(t, r.CloseCode, int(code))
+		}
+	})
+}
+
+// readToClose reads until the session closes and returns its close code.
+func readToClose(ctx context.Context, t *testing.T, c *websocket.Conn) websocket.StatusCode {
+	t.Helper()
+	for {
+		if _, _, err := c.Read(ctx); err != nil {
+			code := websocket.CloseStatus(err)
+			require.NotEqual(t, websocket.StatusCode(-1), code, "closed without a close frame: %v", err)
+			return code
+		}
+	}
+}
