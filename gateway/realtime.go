@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluicegw/sluice/compiler/failover"
 	"github.com/sluicegw/sluice/connectors"
@@ -90,6 +92,9 @@ func (s *Server) serveRealtime(w http.ResponseWriter, r *http.Request) {
 	}
 	up.SetReadLimit(t.snap.Config.Realtime.MaxFrameBytes)
 	t.status = http.StatusSwitchingProtocols
+	open := s.metrics.RealtimeSessions.WithLabelValues(t.final.target.Upstream)
+	open.Inc()
+	defer open.Dec()
 	rt := newRealtimeSession(s, t, caller, up)
 	t.ws = rt.ws
 	rt.run(r.Context(), ctx)
@@ -145,11 +150,13 @@ func (s *Server) connect(ctx context.Context, r *http.Request, t *turn) (*websoc
 		}
 		t.sent++
 		t.final = a
+		s.startAttemptSpan(t, a)
 		start := time.Now()
 		conn, f := s.dialSession(ctx, r, a, t.snap.Config.Server.ForwardHeaders)
 		took := time.Since(start)
+		a.out.answered, a.out.failure = conn != nil, f
+		s.endAttemptSpan(a)
 		if conn != nil {
-			a.out.answered = true
 			a.out.ttft = took
 			if t.route != nil {
 				s.planner.Observe(t.route.Model, a.target, took, true)
@@ -256,6 +263,9 @@ type realtimeSession struct {
 	metered bool
 	// exhausted: the budget ran out; the session is closing.
 	exhausted bool
+	// started are when the responses in progress were created, oldest
+	// first (each response's span starts there).
+	started []time.Time
 }
 
 // respHold is the budget reservation of one response.create.
@@ -484,6 +494,10 @@ func (rt *realtimeSession) meter(typ websocket.MessageType, b []byte) ([]byte, b
 			}
 			rt.mu.Unlock()
 		}
+	case "response.created":
+		rt.mu.Lock()
+		rt.started = append(rt.started, time.Now())
+		rt.mu.Unlock()
 	case "response.done":
 		var ev struct {
 			Response struct {
@@ -534,7 +548,16 @@ func (rt *realtimeSession) done(u *realtimeUsage) {
 	if len(rt.pending) > 0 {
 		h, rt.pending = rt.pending[0], rt.pending[1:]
 	}
+	start := time.Now()
+	if len(rt.started) > 0 {
+		start, rt.started = rt.started[0], rt.started[1:]
+	}
+	model := rt.model
 	rt.mu.Unlock()
+	rt.s.metrics.RealtimeResponses.WithLabelValues(rt.t.final.target.Upstream, strconv.FormatBool(rt.ep != nil)).Inc()
+	if rt.t.span != nil {
+		rt.responseSpan(start, model, u, cost)
+	}
 	if !rt.metered {
 		return
 	}
@@ -632,4 +655,19 @@ func eventType(b []byte) string {
 	}
 	_ = json.Unmarshal(b, &ev)
 	return ev.Type
+}
+
+// responseSpan records one response of the session as a span under the
+// session's: from its response.created to its response.done, with its
+// usage and cost.
+func (rt *realtimeSession) responseSpan(start time.Time, model string, u *realtimeUsage, cost float64) {
+	t := rt.t
+	_, sp := rt.s.tracing.Tracer().Start(t.spanCtx, "realtime.response "+recorded(model), trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithTimestamp(start), trace.WithAttributes(attrOperation.String(t.operation()), attrResponseModel.String(model),
+			attrUpstream.String(t.final.target.Upstream)))
+	if u != nil {
+		sp.SetAttributes(attrInputTokens.Int64(u.InputTokens), attrOutputTokens.Int64(u.OutputTokens), attrCachedTokens.Int64(u.Input.Cached),
+			attribute.Float64("sluice.cost_usd", cost))
+	}
+	sp.End()
 }

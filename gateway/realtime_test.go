@@ -147,6 +147,7 @@ func TestRealtimeRefusals(t *testing.T) {
 		{"no key", "model=gpt-realtime", nil, 401, "invalid_api_key"},
 		{"unknown key in the subprotocol", "model=gpt-realtime", http.Header{"Sec-Websocket-Protocol": {"realtime, openai-insecure-api-key.sk-nope"}}, 401, "invalid_api_key"},
 		{"a marketplace upstream does not speak realtime", "model=gpt-realtime", bearer(secretChat), 422, "api_unsupported"},
+		{"a guardrail forbids the model", "model=x-ai/grok-4", bearer(secretChat), 403, "model_forbidden"},
 		{"a chat model is not a realtime model", "model=openai/gpt-4o", bearer(secretBatch), 400, "model_kind_mismatch"},
 		{"no model", "", bearer(secretBatch), 400, "invalid_request"},
 		{"an open session holds max_parallel", "model=gpt-realtime", bearer(secretBatch), 429, "rate_limited"},
