@@ -322,3 +322,37 @@ func readToClose(ctx context.Context, t *testing.T, c *websocket.Conn) websocket
 		}
 	}
 }
+
+// TestRealtimeServerResponseSettled: a response the upstream starts by
+// itself (server voice activity detection, no response.create) is priced at
+// the audio prices and charged when its response.done arrives; the charge
+// that exhausts the budget ends the session with 1008.
+func TestRealtimeServerResponseSettled(t *testing.T) {
+	// The recording's response: 14 text and 27 audio tokens in, 28 text
+	// and 136 audio tokens out: $0.010072 at the catalog's prices.
+	const cost = (14*4.0 + 27*32.0 + 28*16.0 + 136*64.0) / 1e6
+	h := newHarness(t, batchKey("monthly_budget_usd = 0.01\n"),
+		[2]string{"forward_headers = [\"X-Sim-Fault\"]", "forward_headers = [\"X-Sim-Fault\", \"X-Sim-Realtime\"]"})
+	ctx, cancel := contextWithTimeout(20 * time.Second)
+	defer cancel()
+	hdr := bearer(secretBatch)
+	hdr.Set(simulator.RealtimeHeader, "openai-audio-in-server-vad")
+	c, resp, err := h.dialRealtime(ctx, "model=gpt-realtime", hdr)
+	require.NoError(t, err)
+	until(ctx, t, c, "session.created")
+	frames := recordedSent(t, "openai-audio-in-server-vad")
+	go func() {
+		for _, f := range frames {
+			if c.Write(ctx, websocket.MessageText, f) != nil {
+				return
+			}
+		}
+	}()
+	require.Equal(t, gateway.CloseBudget, readToClose(ctx, t, c))
+	r := h.row(resp.Header.Get(gateway.HeaderRequestID))
+	require.Equal(t, 1, r.Responses)
+	require.InDelta(t, cost, r.CostUSD, 1e-12)
+	require.Equal(t, int64(41), r.PromptTokens)
+	require.Equal(t, int64(164), r.CompletionTokens)
+	require.Equal(t, gateway.ClosedBySluice, r.ClosedBy)
+}
