@@ -359,26 +359,22 @@ func (rt *realtimeSession) guard(typ websocket.MessageType, b []byte) ([]byte, b
 	}
 	var resp map[string]json.RawMessage
 	_ = json.Unmarshal(ev["response"], &resp)
-	cap := rt.t.snap.Config.Realtime.MaxOutputTokens
-	rt.mu.Lock()
-	if rt.maxOut > 0 && rt.maxOut < cap {
-		cap = rt.maxOut
-	}
-	rt.mu.Unlock()
 	var asked int64
-	if json.Unmarshal(resp["max_output_tokens"], &asked) != nil || asked <= 0 || asked > cap {
+	if json.Unmarshal(resp["max_output_tokens"], &asked) != nil || asked <= 0 {
+		// None, or "inf": the session's own cap when it set one below
+		// sluice's, else sluice's. A number the caller set stands.
+		asked = rt.t.snap.Config.Realtime.MaxOutputTokens
+		rt.mu.Lock()
+		if rt.maxOut > 0 && rt.maxOut < asked {
+			asked = rt.maxOut
+		}
+		rt.mu.Unlock()
 		if resp == nil {
 			resp = map[string]json.RawMessage{}
 		}
-		if asked <= 0 || asked > cap {
-			if asked > 0 && asked > cap && rt.maxOut == 0 {
-				cap = asked // the caller's own numeric cap stands; only none or inf is capped
-			}
-			resp["max_output_tokens"] = json.RawMessage(strconv.FormatInt(cap, 10))
-			ev["response"], _ = json.Marshal(resp)
-			b, _ = json.Marshal(ev)
-		}
-		asked = cap
+		resp["max_output_tokens"] = json.RawMessage(strconv.FormatInt(asked, 10))
+		ev["response"], _ = json.Marshal(resp)
+		b, _ = json.Marshal(ev)
 	}
 	if !rt.reserve(asked) {
 		var id string
