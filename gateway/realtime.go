@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -350,7 +351,7 @@ func shutdownCut2(ctx context.Context) bool { return context.Cause(ctx) == ErrSh
 // [realtime] max_output_tokens on one that sets none); otherwise the
 // caller gets an error event and the frame is dropped.
 func (rt *realtimeSession) guard(typ websocket.MessageType, b []byte) ([]byte, bool) {
-	if typ != websocket.MessageText || eventType(b) != "response.create" {
+	if typ != websocket.MessageText || !bytes.Contains(b, evResponseCreate) || eventType(b) != "response.create" {
 		return b, true
 	}
 	var ev map[string]json.RawMessage
@@ -466,7 +467,7 @@ type realtimeUsage struct {
 // priced and charged; an input-audio transcription's token usage adds to
 // the session's tokens.
 func (rt *realtimeSession) meter(typ websocket.MessageType, b []byte) ([]byte, bool) {
-	if typ != websocket.MessageText {
+	if typ != websocket.MessageText || !metered(b) {
 		return b, true
 	}
 	switch eventType(b) {
@@ -642,6 +643,25 @@ func (rt *realtimeSession) settle() {
 			"code", guardrails.CodeRealtimeUnpriced)
 	}
 	sv.representationBreak = false
+}
+
+// The event types the relay reads, as they appear in a frame: a frame
+// without any of them (an audio or text delta, most of a session) is
+// relayed without being decoded.
+var (
+	evResponseCreate = []byte(`"response.create"`)
+	evMetered        = [][]byte{[]byte(`"session.created"`), []byte(`"session.updated"`), []byte(`"response.created"`),
+		[]byte(`"response.done"`), []byte(`"conversation.item.input_audio_transcription.completed"`)}
+)
+
+// metered reports whether a frame may be an event meter reads.
+func metered(b []byte) bool {
+	for _, ev := range evMetered {
+		if bytes.Contains(b, ev) {
+			return true
+		}
+	}
+	return false
 }
 
 // eventType is an event's type member, "" when it has none.
