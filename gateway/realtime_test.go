@@ -292,6 +292,27 @@ func TestRealtimeSessionEnds(t *testing.T) {
 		require.Equal(t, int(gateway.CloseShutdown), r.CloseCode)
 		require.Equal(t, gateway.ClosedBySluice, r.ClosedBy)
 	})
+	t.Run("idle and oversized frames", func(t *testing.T) {
+		h := newHarness(t, [2]string{"[retry]\n", "[realtime]\nidle_timeout = \"300ms\"\nmax_frame_bytes = 2048\n\n[retry]\n"})
+		ctx, cancel := contextWithTimeout(20 * time.Second)
+		defer cancel()
+		c, resp, err := h.dialRealtime(ctx, "model=gpt-realtime", bearer(secretBatch))
+		require.NoError(t, err)
+		until(ctx, t, c, "session.created")
+		require.Equal(t, websocket.StatusNormalClosure, readToClose(ctx, t, c))
+		r := h.row(resp.Header.Get(gateway.HeaderRequestID))
+		require.Equal(t, gateway.ClosedBySluice, r.ClosedBy, "the idle timeout closed it")
+
+		c, resp, err = h.dialRealtime(ctx, "model=gpt-realtime", bearer(secretBatch))
+		require.NoError(t, err)
+		until(ctx, t, c, "session.created")
+		big := `{"type":"input_audio_buffer.append","audio":"` + strings.Repeat("A", 4096) + `"}`
+		require.NoError(t, c.Write(ctx, websocket.MessageText, []byte(big)))
+		require.Equal(t, websocket.StatusMessageTooBig, readToClose(ctx, t, c))
+		r = h.row(resp.Header.Get(gateway.HeaderRequestID))
+		require.Equal(t, int(websocket.StatusMessageTooBig), r.CloseCode)
+		require.Equal(t, gateway.ClosedBySluice, r.ClosedBy)
+	})
 	t.Run("upstream gone", func(t *testing.T) {
 		h := newHarness(t)
 		ctx, cancel := contextWithTimeout(20 * time.Second)
