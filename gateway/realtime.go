@@ -77,6 +77,7 @@ func (s *Server) serveRealtime(w http.ResponseWriter, r *http.Request) {
 		s.answerError(w, t, e)
 		return
 	}
+	s.logLeftOut(t)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), t.snap.Config.Realtime.MaxDuration.Duration)
 	defer cancel()
 	up, e := s.connect(ctx, r, t)
@@ -175,6 +176,28 @@ func (s *Server) connect(ctx context.Context, r *http.Request, t *turn) (*websoc
 		}
 		s.logFailover(t, a, &next, "failover")
 		t.curReason, t.cur = f.String(), next
+	}
+}
+
+// logLeftOut logs, for a session on a route, each target it will not
+// dial and why: a takes_over target (a session never uses one), or one the
+// session may not be sent to (its connector does not speak the Realtime
+// API, a guardrail, ...), with the refusal's code.
+func (s *Server) logLeftOut(t *turn) {
+	if t.route == nil || t.snap.Config.Server.LogRequests == "off" {
+		return
+	}
+	for _, tg := range t.route.AllTargets() {
+		why := ""
+		if tg.Restricted() {
+			why = "takes_over"
+		} else if c, err := t.memo.Compile(tg.Upstream, tg.Model); err == nil && c.Refused() != nil {
+			why = c.Refused().Code
+		}
+		if why != "" {
+			s.log.Info("realtime session leaves a target out", "request_id", t.id, "route", t.route.Model,
+				"upstream", tg.Upstream, "model", tg.Model, "reason", why)
+		}
 	}
 }
 

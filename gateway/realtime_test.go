@@ -175,6 +175,12 @@ func TestRealtimeRefusals(t *testing.T) {
 			}
 			require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
 			require.Equal(t, tc.code, body.Error.Code)
+			if tc.status != http.StatusUnauthorized { // a refused session has its row (a missing key has none)
+				r := h.row(resp.Header.Get(gateway.HeaderRequestID))
+				require.Equal(t, "realtime", r.API)
+				require.Equal(t, tc.status, r.Status)
+				require.Equal(t, tc.code, r.RefusedCode)
+			}
 		})
 	}
 	require.Equal(t, calls, h.sim.CallCount(simulator.CallFilter{}), "no upstream was contacted")
@@ -218,6 +224,9 @@ func TestRealtimeFailoverAtConnect(t *testing.T) {
 	for _, s := range h.sent.take() {
 		require.NotContains(t, s.URL, "/restricted", "a takes_over target is never used by a session")
 	}
+	logs := h.logs.String()
+	require.Contains(t, logs, `"upstream":"openai-c","model":"openai/gpt-realtime","reason":"takes_over"`)
+	require.Contains(t, logs, `"upstream":"market","model":"openai/gpt-realtime","reason":"api_unsupported"`)
 }
 
 // TestRealtimeBudget: a response.create the budget cannot cover gets an
