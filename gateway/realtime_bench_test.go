@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -185,4 +186,56 @@ func processCPU() int64 {
 		return 0
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// BenchmarkRealtimeIdleSessions opens idleSessions sessions that then stay
+// idle, through the bare relay and through sluice, and reports the memory
+// (heap in use and goroutine stacks, the whole process's: client, relay and
+// upstream alike) each added, per session. b.N is not used: one run opens
+// them once.
+func BenchmarkRealtimeIdleSessions(b *testing.B) {
+	const idleSessions = 500
+	echo := echoUpstream(b)
+	hdr := http.Header{"Authorization": {"Bearer sk-sluice-demo-batch"}}
+	for _, tc := range []struct {
+		name string
+		url  string
+	}{
+		{"bare", wsURL(bareRelay(b, wsURL(echo, "/")), "/")},
+		{"sluice", wsURL(sluiceRealtime(b, echo.URL), "/v1/realtime?model=gpt-realtime")},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+			}
+			ctx := context.Background()
+			before := inUse()
+			conns := make([]*websocket.Conn, 0, idleSessions)
+			for range idleSessions {
+				c, _, err := websocket.Dial(ctx, tc.url, &websocket.DialOptions{HTTPHeader: hdr})
+				if err != nil {
+					b.Fatal(err)
+				}
+				// One round trip: the session is open end to end.
+				if err := c.Write(ctx, websocket.MessageText, []byte(benchFrame)); err != nil {
+					b.Fatal(err)
+				}
+				if _, _, err := c.Read(ctx); err != nil {
+					b.Fatal(err)
+				}
+				conns = append(conns, c)
+			}
+			b.ReportMetric(float64(inUse()-before)/idleSessions, "B/session")
+			for _, c := range conns {
+				_ = c.CloseNow()
+			}
+		})
+	}
+}
+
+// inUse is the heap in use plus the goroutine stacks, after a collection.
+func inUse() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapInuse + m.StackInuse)
 }
