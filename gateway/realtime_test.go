@@ -386,3 +386,22 @@ func TestRealtimeServerResponseSettled(t *testing.T) {
 	require.Equal(t, int64(164), r.CompletionTokens)
 	require.Equal(t, gateway.ClosedBySluice, r.ClosedBy)
 }
+
+// TestRealtimeDrain: a graceful stop waits for open sessions (http.Server's
+// Shutdown does not see them): Drain runs until the last one ends, or its
+// deadline passes with one still open.
+func TestRealtimeDrain(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := contextWithTimeout(20 * time.Second)
+	defer cancel()
+	c, _, err := h.dialRealtime(ctx, "model=gpt-realtime", bearer(secretBatch))
+	require.NoError(t, err)
+	until(ctx, t, c, "session.created")
+	short, cancelShort := context.WithCancel(ctx)
+	cancelShort()
+	require.ErrorIs(t, h.srv.Drain(short), context.Canceled, "an open session is in flight")
+	drained := make(chan error, 1)
+	go func() { drained <- h.srv.Drain(ctx) }()
+	require.NoError(t, c.Close(websocket.StatusNormalClosure, ""))
+	require.NoError(t, <-drained)
+}
