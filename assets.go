@@ -21,6 +21,9 @@ var errorBodies embed.FS
 //go:embed testdata/recorded/vertex/*.json testdata/recorded/vertex/*.sse
 var vertexRecordings embed.FS
 
+//go:embed testdata/recorded/realtime/*.jsonl
+var realtimeSessions embed.FS
+
 // DemoConfig returns the demo configuration directory (sluice.toml, catalog,
 // profiles and guardrails) as a read-only file system.
 func DemoConfig() fs.FS {
@@ -46,6 +49,17 @@ func ErrorBodies() fs.FS {
 // replay: <name>.json and <name>.sse beside <name>.request.json.
 func VertexRecordings() fs.FS {
 	sub, err := fs.Sub(vertexRecordings, "testdata/recorded/vertex")
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}
+
+// RealtimeSessions returns the recorded Realtime API sessions the simulator
+// replays, one <name>.jsonl each: a line per frame, {"direction": "sent"
+// or "received", "data": the event} (testdata/recorded/realtime).
+func RealtimeSessions() fs.FS {
+	sub, err := fs.Sub(realtimeSessions, "testdata/recorded/realtime")
 	if err != nil {
 		panic(err)
 	}

@@ -34,10 +34,14 @@ const (
 	APICountTokens
 	// APIResponses is POST /v1/responses, the OpenAI Responses API.
 	APIResponses
+	// APIRealtime is GET /v1/realtime, the OpenAI Realtime API: a
+	// WebSocket session relayed to an upstream that speaks it itself
+	// (see [SpeaksRealtime]); nothing is translated.
+	APIRealtime
 )
 
 // String returns the API's name as the request log records it: "chat",
-// "messages", "embeddings", "count_tokens" or "responses".
+// "messages", "embeddings", "count_tokens", "responses" or "realtime".
 func (a API) String() string {
 	switch a {
 	case APIMessages:
@@ -48,6 +52,8 @@ func (a API) String() string {
 		return "count_tokens"
 	case APIResponses:
 		return "responses"
+	case APIRealtime:
+		return "realtime"
 	}
 	return "chat"
 }
@@ -138,9 +144,12 @@ type embedder interface {
 // Messages and Responses APIs; only those whose upstream has an embeddings
 // endpoint serve embeddings.
 func Serves(c Connector, api API) bool {
-	if api == APIEmbeddings {
+	switch api {
+	case APIEmbeddings:
 		_, ok := c.(embedder)
 		return ok
+	case APIRealtime:
+		return SpeaksRealtime(c)
 	}
 	return true
 }
@@ -162,7 +171,7 @@ func SpeaksNatively(c Connector, api API) bool {
 	case APIResponses:
 		_, ok := c.(responsesNative)
 		return ok
-	case APIEmbeddings:
+	case APIEmbeddings, APIRealtime:
 		return Serves(c, api)
 	}
 	return !speaksMessagesOnly(c)
@@ -220,6 +229,10 @@ func CapabilitiesFor(c Connector, api API) compiler.Capabilities {
 		if n, ok := c.(responsesNative); ok {
 			return n.responsesCapabilities()
 		}
+	case APIRealtime:
+		if n, ok := c.(realtimeNative); ok {
+			return n.realtimeCapabilities()
+		}
 	}
 	return c.Capabilities()
 }
@@ -250,6 +263,11 @@ func TranslateFor(c Connector, in *Inbound, body Body, plan *compiler.Plan, out 
 		if e, ok := c.(embedder); ok {
 			return e.translateEmbeddings(body, plan, out)
 		}
+	case APIRealtime:
+		if n, ok := c.(realtimeNative); ok {
+			return n.translateRealtime(out)
+		}
+		return nil, &TranslateError{Code: compiler.CodeAPIUnsupported, Message: c.Kind() + " upstreams do not speak the Realtime API"}
 	case APICountTokens:
 		if ct, ok := c.(countTranslator); ok {
 			return ct.translateCount(in, body, plan, out)

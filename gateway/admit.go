@@ -30,18 +30,22 @@ const parallelLease = 10 * time.Minute
 // rate_limited with Retry-After (recorded as the row's refused_code).
 func (s *Server) admit(r *http.Request, t *turn) *apierr.Error {
 	t.checks, t.charged = rateChecks(t)
+	lease := parallelLease
+	if t.api == connectors.APIRealtime { // a session holds its slot while open, up to its maximum duration
+		lease = max(lease, t.snap.Config.Realtime.MaxDuration.Duration+time.Minute)
+	}
 	if s.fleet == nil {
 		if len(t.checks) == 0 {
 			return nil
 		}
-		i, after := s.limiter.Admit(t.id, t.checks, 1, parallelLease)
+		i, after := s.limiter.Admit(t.id, t.checks, 1, lease)
 		if i >= 0 {
 			return rateLimited(t.checks[i], after)
 		}
 		t.admitted = true
 		return nil
 	}
-	q := shared.Admission{ID: t.id, Checks: t.checks, Lease: parallelLease, PinKey: t.pinKey}
+	q := shared.Admission{ID: t.id, Checks: t.checks, Lease: lease, PinKey: t.pinKey}
 	if t.snap.Config.Cache.Enabled && !t.req.Stream && s.decide(r, t) == nil {
 		t.cacheKey, t.cacheID = cacheKey(t)
 		q.CacheKey = t.cacheKey
@@ -150,7 +154,7 @@ type preReservation struct {
 // which plan then uses as it is unless the session has a pin.
 func (s *Server) firstAsk(r *http.Request, t *turn) *preReservation {
 	limits := budgetLimits(t)
-	if len(limits) == 0 || t.api == connectors.APIEmbeddings || t.snap.Config.Route(t.req.Model) != nil {
+	if len(limits) == 0 || t.api == connectors.APIEmbeddings || t.api == connectors.APIRealtime || t.snap.Config.Route(t.req.Model) != nil {
 		return nil
 	}
 	upstream := t.snap.Config.UpstreamFor(t.key)

@@ -82,6 +82,9 @@ func (s *Server) authRequest(w http.ResponseWriter, r *http.Request, api connect
 	if messagesShape(api) {
 		secret, hint = access.APIKey, "send x-api-key: <key> or Authorization: Bearer <key>"
 	}
+	if api == connectors.APIRealtime {
+		secret, hint = sessionSecret, "send Authorization: Bearer <key>, x-api-key: <key>, or the subprotocol openai-insecure-api-key.<key>"
+	}
 	// Every answer of the API carries its request id, a refusal too.
 	start := time.Now()
 	id := newRequestID(start)

@@ -40,6 +40,9 @@ type inflight struct {
 	cut bool
 	// idle is closed when the last request leaves after cut was set.
 	idle chan struct{}
+	// empty is closed when the last request leaves while [Server.Drain]
+	// waits.
+	empty chan struct{}
 }
 
 // inflightReq is one request in flight: how to cut it.
@@ -73,6 +76,10 @@ func (f *inflight) leave(e *inflightReq) {
 		close(f.idle)
 		f.idle = nil
 	}
+	if len(f.reqs) == 0 && f.empty != nil {
+		close(f.empty)
+		f.empty = nil
+	}
 	f.mu.Unlock()
 }
 
@@ -86,6 +93,32 @@ func (s *Server) track(next http.Handler) http.Handler {
 		defer s.inflight.leave(e)
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// Drain waits until the server's handler runs no request, or ctx ends (it
+// then returns ctx's error). http.Server's Shutdown does not wait for a
+// connection its handler took over — a WebSocket session's — so a graceful
+// stop calls Drain after it, with the same deadline, and [Server.Cut] when
+// either runs out: a session then gets its close frame after the drain
+// period, and its row.
+func (s *Server) Drain(ctx context.Context) error {
+	f := &s.inflight
+	f.mu.Lock()
+	if len(f.reqs) == 0 {
+		f.mu.Unlock()
+		return nil
+	}
+	if f.empty == nil {
+		f.empty = make(chan struct{})
+	}
+	empty := f.empty
+	f.mu.Unlock()
+	select {
+	case <-empty:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // InFlight returns how many requests the server's handler is running.

@@ -140,6 +140,10 @@ type turn struct {
 	// settle
 	served settled
 
+	// ws is a WebSocket session once accepted (nil for every other
+	// request): how it ended and its responses, for the row.
+	ws *wsSession
+
 	// answer
 	status  int           // the HTTP outcome the row records
 	refusal *apierr.Error // the gateway's refusal, if it refused

@@ -71,7 +71,7 @@ func (s *Server) record(t *turn) {
 	case "off":
 		return
 	case "errors":
-		if r.Status >= 200 && r.Status < 300 {
+		if r.Status >= 200 && r.Status < 300 || r.Status == 101 && r.ClosedBy != ClosedBySluice {
 			return
 		}
 	}
@@ -149,6 +149,9 @@ func (s *Server) row(t *turn, r *requestlog.Row) {
 		LatencyMS: float64(time.Since(t.start).Microseconds()) / 1000}
 	if r.Status == 0 {
 		r.Status = 499 // the client went away before an answer
+	}
+	if ws := t.ws; ws != nil { // a WebSocket session's end
+		r.Responses, r.CloseCode, r.ClosedBy = ws.responses, int(ws.end.code), ws.end.by
 	}
 	if t.refusal != nil {
 		r.RefusedCode, r.RefusedMessage = t.refusal.Code, t.refusal.Message

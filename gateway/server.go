@@ -330,6 +330,9 @@ func (s *Server) routes() chi.Router {
 		r.Post("/v1/messages", s.messages)
 		r.Post("/v1/messages/count_tokens", s.countTokens)
 	})
+	// The Realtime API: a WebSocket session, authenticated before the
+	// upgrade by its own handler (the key may come in a subprotocol).
+	r.Get("/v1/realtime", s.realtime)
 	r.With(s.track).Get("/api/v1/analytics/invocations", s.invocations)
 	// The admin API charges only calls without the admin token: guesses
 	// are throttled, an operator's scripts are not.

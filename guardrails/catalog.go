@@ -108,6 +108,21 @@ type Endpoint struct {
 	// provider's prompt cache (cache creation). Default: unset, and such
 	// tokens are priced at PriceIn.
 	PriceCacheWrite *float64 `json:"price_cache_write,omitempty"`
+	// PriceAudioIn and PriceAudioOut are USD per million audio input and
+	// output tokens (a realtime model's). Default: unset, and audio tokens
+	// are priced at PriceIn and PriceOut; a realtime model's endpoint
+	// without them is a catalog warning (realtime_unpriced).
+	PriceAudioIn  *float64 `json:"price_audio_in,omitempty"`
+	PriceAudioOut *float64 `json:"price_audio_out,omitempty"`
+	// PriceAudioCacheRead is USD per million cached audio input tokens.
+	// Default: unset, and they are priced at the audio input price.
+	PriceAudioCacheRead *float64 `json:"price_audio_cache_read,omitempty"`
+	// PriceImageIn is USD per million image input tokens. Default: unset,
+	// and they are priced at PriceIn.
+	PriceImageIn *float64 `json:"price_image_in,omitempty"`
+	// PriceImageCacheRead is USD per million cached image input tokens.
+	// Default: unset, and they are priced at the image input price.
+	PriceImageCacheRead *float64 `json:"price_image_cache_read,omitempty"`
 	// ZeroRetention is whether the endpoint keeps no prompt or completion
 	// once it has answered: true, false, or nil (unknown, which no data
 	// policy counts as compliant). Default: unknown.
@@ -173,7 +188,37 @@ func (e *Endpoint) CacheWritePrice() float64 {
 const (
 	KindChat      = "chat"
 	KindEmbedding = "embedding"
+	// KindRealtime is a model served over the Realtime API's WebSocket
+	// sessions (GET /v1/realtime) alone.
+	KindRealtime = "realtime"
 )
+
+// Realtime reports whether the model is a realtime model.
+func (m *Model) Realtime() bool { return m.Kind == KindRealtime }
+
+// CodeRealtimeUnpriced is the warning of a realtime model's endpoint with no
+// audio price: its sessions' audio would be priced at the text prices.
+const CodeRealtimeUnpriced = "realtime_unpriced"
+
+// Warnings returns what the catalog serves with but a reviewer should fix,
+// each located by JSON pointer: a realtime model's endpoint without an
+// output price or audio prices (realtime_unpriced).
+func (c *Catalog) Warnings() profiles.Diagnostics {
+	var out profiles.Diagnostics
+	for _, m := range c.models {
+		if !m.Realtime() {
+			continue
+		}
+		for j, e := range m.Endpoints {
+			if e.PriceOut > 0 && e.PriceAudioIn != nil && e.PriceAudioOut != nil {
+				continue
+			}
+			out = append(out, profiles.Diagnostic{File: CatalogFile, Pointer: fmt.Sprintf("/models/%d/endpoints/%d", m.idx, j),
+				Code: CodeRealtimeUnpriced, Message: fmt.Sprintf("realtime model %q on %q has no price_out, price_audio_in and price_audio_out: its sessions' audio would be priced at the text prices, or at $0", m.Slug, e.Slug())})
+		}
+	}
+	return out
+}
 
 // Embedding reports whether the model is an embedding model.
 func (m *Model) Embedding() bool { return m.Kind == KindEmbedding }

@@ -36,6 +36,7 @@ type Config struct {
 	Cache     Cache      `toml:"cache" json:"cache"`
 	Sessions  Sessions   `toml:"sessions" json:"sessions"`
 	Responses Responses  `toml:"responses" json:"responses"`
+	Realtime  Realtime   `toml:"realtime" json:"realtime"`
 	Retry     Retry      `toml:"retry" json:"retry"`
 	Catalog   Catalog    `toml:"catalog" json:"catalog"`
 	Upstreams []Upstream `toml:"upstreams" json:"upstreams"`
@@ -271,6 +272,24 @@ type Responses struct {
 	// itself is kept for TTL in the fleet's Redis with [shared] redis_url,
 	// else in data_dir's state file. Default 100000.
 	MaxEntries int `toml:"max_entries" json:"max_entries"`
+}
+
+// Realtime bounds the WebSocket sessions of GET /v1/realtime.
+type Realtime struct {
+	// IdleTimeout closes a session when no frame has passed either way for
+	// this long. Default 10m.
+	IdleTimeout Duration `toml:"idle_timeout" json:"idle_timeout"`
+	// MaxDuration closes a session this long after it was accepted,
+	// whatever it is doing. Default 1h.
+	MaxDuration Duration `toml:"max_duration" json:"max_duration"`
+	// MaxFrameBytes is the largest frame sluice relays either way; a
+	// larger one closes the session (1009). Each direction holds at most
+	// one frame at a time. Default 16777216 (16 MiB).
+	MaxFrameBytes int64 `toml:"max_frame_bytes" json:"max_frame_bytes"`
+	// MaxOutputTokens is the cap sluice sets on a response.create that
+	// sets none (or "inf"), so that a budget can cover the response before
+	// it is sent; a lower cap of the caller's stands. Default 4096.
+	MaxOutputTokens int64 `toml:"max_output_tokens" json:"max_output_tokens"`
 }
 
 // defaultSessionKeys is DefaultSessionHeaders in canonical form.
@@ -807,6 +826,18 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Responses.TTL.Duration == 0 {
 		c.Responses.TTL.Duration = 720 * time.Hour
+	}
+	if c.Realtime.IdleTimeout.Duration == 0 {
+		c.Realtime.IdleTimeout.Duration = 10 * time.Minute
+	}
+	if c.Realtime.MaxDuration.Duration == 0 {
+		c.Realtime.MaxDuration.Duration = time.Hour
+	}
+	if c.Realtime.MaxFrameBytes == 0 {
+		c.Realtime.MaxFrameBytes = 16 << 20
+	}
+	if c.Realtime.MaxOutputTokens == 0 {
+		c.Realtime.MaxOutputTokens = 4096
 	}
 	if c.Responses.MaxEntries == 0 {
 		c.Responses.MaxEntries = 100000

@@ -114,6 +114,8 @@ func apiOf(path string) string {
 		return APIEmbeddings
 	case strings.HasSuffix(path, "/responses") || strings.Contains(path, "/responses/"):
 		return APIResponses
+	case strings.HasSuffix(path, "/realtime"):
+		return APIRealtime
 	}
 	return ""
 }
@@ -452,6 +454,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /openai/v1/chat/completions", s.track(s.handleOpenAI))
 	mux.HandleFunc("POST /anthropic/v1/messages", s.track(s.handleAnthropic))
 	mux.HandleFunc("POST /openai/v1/responses", s.track(s.handleOpenAIResponses))
+	mux.HandleFunc("GET /openai/v1/realtime", s.track(s.handleOpenAIRealtime))
 	mux.HandleFunc("GET /openai/v1/responses/{id}", s.track(s.handleOpenAIResponseGet))
 	mux.HandleFunc("DELETE /openai/v1/responses/{id}", s.track(s.handleOpenAIResponseDelete))
 	mux.HandleFunc("POST /openrouter/api/v1/responses", s.track(s.handleORResponses))

@@ -123,13 +123,22 @@ func (s *Snapshot) CompileFor(plan *compiler.Plan, upstream string, body connect
 // serve.
 func (s *Snapshot) apiRefusal(plan *compiler.Plan, u *Upstream, api connectors.API) *compiler.Refusal {
 	if s.Catalog != nil && !plan.Auto {
-		if m, ok := s.Catalog.Model(plan.DecidedModel); ok && m.Embedding() != (api == connectors.APIEmbeddings) {
+		m, ok := s.Catalog.Model(plan.DecidedModel)
+		if ok && m.Embedding() != (api == connectors.APIEmbeddings) {
 			if m.Embedding() {
 				return &compiler.Refusal{Code: compiler.CodeModelKindMismatch, Param: "/model", Message: fmt.Sprintf(
 					"model %q is an embedding model (the catalog's kind); send it to POST /v1/embeddings", m.Slug)}
 			}
 			return &compiler.Refusal{Code: compiler.CodeModelKindMismatch, Param: "/model", Message: fmt.Sprintf(
 				"model %q is a chat model, not an embedding model (the catalog's kind); embeddings need a model of kind \"embedding\"", m.Slug)}
+		}
+		if ok && m.Realtime() != (api == connectors.APIRealtime) {
+			if m.Realtime() {
+				return &compiler.Refusal{Code: compiler.CodeModelKindMismatch, Param: "/model", Message: fmt.Sprintf(
+					"model %q is a realtime model (the catalog's kind); open a session on GET /v1/realtime", m.Slug)}
+			}
+			return &compiler.Refusal{Code: compiler.CodeModelKindMismatch, Param: "/model", Message: fmt.Sprintf(
+				"model %q is not a realtime model (the catalog's kind); a realtime session needs a model of kind \"realtime\"", m.Slug)}
 		}
 	}
 	if !connectors.Serves(u.Connector, api) {
@@ -194,6 +203,10 @@ type Explanation struct {
 type RouteView struct {
 	failover.Explanation
 	Skipped []SkippedTarget `json:"skipped"`
+	// Session is true for a realtime session's plan: its candidates are
+	// the members in order, and the Restricted targets are left out (a
+	// session never uses a takes_over target).
+	Session bool `json:"session,omitempty"`
 }
 
 // SkippedTarget is a route target the request may not be sent to.
@@ -290,7 +303,7 @@ func (s *Snapshot) ExplainFor(ctx context.Context, key *profiles.Key, req *compi
 	memo.SetSession(req.Session)
 	memo.SetInbound(in)
 	if rt := s.Config.Route(req.Model); rt != nil {
-		return e, s.explainRoute(e, memo, rt)
+		return e, s.explainRoute(e, memo, rt, in != nil && in.API == connectors.APIRealtime)
 	}
 	plan := memo.Plan(strings.ToLower(req.Model))
 	e.setPlan(plan)
@@ -356,8 +369,8 @@ func (s *Snapshot) ContextWindow(model string) int {
 
 // explainRoute explains a route alias: every target compiled for its own
 // model, and the attempts planned from the targets the request may use.
-func (s *Snapshot) explainRoute(e *Explanation, memo *Memo, rt *profiles.Route) error {
-	rv := &RouteView{Skipped: []SkippedTarget{}}
+func (s *Snapshot) explainRoute(e *Explanation, memo *Memo, rt *profiles.Route, session bool) error {
+	rv := &RouteView{Skipped: []SkippedTarget{}, Session: session}
 	for _, t := range rt.AllTargets() {
 		c, err := memo.Compile(t.Upstream, t.Model)
 		if err != nil {
@@ -375,6 +388,9 @@ func (s *Snapshot) explainRoute(e *Explanation, memo *Memo, rt *profiles.Route) 
 	}
 	fp := s.PlanRoute(failover.NewPlanner(failover.PlannerOptions{}), usable, memo.Body())
 	rv.Explanation = fp.Explain()
+	if session && len(rv.Restricted) > 0 {
+		rv.Notes = append(rv.Notes, "a realtime session's candidates are the members in order, fixed before any attempt fails: the restricted targets are left out")
+	}
 	e.Route = rv
 	if first, ok := fp.First(); ok {
 		e.setPlan(memo.Plan(first.Model))

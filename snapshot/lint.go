@@ -29,7 +29,8 @@ const (
 
 // Lint finds settings that load but match nothing in the catalog: fallback
 // entries, provider names in profiles, and guardrail patterns (as decided for
-// every configured key's principal). Each comes back as a located diagnostic
+// every configured key's principal); and the catalog's own warnings
+// ([guardrails.Catalog.Warnings]: a realtime model without audio prices). Each comes back as a located diagnostic
 // with a did-you-mean where a close name exists. Without a catalog there is
 // nothing to compare against and Lint returns nil.
 func (s *Snapshot) Lint(ctx context.Context) profiles.Diagnostics {
@@ -86,6 +87,7 @@ func (s *Snapshot) Lint(ctx context.Context) profiles.Diagnostics {
 	if s.Issuer != nil && s.Policy != nil && len(s.Policy.Files()) > 0 {
 		diags = append(diags, s.lintPatterns(ctx, slugs, authors, providers, endpoints)...)
 	}
+	diags = append(diags, cat.Warnings()...) // the catalog's own: a realtime model it cannot price
 	diags.Sort()
 	return diags
 }

@@ -24,7 +24,7 @@ func runExplain(env *cliEnv, args []string) int {
 	keyID := fs.String("key", "", "key id whose principal to explain (required)")
 	reqFile := fs.String("request", "", "a request body (JSON) to compile, in the shape of --api; - reads it from stdin")
 	model := fs.String("model", "", "the model to explain a request for (a one-message request when --request is not given; it replaces the request's model when it is)")
-	apiName := fs.String("api", "chat", "the API the request comes in on: chat, messages or responses")
+	apiName := fs.String("api", "chat", "the API the request comes in on: chat, messages, responses or realtime (a session: --model only)")
 	upstream := fs.String("upstream", "", "compile for this upstream only (default: every upstream)")
 	asJSON := fs.Bool("json", false, "print the stable JSON form (documented in docs/upstreams.md)")
 	if code := parseFlags(fs, args); code >= 0 {
@@ -48,7 +48,16 @@ func runExplain(env *cliEnv, args []string) int {
 	var creq *compiler.Request
 	var body connectors.Body
 	var in *connectors.Inbound
-	if *reqFile != "" || *model != "" {
+	if *apiName == "realtime" {
+		// A session has no body: the model is all it asks.
+		req, perr := request.ParseRealtime(*model)
+		if perr != nil {
+			fmt.Fprintf(env.stderr, "sluice explain: --api realtime needs --model: %s\n", perr.Message)
+			return 2
+		}
+		creq = &compiler.Request{Model: snap.ResolveModel(req.Model, "openai")}
+		body, in = req.Body, req.Inbound
+	} else if *reqFile != "" || *model != "" {
 		raw, err := readRequest(env, *reqFile, *model, *apiName)
 		if err != nil {
 			fmt.Fprintf(env.stderr, "sluice explain: %v\n", err)
@@ -177,6 +186,10 @@ func printExplanation(env *cliEnv, e *snapshot.Explanation) {
 			fmt.Fprintf(w, "  %d. %s/%s\n", i+1, m.Upstream, m.Model)
 		}
 		for _, r := range rv.Restricted {
+			if rv.Session {
+				fmt.Fprintf(w, "  left out %s/%s: takes over %s, and a realtime session never uses a restricted target\n", r.Upstream, r.Model, strings.Join(r.TakesOver, ", "))
+				continue
+			}
 			fmt.Fprintf(w, "  restricted %s/%s: takes over %s\n", r.Upstream, r.Model, strings.Join(r.TakesOver, ", "))
 		}
 		for _, r := range rv.Removed {

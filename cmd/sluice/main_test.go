@@ -54,7 +54,7 @@ func TestCLI(t *testing.T) {
 		{name: "no args", args: nil, code: 2, contains: []string{"Commands:"}},
 		{name: "help", args: []string{"help"}, code: 0, contains: []string{"check", "explain", "keys"}},
 		{name: "unknown command", args: []string{"frobnicate"}, code: 2},
-		{name: "check demo", args: []string{"check", "--config", demoDir}, code: 0, contains: []string{"ok: 5 profiles, 5 keys, 4 upstreams, 2 routes, 2 guardrail files, 15 catalog models"}},
+		{name: "check demo", args: []string{"check", "--config", demoDir}, code: 0, contains: []string{"ok: 5 profiles, 5 keys, 4 upstreams, 2 routes, 2 guardrail files, 16 catalog models"}},
 		{name: "check bad prints every located error", args: []string{"check", "--config", bad}, code: 1, stdout: string(wantBad)},
 		{name: "serve refuses a bad config with every located error", args: []string{"serve", "--config", bad}, code: 1,
 			contains: strings.Split(strings.TrimSpace(string(wantBad)), "\n")},
@@ -163,4 +163,29 @@ func TestVersionFrom(t *testing.T) {
 			require.Equal(t, tc.want, versionFrom(tc.bi, tc.version, tc.commit))
 		})
 	}
+}
+
+// TestExplainRealtime: explain --api realtime shows which targets a session
+// could use: the members in order, a marketplace skipped as it does not
+// speak the API, and a takes_over target left out.
+func TestExplainRealtime(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, os.DirFS(demoDir)))
+	p := filepath.Join(dir, "sluice.toml")
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	b = append(b, "\n[[upstreams]]\nname = \"openai-b\"\nconnector = \"openai\"\n"+
+		"\n[[routes]]\nmodel = \"voice\"\n"+
+		"[[routes.targets]]\nupstream = \"openai\"\nmodel = \"openai/gpt-realtime\"\n"+
+		"[[routes.targets]]\nupstream = \"market\"\nmodel = \"openai/gpt-realtime\"\n"+
+		"[[routes.targets]]\nupstream = \"openai-b\"\nmodel = \"openai/gpt-realtime\"\ntakes_over = [\"throttled\"]\n"...)
+	require.NoError(t, os.WriteFile(p, b, 0o644))
+	code, out, errOut := runCLI(t, "", "explain", "--config", dir, "--key", "k-batch", "--api", "realtime", "--model", "voice")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "1. openai/openai/gpt-realtime")
+	require.Contains(t, out, "skipped market/openai/gpt-realtime: api_unsupported")
+	require.Contains(t, out, "left out openai-b/openai/gpt-realtime: takes over throttled, and a realtime session never uses a restricted target")
+	code, _, errOut = runCLI(t, "", "explain", "--config", dir, "--key", "k-batch", "--api", "realtime")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "--model")
 }

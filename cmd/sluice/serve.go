@@ -192,7 +192,13 @@ func shutdown(srv *gateway.Server, hs *http.Server, sigs <-chan os.Signal, logge
 	done := make(chan int, 1)
 	go func() {
 		code := 0
-		if err := hs.Shutdown(ctx); err != nil {
+		err := hs.Shutdown(ctx)
+		if err == nil {
+			// The connections the handler took over (WebSocket
+			// sessions), which Shutdown does not wait for.
+			err = srv.Drain(ctx)
+		}
+		if err != nil {
 			cutInFlight(srv, hs, logger)
 		}
 		flushCtx, cancelFlush := context.WithTimeout(context.Background(), 15*time.Second)

@@ -630,6 +630,17 @@ func (pl *Plan) FirstReason() (Failure, bool) {
 //     tail requires then.on to cover f (StopTailGuard).
 //  4. Every successor costs one retry; with none left, StopBudget.
 func (pl *Plan) Next(failed Target, f Failure, callerKey bool) (Target, bool, StopReason) {
+	return pl.next(failed, f, callerKey, true)
+}
+
+// NextOrdinary is [Plan.Next] for a request that never uses a restricted
+// target: a realtime session, whose candidates are ordered before any
+// attempt fails (rule 1 does not apply, the rest do).
+func (pl *Plan) NextOrdinary(failed Target, f Failure, callerKey bool) (Target, bool, StopReason) {
+	return pl.next(failed, f, callerKey, false)
+}
+
+func (pl *Plan) next(failed Target, f Failure, callerKey, restricted bool) (Target, bool, StopReason) {
 	c := failed.cur
 	if f.Class == ClassRefusal {
 		ff := f
@@ -640,7 +651,7 @@ func (pl *Plan) Next(failed Target, f Failure, callerKey bool) (Target, bool, St
 	}
 
 	for i, r := range pl.restricted {
-		if slices.Contains(c.tried, i) || !Covers(r.TakesOver, f) {
+		if !restricted || slices.Contains(c.tried, i) || !Covers(r.TakesOver, f) {
 			continue
 		}
 		if c.refusal != nil && !Covers(r.TakesOver, *c.refusal) {

@@ -32,6 +32,11 @@ type Metrics struct {
 	// matched nothing in the catalog (recorded verbatim), by kind (model,
 	// provider) and upstream.
 	Unmatched *prometheus.CounterVec
+	// RealtimeSessions is the realtime sessions open, by upstream.
+	RealtimeSessions *prometheus.GaugeVec
+	// RealtimeResponses counts realtime responses (response.done), by
+	// upstream and whether they were priced.
+	RealtimeResponses *prometheus.CounterVec
 	// Tokens counts the tokens of answers by served model, provider, team
 	// and type (input, output).
 	Tokens *prometheus.CounterVec
@@ -100,6 +105,10 @@ func New(reg prometheus.Registerer, build Build) *Metrics {
 			Help: "Answers that came from an attempt after the first, by the failure that caused it."}, []string{"reason"}),
 		Unmatched: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_unmatched_names_total",
 			Help: "Answers whose reported model id or provider name matched nothing in the catalog, by kind and upstream."}, []string{"kind", "upstream"}),
+		RealtimeSessions: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_realtime_sessions",
+			Help: "Realtime (GET /v1/realtime) sessions open, by upstream."}, []string{"upstream"}),
+		RealtimeResponses: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_realtime_responses_total",
+			Help: "Responses of realtime sessions (each response.done), by upstream and priced (true, or false when the catalog has no price for the model)."}, []string{"upstream", "priced"}),
 		Cache: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_cache_lookups_total",
 			Help: "Response-cache lookups by result."}, []string{"result"}),
 		Reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_config_reloads_total",
@@ -119,7 +128,8 @@ func New(reg prometheus.Registerer, build Build) *Metrics {
 			[]string{"upstream", "proto"}),
 	}
 	reg.MustRegister(m.Requests, m.Duration, m.TTFT, m.Degraded, m.Refused, m.UpstreamErrors, m.Fallbacks, m.Cache, m.Reloads, m.ConfigHealthy, m.AuthFailures, m.Unmatched,
-		m.Tokens, m.Cost, m.GenAIDuration, m.GenAITTFT, m.CatalogRefreshes, m.CatalogRefreshOK, m.CatalogListingTime, m.UpstreamConnections)
+		m.Tokens, m.Cost, m.GenAIDuration, m.GenAITTFT, m.CatalogRefreshes, m.CatalogRefreshOK, m.CatalogListingTime, m.UpstreamConnections,
+		m.RealtimeSessions, m.RealtimeResponses)
 	m.ConfigHealthy.Set(1)
 	m.CatalogRefreshOK.Set(1)
 	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sluice_build_info",

@@ -478,7 +478,8 @@ func appendColumns(b driver.Batch, rows []Row) error {
 		stream, cacheHit, reprBreak, discount = make([]uint8, n), make([]uint8, n), make([]uint8, n), make([]uint8, n)
 		routing                               = make([]uint8, n)
 		cost, latency, ttft                   = make([]float64, n), make([]float64, n), make([]float64, n)
-		strs                                  [27][]string
+		strs                                  [28][]string
+		responses, closeCode                  = make([]int32, n), make([]int32, n)
 	)
 	for i := range strs {
 		strs[i] = make([]string, n)
@@ -495,7 +496,7 @@ func appendColumns(b driver.Batch, rows []Row) error {
 			r.Upstream, r.DecidedModel, r.ServedModel, r.ServedProvider, r.RoutingSwitchReason,
 			r.RefusedCode, r.FallbackReason, r.CostSource, r.ConfigRevision, r.API,
 			r.SessionKey, r.SessionAffinity, r.DataPolicy, r.DataPolicyVia,
-			r.PreferenceRankBy, r.PreferenceVerdict, r.RefusedMessage, r.UpstreamAttempts, r.RoutingObject, r.ServedRegion} {
+			r.PreferenceRankBy, r.PreferenceVerdict, r.RefusedMessage, r.UpstreamAttempts, r.RoutingObject, r.ServedRegion, r.ClosedBy} {
 			strs[j][i] = v
 		}
 		chain[i], degraded[i] = r.Chain, r.RoutingDegraded
@@ -507,6 +508,7 @@ func appendColumns(b driver.Batch, rows []Row) error {
 		cached[i], reasoning[i] = r.CachedTokens, r.ReasoningTokens
 		cost[i], latency[i], ttft[i] = r.CostUSD, r.LatencyMS, r.TTFTMS
 		routing[i] = b2u(r.RequestRouting)
+		responses[i], closeCode[i] = int32(r.Responses), int32(r.CloseCode)
 	}
 	// Order matches chInsertSQL: ts, then rowColumns.
 	cols := []any{ts, tsMS,
@@ -515,7 +517,8 @@ func appendColumns(b driver.Batch, rows []Row) error {
 		attempts, status, stream, cacheHit, reprBreak, discount,
 		prompt, completion, cost, latency, ttft, strs[14], routing, strs[15], strs[16],
 		strs[17], strs[18], cached, reasoning, strs[19], strs[20],
-		strs[21], preferred, allowed, denied, strs[22], strs[23], strs[24], strs[25], strs[26]}
+		strs[21], preferred, allowed, denied, strs[22], strs[23], strs[24], strs[25], strs[26],
+		responses, closeCode, strs[27]}
 	for i, c := range cols {
 		if err := b.Column(i).Append(c); err != nil {
 			return fmt.Errorf("column %d: %w", i, err)
@@ -547,6 +550,7 @@ func (s *clickhouseStore) Query(ctx context.Context, f Filter) (Page, error) {
 			attempts, status                      int32
 			stream, cacheHit, reprBreak, discount uint8
 			routing                               uint8
+			responses, closeCode                  int32
 		)
 		if err := rs.Scan(&tsMS, &r.RequestID, &r.Org, &r.Team, &r.Project, &r.KeyID, &r.SessionID, &r.Route,
 			&r.Upstream, &r.DecidedModel, &r.Chain, &r.ServedModel, &r.ServedProvider,
@@ -557,11 +561,13 @@ func (s *clickhouseStore) Query(ctx context.Context, f Filter) (Page, error) {
 			&r.SessionKey, &r.SessionAffinity, &r.CachedTokens, &r.ReasoningTokens,
 			&r.DataPolicy, &r.DataPolicyVia,
 			&r.PreferenceRankBy, &r.PreferencePreferred, &r.PreferenceAllowed, &r.PreferenceDenied,
-			&r.PreferenceVerdict, &r.RefusedMessage, &r.UpstreamAttempts, &r.RoutingObject, &r.ServedRegion); err != nil {
+			&r.PreferenceVerdict, &r.RefusedMessage, &r.UpstreamAttempts, &r.RoutingObject, &r.ServedRegion,
+			&responses, &closeCode, &r.ClosedBy); err != nil {
 			return Page{}, fmt.Errorf("requestlog: clickhouse %s: scan: %w", s.addr, err)
 		}
 		r.TS = time.UnixMilli(tsMS).UTC()
 		r.Attempts, r.Status = int(attempts), int(status)
+		r.Responses, r.CloseCode = int(responses), int(closeCode)
 		r.Stream, r.CacheHit = stream != 0, cacheHit != 0
 		r.RepresentationBreak, r.CacheDiscountApplied = reprBreak != 0, discount != 0
 		r.RequestRouting = routing != 0

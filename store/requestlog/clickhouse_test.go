@@ -34,7 +34,7 @@ func TestMigrateClickHouseTwiceIsNoop(t *testing.T) {
 
 	applied, err := MigrateClickHouse(ctx, opts)
 	require.NoError(t, err)
-	require.Equal(t, []string{"001_create_requests", "002_cost_source", "003_request_routing", "004_traffic_key", "005_config_revision", "006_api", "007_session_key", "008_usage_details", "009_data_policy", "010_preference", "011_served_region"}, applied)
+	require.Equal(t, []string{"001_create_requests", "002_cost_source", "003_request_routing", "004_traffic_key", "005_config_revision", "006_api", "007_session_key", "008_usage_details", "009_data_policy", "010_preference", "011_served_region", "012_realtime"}, applied)
 
 	applied, err = MigrateClickHouse(ctx, opts)
 	require.NoError(t, err)
@@ -55,7 +55,7 @@ func TestMigrateClickHouseTwiceIsNoop(t *testing.T) {
 		got = append(got, fmt.Sprintf("%d %s", v, name))
 	}
 	require.NoError(t, rs.Err())
-	require.Equal(t, []string{"1 001_create_requests", "2 002_cost_source", "3 003_request_routing", "4 004_traffic_key", "5 005_config_revision", "6 006_api", "7 007_session_key", "8 008_usage_details", "9 009_data_policy", "10 010_preference", "11 011_served_region"}, got, "one row per migration")
+	require.Equal(t, []string{"1 001_create_requests", "2 002_cost_source", "3 003_request_routing", "4 004_traffic_key", "5 005_config_revision", "6 006_api", "7 007_session_key", "8 008_usage_details", "9 009_data_policy", "10 010_preference", "11 011_served_region", "12 012_realtime"}, got, "one row per migration")
 }
 
 func TestMigrateAddColumnIsGuardedBySystemColumns(t *testing.T) {
@@ -96,7 +96,7 @@ func TestLoadMigrations(t *testing.T) {
 		want    []string
 		wantErr string
 	}{
-		{"embedded", nil, []string{"001_create_requests", "002_cost_source", "003_request_routing", "004_traffic_key", "005_config_revision", "006_api", "007_session_key", "008_usage_details", "009_data_policy", "010_preference", "011_served_region"}, ""},
+		{"embedded", nil, []string{"001_create_requests", "002_cost_source", "003_request_routing", "004_traffic_key", "005_config_revision", "006_api", "007_session_key", "008_usage_details", "009_data_policy", "010_preference", "011_served_region", "012_realtime"}, ""},
 		{"ordered", fstest.MapFS{
 			"010_c.sql": {Data: []byte("SELECT 3;")},
 			"002_b.sql": {Data: []byte("SELECT 2;")},

@@ -109,6 +109,7 @@ func sampleRows(n int) []Row {
 			r.UpstreamAttempts = "openai/gpt-4o@OpenAI 503, openai/gpt-4o@Azure 200"
 		case 3:
 			r.RoutingObject = `{"providers":{"preferred":["anthropic"]},"note":"<é>"}`
+			r.API, r.Responses, r.CloseCode, r.ClosedBy = "realtime", i, 1008, "sluice"
 		}
 		if i%4 == 0 {
 			r.Route = "fast"

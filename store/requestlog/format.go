@@ -110,6 +110,7 @@ var csvHeader = []string{
 	"preference_rank_by", "preference_preferred", "preference_allowed", "preference_denied",
 	"preference_verdict", "refused_message", "upstream_attempts", "routing_object",
 	"served_region",
+	"responses", "close_code", "closed_by",
 }
 
 // csvText guards a text cell against formula injection: a spreadsheet
@@ -152,6 +153,7 @@ func writeCSV(w io.Writer, rows []Row) error {
 			r.PreferenceRankBy, string(preferred), string(allowed), string(denied),
 			r.PreferenceVerdict, c(r.RefusedMessage), c(r.UpstreamAttempts), c(r.RoutingObject),
 			c(r.ServedRegion),
+			strconv.Itoa(r.Responses), strconv.Itoa(r.CloseCode), r.ClosedBy,
 		})
 	}
 	cw.Flush()

@@ -159,6 +159,17 @@ type Row struct {
 	// an upstream that declares none, and when nothing was served. Rows
 	// recorded before the column existed read "".
 	ServedRegion string `json:"served_region"`
+	// Responses counts the responses of a realtime session (API
+	// "realtime"): every response.done the upstream sent, cancelled and
+	// failed ones included; 0 for every other request.
+	Responses int `json:"responses"`
+	// CloseCode is the WebSocket close code that ended a realtime session
+	// (1000 normal, 1008 policy, 1014 upstream gone, ...; 1005 when the
+	// closing side sent none), and ClosedBy who ended it: "caller",
+	// "upstream" or "sluice" (an idle or duration limit, a budget, a
+	// shutdown). 0 and "" for every other request.
+	CloseCode int    `json:"close_code"`
+	ClosedBy  string `json:"closed_by"`
 }
 
 // MaxRoutingObject bounds the routing object a row keeps, in bytes.

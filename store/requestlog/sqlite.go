@@ -92,6 +92,9 @@ var sqliteColumns = []struct{ name, ddl string }{
 	{"upstream_attempts", "ALTER TABLE requests ADD COLUMN upstream_attempts TEXT NOT NULL DEFAULT ''"},
 	{"routing_object", "ALTER TABLE requests ADD COLUMN routing_object TEXT NOT NULL DEFAULT ''"},
 	{"served_region", "ALTER TABLE requests ADD COLUMN served_region TEXT NOT NULL DEFAULT ''"},
+	{"responses", "ALTER TABLE requests ADD COLUMN responses INTEGER NOT NULL DEFAULT 0"},
+	{"close_code", "ALTER TABLE requests ADD COLUMN close_code INTEGER NOT NULL DEFAULT 0"},
+	{"closed_by", "ALTER TABLE requests ADD COLUMN closed_by TEXT NOT NULL DEFAULT ''"},
 }
 
 // sqliteIndexes follow the columns; every statement is idempotent. Each
@@ -185,6 +188,7 @@ var rowColumns = []string{
 	"preference_rank_by", "preference_preferred", "preference_allowed", "preference_denied",
 	"preference_verdict", "refused_message", "upstream_attempts", "routing_object",
 	"served_region",
+	"responses", "close_code", "closed_by",
 }
 
 // OpenSQLite opens (creating if needed) the SQLite request log at path, in
@@ -396,7 +400,8 @@ func (s *sqliteStore) Query(ctx context.Context, f Filter) (Page, error) {
 			&r.SessionKey, &r.SessionAffinity, &r.CachedTokens, &r.ReasoningTokens,
 			&r.DataPolicy, &r.DataPolicyVia,
 			&r.PreferenceRankBy, &preferred, &allowed, &denied,
-			&r.PreferenceVerdict, &r.RefusedMessage, &r.UpstreamAttempts, &r.RoutingObject, &r.ServedRegion); err != nil {
+			&r.PreferenceVerdict, &r.RefusedMessage, &r.UpstreamAttempts, &r.RoutingObject, &r.ServedRegion,
+			&r.Responses, &r.CloseCode, &r.ClosedBy); err != nil {
 			return Page{}, fmt.Errorf("requestlog: sqlite scan: %w", err)
 		}
 		r.TS = time.UnixMilli(tsMS).UTC()

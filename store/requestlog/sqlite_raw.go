@@ -490,6 +490,9 @@ func bindRow(b *rowBinder, r *Row) {
 	b.text(r.UpstreamAttempts)
 	b.text(r.RoutingObject)
 	b.text(r.ServedRegion)
+	b.int(int64(r.Responses))
+	b.int(int64(r.CloseCode))
+	b.text(r.ClosedBy)
 }
 
 // appendJSONStrings appends l as json.Marshal encodes a []string (a nil l

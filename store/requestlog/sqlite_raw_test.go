@@ -36,7 +36,7 @@ func TestSQLiteStoresEachColumnsType(t *testing.T) {
 	real := map[string]bool{"cost_usd": true, "latency_ms": true, "ttft_ms": true}
 	integer := map[string]bool{"ts_ms": true, "attempts": true, "status": true, "stream": true, "cache_hit": true,
 		"representation_break": true, "cache_discount_applied": true, "prompt_tokens": true, "completion_tokens": true,
-		"request_routing": true, "cached_tokens": true, "reasoning_tokens": true}
+		"request_routing": true, "cached_tokens": true, "reasoning_tokens": true, "responses": true, "close_code": true}
 	for _, col := range rowColumns {
 		var typ string
 		require.NoError(t, db.QueryRow("SELECT typeof("+col+") FROM requests").Scan(&typ))
