@@ -261,7 +261,7 @@ func unsupportedParameter(param, format string, args ...any) *TranslateError {
 }
 
 // Kinds lists every connector kind.
-var Kinds = []string{"anthropic", "openai", "openrouter", "vercel"}
+var Kinds = []string{"anthropic", "bedrock", "openai", "openrouter", "vercel"}
 
 // New returns the connector of a kind. The set is closed: an explicit switch
 // that is easy to grep, no registration order to get wrong.
@@ -275,6 +275,8 @@ func New(kind string) (Connector, error) {
 		return newOpenAI(), nil
 	case "anthropic":
 		return newAnthropic(), nil
+	case "bedrock":
+		return nil, fmt.Errorf("connector %q is built from its upstream's settings (NewFor)", kind)
 	}
 	return nil, fmt.Errorf("unknown connector %q (known: %v)", kind, Kinds)
 }
@@ -287,6 +289,10 @@ func New(kind string) (Connector, error) {
 // credential that cannot be loaded, a missing region) and is reported
 // against it.
 func NewFor(u *profiles.Upstream, dir string) (Connector, error) {
+	switch u.Connector {
+	case "bedrock":
+		return newBedrock(u)
+	}
 	return New(u.Connector)
 }
 

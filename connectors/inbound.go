@@ -156,7 +156,7 @@ func SpeaksNatively(c Connector, api API) bool {
 	case APIEmbeddings:
 		return Serves(c, api)
 	}
-	return c.Kind() != "anthropic"
+	return c.Kind() != "anthropic" && c.Kind() != "bedrock"
 }
 
 // Asked says how a connector's upstream is asked for a request of the API,
@@ -170,7 +170,7 @@ func Asked(c Connector, api API) string {
 		return "native"
 	case api == APIChat:
 		return "via messages"
-	case c.Kind() == "anthropic":
+	case c.Kind() == "anthropic", c.Kind() == "bedrock":
 		return "via chat, as messages"
 	}
 	return "via chat"

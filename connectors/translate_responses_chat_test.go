@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicegw/sluice/compiler"
+	"github.com/sluicegw/sluice/profiles"
 )
 
 var updateResponses = flag.Bool("update-responses", false, "rewrite the Responses translation's golden files")
@@ -202,7 +203,7 @@ func TestResponsesUntranslatableRefusedOnlyWhereTranslated(t *testing.T) {
 	require.Nil(t, ParseResponses(body), "the gateway's check leaves it to the upstreams")
 	in := &Inbound{API: APIResponses, Request: body}
 	for _, kind := range Kinds {
-		conn, err := New(kind)
+		conn, err := NewFor(&profiles.Upstream{Connector: kind, Region: "us-east-1", APIKeyEnv: "SLUICE_TEST_KEY"}, "")
 		require.NoError(t, err)
 		native, err := TranslateFor(conn, in, body, &compiler.Plan{DecidedModel: "openai/gpt-5"}, &compiler.Outcome{NativeModel: "gpt-5"})
 		if SpeaksNatively(conn, APIResponses) {
