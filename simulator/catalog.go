@@ -94,6 +94,14 @@ type Config struct {
 	// travels apart from the last event, as it does from upstreams that
 	// finish their streams lazily. Default 0.
 	StreamEndDelay time.Duration
+	// AWSCredentials are the AWS access keys the Bedrock endpoints know,
+	// access key id → secret access key: a request signed with one of
+	// them is checked against the signature the AWS SDK's signer computes
+	// with its secret. Default none: every signed request is refused.
+	AWSCredentials map[string]string
+	// BedrockAPIKeys are the Bedrock API keys the Bedrock endpoints take as
+	// bearer tokens. Default none.
+	BedrockAPIKeys []string
 }
 
 // DefaultConfig returns a small realistic catalog with a 2ms chunk delay.

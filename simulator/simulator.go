@@ -24,6 +24,10 @@
 //     false, and previous_response_id continues a kept one (an unknown id
 //     is refused with 400, previous_response_not_found).
 //   - Anthropic: POST messages, messages/count_tokens.
+//   - Amazon Bedrock: POST model/{modelId}/invoke and
+//     model/{modelId}/invoke-with-response-stream (Anthropic's models, the
+//     stream in the binary event-stream framing), each request's SigV4
+//     signature recomputed with the AWS SDK's signer (bedrock.go).
 //
 // A marketplace's Messages and Responses endpoints take the routing
 // members its reference gives them (testdata/recorded/ENDPOINTS.md) and
@@ -104,7 +108,7 @@ func apiOf(path string) string {
 		return APIChat
 	case strings.HasSuffix(path, "/messages/count_tokens"):
 		return APICountTokens
-	case strings.HasSuffix(path, "/messages"):
+	case strings.HasSuffix(path, "/messages"), strings.HasSuffix(path, "/invoke"), strings.HasSuffix(path, "/invoke-with-response-stream"):
 		return APIMessages
 	case strings.HasSuffix(path, "/embeddings"):
 		return APIEmbeddings
@@ -233,7 +237,8 @@ func (s *Server) BaseURL() string { return s.base }
 
 // URL returns the base URL a connector uses for an upstream kind:
 // openrouter → <base>/openrouter/api/v1, vercel → <base>/vercel/v1,
-// openai → <base>/openai/v1, anthropic → <base>/anthropic/v1. Unknown kinds
+// openai → <base>/openai/v1, anthropic → <base>/anthropic/v1, bedrock →
+// <base>/bedrock. Unknown kinds
 // return "".
 func (s *Server) URL(kind string) string {
 	switch kind {
@@ -245,6 +250,8 @@ func (s *Server) URL(kind string) string {
 		return s.base + "/openai/v1"
 	case KindAnthropic:
 		return s.base + "/anthropic/v1"
+	case KindBedrock:
+		return s.base + "/bedrock"
 	}
 	return ""
 }
@@ -446,6 +453,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /vercel/v1/messages", s.track(s.handleVercelMessages))
 	mux.HandleFunc("POST /vercel/v1/responses", s.track(s.handleVercelResponses))
 	s.inboundRoutes(mux)
+	s.bedrockRoutes(mux)
 	return mux
 }
 
