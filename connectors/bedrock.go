@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluicegw/sluice/compiler"
 	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
+	"github.com/sluicegw/sluice/guardrails"
 	"github.com/sluicegw/sluice/profiles"
 )
 
@@ -233,12 +234,44 @@ func isJSONTrue(v []byte) bool { return string(jsonscan.TrimSpace(v)) == "true" 
 func (b *bedrock) Response(call *Call, body []byte) ([]byte, Result, error) {
 	out, res, err := b.anth.Response(call, body)
 	res.ServedProvider = bedrockProvider
+	res.ServedModel = bedrockServed(call, res.ServedModel)
 	return out, res, err
 }
 
 // NewStream implements [Connector.NewStream].
 func (b *bedrock) NewStream(call *Call) Stream {
-	return &bedrockStream{Stream: b.anth.NewStream(call)}
+	return &bedrockStream{Stream: b.anth.NewStream(call), call: call}
+}
+
+// bedrockServed names the model Bedrock reported by the id it was sent
+// under. Bedrock's answer reports the model by Anthropic's id
+// ("claude-haiku-4-5-20251001"), not by the Bedrock model id or inference
+// profile the path named ("us.anthropic.claude-haiku-4-5-20251001-v1:0"),
+// which is the catalog's native id for amazon-bedrock: a reported id that
+// is the sent id without its region prefix, "anthropic." and version
+// suffix (a snapshot date aside) is reported as the sent id; any other is
+// left as it is, so a substitution stays visible.
+func bedrockServed(call *Call, reported string) string {
+	if call == nil || call.Outcome == nil || reported == "" {
+		return reported
+	}
+	sent := call.Outcome.NativeModel
+	id := strings.ToLower(sent)
+	for _, geo := range [...]string{"us.", "eu.", "apac.", "global.", "us-gov.", "jp.", "au."} {
+		if strings.HasPrefix(id, geo) {
+			id = id[len(geo):]
+			break
+		}
+	}
+	id = strings.TrimPrefix(id, "anthropic.")
+	if i := strings.LastIndex(id, "-v"); i > 0 {
+		id = id[:i]
+	}
+	rep := strings.ToLower(reported)
+	if rep == id || guardrails.TrimVersion(rep) == id || (guardrails.TrimVersion(id) != "" && guardrails.TrimVersion(rep) == guardrails.TrimVersion(id)) {
+		return sent
+	}
+	return reported
 }
 
 // bedrockStream reads a Bedrock stream through a Messages stream reader
@@ -247,6 +280,7 @@ func (b *bedrock) NewStream(call *Call) Stream {
 // final event when the events themselves reported none.
 type bedrockStream struct {
 	Stream
+	call         *Call
 	metrics      bool
 	input, outpt int64
 }
@@ -267,6 +301,7 @@ func (s *bedrockStream) Event(event, data []byte, emit func([]byte) error) (bool
 func (s *bedrockStream) Result() Result {
 	r := s.Stream.Result()
 	r.ServedProvider = bedrockProvider
+	r.ServedModel = bedrockServed(s.call, r.ServedModel)
 	if s.metrics && r.Usage.PromptTokens == 0 && r.Usage.CompletionTokens == 0 {
 		r.Usage.PromptTokens, r.Usage.CompletionTokens = s.input, s.outpt
 	}

@@ -32,8 +32,9 @@ func (*bedrock) translateMessages(in *Inbound, body Body, _ *compiler.Plan, out 
 
 // messagesResponse implements [messagesNative]: the answer is read back and
 // returned as it came.
-func (*bedrock) messagesResponse(_ *Call, body []byte) ([]byte, Result, error) {
+func (*bedrock) messagesResponse(call *Call, body []byte) ([]byte, Result, error) {
 	res, err := readMessageAnswer(body, bedrockProvider)
+	res.ServedModel = bedrockServed(call, res.ServedModel)
 	if err != nil {
 		return nil, res, err
 	}
@@ -42,8 +43,8 @@ func (*bedrock) messagesResponse(_ *Call, body []byte) ([]byte, Result, error) {
 
 // newMessagesStream implements [messagesNative]: each event relayed as a
 // server-sent event, as Anthropic's own stream would carry it.
-func (*bedrock) newMessagesStream(*Call) Stream {
-	return &bedrockStream{Stream: &anthRelay{read: newMsgReadBack(bedrockProvider)}}
+func (*bedrock) newMessagesStream(call *Call) Stream {
+	return &bedrockStream{Stream: &anthRelay{read: newMsgReadBack(bedrockProvider)}, call: call}
 }
 
 // messagesCapabilities implements [messagesNative].

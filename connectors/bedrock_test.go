@@ -83,6 +83,9 @@ func TestBedrockCorpus(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, dirs)
 	for _, dir := range dirs {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			continue
+		}
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			c := bedrockTestConnector(t)
 			call := bedrockTestCall()
