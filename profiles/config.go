@@ -340,7 +340,9 @@ type Retry struct {
 type Upstream struct {
 	// Name is unique and referenced by routes, keys and explain.
 	Name string `toml:"name" json:"name"`
-	// Connector is "openrouter", "vercel", "openai" or "anthropic".
+	// Connector is "openrouter", "vercel", "openai", "anthropic" or
+	// "bedrock" (Amazon Bedrock, built from Region and the AWS credential
+	// chain, or a Bedrock API key in APIKeyEnv).
 	Connector string `toml:"connector" json:"connector"`
 	// BaseURL is the API base. Default: the connector's public endpoint.
 	BaseURL string `toml:"base_url" json:"base_url"`
