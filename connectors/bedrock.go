@@ -243,6 +243,10 @@ func (b *bedrock) NewStream(call *Call) Stream {
 	return &bedrockStream{Stream: b.anth.NewStream(call), call: call}
 }
 
+// bedrockGeoPrefixes are the region prefixes of cross-region inference
+// profile ids.
+var bedrockGeoPrefixes = [...]string{"us.", "eu.", "apac.", "global.", "us-gov.", "jp.", "au."}
+
 // bedrockServed names the model Bedrock reported by the id it was sent
 // under. Bedrock's answer reports the model by Anthropic's id
 // ("claude-haiku-4-5-20251001"), not by the Bedrock model id or inference
@@ -257,7 +261,7 @@ func bedrockServed(call *Call, reported string) string {
 	}
 	sent := call.Outcome.NativeModel
 	id := strings.ToLower(sent)
-	for _, geo := range [...]string{"us.", "eu.", "apac.", "global.", "us-gov.", "jp.", "au."} {
+	for _, geo := range bedrockGeoPrefixes {
 		if strings.HasPrefix(id, geo) {
 			id = id[len(geo):]
 			break

@@ -1,10 +1,14 @@
 package connectors
 
 import (
+	"encoding/base64"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sluicegw/sluice/compiler"
+	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
 )
 
 // The bedrock connector's pass-through of the Messages API: Bedrock serves
@@ -49,3 +53,65 @@ func (*bedrock) newMessagesStream(call *Call) Stream {
 
 // messagesCapabilities implements [messagesNative].
 func (b *bedrock) messagesCapabilities() compiler.Capabilities { return b.Capabilities() }
+
+// Bedrock counts a Messages request's tokens with its CountTokens
+// operation (POST /model/{modelId}/count-tokens): the InvokeModel body,
+// base64-encoded, in {"input": {"invokeModel": {"body": …}}}, answered
+// {"inputTokens": n} (the request and answer shapes of the AWS SDK for
+// Go's bedrockruntime CountTokens operation).
+var (
+	_ tokenCounter  = (*bedrock)(nil)
+	_ countReshaper = (*bedrock)(nil)
+)
+
+// countsTokens implements [tokenCounter].
+func (*bedrock) countsTokens() {}
+
+// translateCount implements [countReshaper]. The model is the foundation
+// model's id, without an inference profile's region prefix (CountTokens
+// names a model, not a profile). InvokeModel's body needs max_tokens,
+// which a count request has none of: 1 is sent.
+func (b *bedrock) translateCount(in *Inbound, body Body, plan *compiler.Plan, out *compiler.Outcome) (*Native, error) {
+	n, err := b.translateMessages(in, body, plan, out)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := body["max_tokens"]; !ok {
+		msg, err := ParseBody(n.Body)
+		if err != nil {
+			return nil, err
+		}
+		msg["max_tokens"] = []byte("1")
+		n.Body = encodeBody(msg)
+	}
+	var o object
+	o.str("body", base64.StdEncoding.EncodeToString(n.Body))
+	var input object
+	input.raw("invokeModel", o.bytes())
+	var top object
+	top.raw("input", input.bytes())
+	n.Body = top.bytes()
+	n.Path = "/model/" + bedrockEscape(bedrockFoundationModel(out.NativeModel)) + "/count-tokens"
+	return n, nil
+}
+
+// countAnswer implements [countReshaper]: {"inputTokens": n} becomes the
+// Messages API's {"input_tokens": n}.
+func (*bedrock) countAnswer(body []byte) ([]byte, error) {
+	n, ok := jsonInt(jsonscan.Member(body, "inputTokens"))
+	if !ok {
+		return nil, fmt.Errorf("bedrock: the token count has no inputTokens")
+	}
+	return append(strconv.AppendInt([]byte(`{"input_tokens":`), n, 10), '}'), nil
+}
+
+// bedrockFoundationModel is a model id without an inference profile's
+// region prefix.
+func bedrockFoundationModel(id string) string {
+	for _, geo := range bedrockGeoPrefixes {
+		if strings.HasPrefix(id, geo) {
+			return id[len(geo):]
+		}
+	}
+	return id
+}

@@ -113,6 +113,26 @@ type tokenCounter interface {
 	countsTokens()
 }
 
+// countReshaper is a token counter whose count request and answer have
+// shapes of their own (Bedrock's CountTokens), not the Messages API's.
+type countReshaper interface {
+	tokenCounter
+	// translateCount builds the native count request.
+	translateCount(in *Inbound, body Body, plan *compiler.Plan, out *compiler.Outcome) (*Native, error)
+	// countAnswer turns a successful count answer into the Messages API's.
+	countAnswer(body []byte) ([]byte, error)
+}
+
+// CountAnswer returns a successful token count in the Messages API's shape
+// ({"input_tokens": n}): the upstream's answer as it came, or reshaped
+// when the upstream counts in a shape of its own.
+func CountAnswer(c Connector, body []byte) ([]byte, error) {
+	if r, ok := c.(countReshaper); ok {
+		return r.countAnswer(body)
+	}
+	return body, nil
+}
+
 // embedder is a connector whose upstream serves embeddings.
 type embedder interface {
 	// embeddingsCapabilities declares what the upstream's embeddings
@@ -234,6 +254,9 @@ func TranslateFor(c Connector, in *Inbound, body Body, plan *compiler.Plan, out 
 			return e.translateEmbeddings(body, plan, out)
 		}
 	case APICountTokens:
+		if r, ok := c.(countReshaper); ok {
+			return r.translateCount(in, body, plan, out)
+		}
 		if n, ok := c.(tokenCounter); ok {
 			native, err := n.translateMessages(in, body, plan, out)
 			if err == nil {

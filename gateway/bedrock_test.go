@@ -180,3 +180,24 @@ func TestBedrockChainFailsAtLoad(t *testing.T) {
 	assert.Contains(t, err.Error(), "no-such-profile")
 	assert.NotContains(t, err.Error(), bedrockSecret)
 }
+
+// A Messages token count on Bedrock goes to its CountTokens operation,
+// signed, naming the foundation model (not the inference profile), and is
+// answered in the Messages API's shape, not estimated.
+func TestBedrockCountTokens(t *testing.T) {
+	h := newBedrockHarness(t, true)
+	resp, body := h.do("POST", "/v1/messages/count_tokens", secretChat, `{"model":"bedrock-haiku","messages":[{"role":"user","content":"how many tokens is this?"}]}`,
+		"Content-Type", "application/json", "Anthropic-Version", "2023-06-01")
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	var got map[string]int
+	require.NoError(t, json.Unmarshal(body, &got))
+	require.Contains(t, got, "input_tokens")
+	assert.Positive(t, got["input_tokens"])
+	assert.Len(t, got, 1)
+	assert.Empty(t, resp.Header.Get("X-Sluice-Count-Estimated"))
+	sent := h.sent.take()
+	require.Len(t, sent, 1)
+	assert.True(t, strings.HasSuffix(sent[0].URL, "/bedrock/model/anthropic.claude-haiku-4-5-20251001-v1%3A0/count-tokens"), sent[0].URL)
+	assert.True(t, strings.HasPrefix(sent[0].Auth, "AWS4-HMAC-SHA256 "), sent[0].Auth)
+	assert.Contains(t, string(sent[0].Body), `{"input":{"invokeModel":{"body":"`)
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,6 +47,56 @@ const bedrockVersion = "bedrock-2023-05-31"
 func (s *Server) bedrockRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /bedrock/model/{modelId}/invoke", s.track(func(w http.ResponseWriter, r *http.Request) { s.handleBedrock(w, r, false) }))
 	mux.HandleFunc("POST /bedrock/model/{modelId}/invoke-with-response-stream", s.track(func(w http.ResponseWriter, r *http.Request) { s.handleBedrock(w, r, true) }))
+	mux.HandleFunc("POST /bedrock/model/{modelId}/count-tokens", s.track(s.handleBedrockCount))
+}
+
+// handleBedrockCount is CountTokens, in the shapes of the AWS SDK for Go's
+// bedrockruntime operation: {"input": {"invokeModel": {"body": base64}}}
+// answered {"inputTokens": n}. It names a foundation model: an inference
+// profile's id is refused as Bedrock refuses it.
+func (s *Server) handleBedrockCount(w http.ResponseWriter, r *http.Request) {
+	raw, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	if err != nil {
+		simError(w, http.StatusBadRequest, "reading the body: "+err.Error())
+		return
+	}
+	if status, typ, msg := s.bedrockAuth(r, raw); status != 0 {
+		bedrockError(w, status, typ, msg)
+		return
+	}
+	var in struct {
+		Input struct {
+			InvokeModel *struct {
+				Body []byte `json:"body"`
+			} `json:"invokeModel"`
+		} `json:"input"`
+	}
+	var q bedrockRequest
+	if json.Unmarshal(raw, &in) != nil || in.Input.InvokeModel == nil || json.Unmarshal(in.Input.InvokeModel.Body, &q) != nil {
+		bedrockError(w, http.StatusBadRequest, "ValidationException", "Malformed input request, please reformat your input and try again.")
+		return
+	}
+	if q.Version == nil || *q.Version != bedrockVersion || q.Model != nil || q.MaxTokens == nil {
+		bedrockError(w, http.StatusBadRequest, "ValidationException", "Malformed input request, please reformat your input and try again.")
+		return
+	}
+	id := r.PathValue("modelId")
+	geos := []string{"us.", "eu.", "apac.", "global."}
+	var m *Model
+	if !slices.ContainsFunc(geos, func(g string) bool { return strings.HasPrefix(id, g) }) {
+		for _, geo := range append([]string{""}, geos...) {
+			if mm, _, ok := s.directModel(geo+id, "amazon-bedrock"); ok {
+				m = mm
+				break
+			}
+		}
+	}
+	if m == nil {
+		bedrockError(w, http.StatusBadRequest, "ValidationException", "The provided model doesn't support counting tokens.")
+		return
+	}
+	s.record(r, Call{Kind: KindBedrock, Model: m.Slug, Provider: "amazon-bedrock", Status: http.StatusOK})
+	writeJSON(w, http.StatusOK, map[string]int{"inputTokens": promptTokens(q.System, q.Messages)})
 }
 
 // bedrockShape is Bedrock's error body: the message alone, the error's
