@@ -56,7 +56,8 @@ type agentCase struct {
 	// OpenRouter-kind marketplace), finance (the Vercel-kind one, for a team
 	// that allows four providers only) or edge (the Vercel-kind one, with
 	// no provider restriction: Vercel's Messages endpoint has no knob for
-	// an allowed list).
+	// an allowed list), or bedrock (Amazon Bedrock, signed with SigV4
+	// from the environment's AWS credentials).
 	Key string `json:"key"`
 	// Auth is how Claude Code sends the key: "apiKey" (ANTHROPIC_API_KEY,
 	// x-api-key; the default) or "authToken" (ANTHROPIC_AUTH_TOKEN, a
@@ -103,8 +104,11 @@ func TestAgentCases(t *testing.T) {
 		require.NotEmpty(t, c.Rows, "%s names the rows its run leaves", f)
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".json"), func(t *testing.T) {
 			secret := inboundSecrets[c.Key]
-			if c.Key == "edge" {
+			switch c.Key {
+			case "edge":
 				secret = secretAgentsEdge
+			case "bedrock":
+				secret = secretAgentsBedrock
 			}
 			require.NotEmpty(t, secret, "key %q", c.Key)
 			before := rowIDs(t, h)
@@ -155,6 +159,10 @@ func TestAgentCases(t *testing.T) {
 // team or project profile), on the Vercel-kind upstream.
 const secretAgentsEdge = "sk-sluice-test-agents-edge"
 
+// secretAgentsBedrock is the bedrock key of the agent cases: team agents,
+// on the Bedrock upstream of bedrock_test.go.
+const secretAgentsBedrock = "sk-sluice-test-agents-bedrock"
+
 // agentsHarness is the inbound tests' gateway (the demo configuration and
 // the claude key) with three changes. The agents' bodies are far above the
 // harness's 64 KiB limit (Claude Code's first turn is about 90 KB), so the
@@ -162,7 +170,8 @@ const secretAgentsEdge = "sk-sluice-test-agents-edge"
 // its profile and its guardrail: the Vercel-kind upstream cannot exclude a
 // provider, so with it every request on that upstream is refused before an
 // agent could get an answer (the guardrail's own Rego test, which the
-// gateway does not run, is left as it is). And the edge key is added.
+// gateway does not run, is left as it is). And the edge key is added, and
+// the Bedrock upstream of bedrock_test.go with a key on it.
 func agentsHarness(t *testing.T) *harness {
 	t.Helper()
 	drop := func(dir, file, line string) {
@@ -177,8 +186,11 @@ func agentsHarness(t *testing.T) *harness {
 		drop(dir, "guardrails/org.rego", "deny_providers contains \"deepinfra/fp4\"\n")
 	}
 	edge := "[[keys]]\nid = \"k-agents-edge\"\nsha256 = \"" + profiles.HashSecret(secretAgentsEdge) + "\"\norg = \"acme\"\nteam = \"agents\"\nproject = \"agents\"\nupstream = \"edge\"\n\n"
-	return newHarnessPrep(t, noDenyList, claudeKeyEdit(), [2]string{"[[keys]]\nid = \"k-analyst\"", edge + "[[keys]]\nid = \"k-analyst\""},
-		[2]string{"max_body_bytes = 65536\n", "max_body_bytes = 10485760\n"})
+	edge += "[[keys]]\nid = \"k-agents-bedrock\"\nsha256 = \"" + profiles.HashSecret(secretAgentsBedrock) + "\"\norg = \"acme\"\nteam = \"agents\"\nproject = \"agents\"\nupstream = \"aws\"\n\n"
+	bedrockEnv(t, true)
+	prep := func(dir string) { noDenyList(dir); bedrockCatalog(t)(dir) }
+	return newHarnessOpts(t, prep, bedrockSim, bedrockURL, claudeKeyEdit(), [2]string{"[[keys]]\nid = \"k-analyst\"", edge + "[[keys]]\nid = \"k-analyst\""},
+		[2]string{"max_body_bytes = 65536\n", "max_body_bytes = 10485760\n"}, bedrockEdits[0])
 }
 
 // runAgent runs the case's agent and returns its output, with the final

@@ -31,8 +31,15 @@ var bedrockEdits = [][2]string{
 	{"[[routes]]\nmodel = \"assistant\"", "[[routes]]\nmodel = \"bedrock-haiku\"\ntargets = [{upstream = \"aws\", model = \"anthropic/claude-haiku-4.5\"}]\n\n[[routes]]\nmodel = \"assistant\""},
 }
 
-// bedrockCatalog names Claude Haiku 4.5 on Bedrock by its US cross-region
-// inference profile, and prices the Bedrock endpoint's cache.
+// bedrockIDs are the US cross-region inference profiles of the recorded
+// models.
+var bedrockIDs = map[string]string{
+	"anthropic/claude-haiku-4.5":  "us.anthropic.claude-haiku-4-5-20251001-v1:0",
+	"anthropic/claude-sonnet-4.5": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+}
+
+// bedrockCatalog names Claude Haiku 4.5 and Sonnet 4.5 on Bedrock by
+// their US cross-region inference profiles.
 func bedrockCatalog(t *testing.T) func(dir string) {
 	return func(dir string) {
 		p := filepath.Join(dir, "catalog.json")
@@ -42,10 +49,9 @@ func bedrockCatalog(t *testing.T) func(dir string) {
 		require.NoError(t, json.Unmarshal(raw, &cat))
 		for _, m := range cat["models"].([]any) {
 			m := m.(map[string]any)
-			if m["slug"] != "anthropic/claude-haiku-4.5" {
-				continue
+			if id, ok := bedrockIDs[m["slug"].(string)]; ok {
+				m["native"].(map[string]any)["amazon-bedrock"] = id
 			}
-			m["native"].(map[string]any)["amazon-bedrock"] = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 		}
 		out, err := json.Marshal(cat)
 		require.NoError(t, err)
@@ -77,11 +83,17 @@ func bedrockEnv(t *testing.T, withKey bool) {
 
 func newBedrockHarness(t *testing.T, withKey bool) *harness {
 	bedrockEnv(t, withKey)
-	return newHarnessOpts(t, bedrockCatalog(t), func(c *simulator.Config) {
-		c.AWSCredentials = map[string]string{bedrockKeyID: bedrockSecret}
-	}, func(o *gateway.Options) {
-		o.UpstreamURLs["aws"] = o.UpstreamURLs["anthropic"][:strings.Index(o.UpstreamURLs["anthropic"], "/anthropic")] + "/bedrock"
-	}, bedrockEdits...)
+	return newHarnessOpts(t, bedrockCatalog(t), bedrockSim, bedrockURL, bedrockEdits...)
+}
+
+// bedrockSim makes the simulator know the tests' AWS identity.
+func bedrockSim(c *simulator.Config) {
+	c.AWSCredentials = map[string]string{bedrockKeyID: bedrockSecret}
+}
+
+// bedrockURL points the Bedrock upstream at the simulator's endpoints.
+func bedrockURL(o *gateway.Options) {
+	o.UpstreamURLs["aws"] = o.UpstreamURLs["anthropic"][:strings.Index(o.UpstreamURLs["anthropic"], "/anthropic")] + "/bedrock"
 }
 
 // Chat completions and the Messages API on Bedrock end to end, streamed
