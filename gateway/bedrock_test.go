@@ -188,7 +188,7 @@ func TestBedrockChainFailsAtLoad(t *testing.T) {
 	}
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "invalid_upstream")
-	assert.Contains(t, err.Error(), "/upstreams/4")
+	assert.Contains(t, err.Error(), "/upstreams/5")
 	assert.Contains(t, err.Error(), "no-such-profile")
 	assert.NotContains(t, err.Error(), bedrockSecret)
 }

@@ -65,7 +65,16 @@ var demoSteps = []demoStep{
 		body: `{"model":"openai/gpt-4o","messages":[{"role":"user","content":"Summarise the patient notes."}],"routing":{"data":{"zero_retention":true}}}`},
 	{title: "embeddings: ml team, the team's provider order on the marketplace, recorded with the input's tokens", secret: "sk-sluice-demo-chat",
 		path: "/v1/embeddings", body: `{"model":"openai/text-embedding-3-small","input":["incident 1412","incident 1413"]}`},
+	// Amazon Bedrock.
+	{title: "Amazon Bedrock: a Messages request on Claude through its US cross-region inference profile, sent natively over InvokeModel with a Bedrock API key", secret: "sk-sluice-demo-chat",
+		path: "/v1/messages", body: `{"model":"claude-on-bedrock","max_tokens":256,"messages":[{"role":"user","content":"Triage this alert."}]}`},
 }
+
+// demoBedrockKey is the Bedrock API key of the demo's simulated Bedrock:
+// the demo sets AWS_BEARER_TOKEN_BEDROCK, the demo upstream's api_key_env,
+// to it in its own process, so that a real key in the environment is
+// never sent to the simulator.
+const demoBedrockKey = "bedrock-api-key-sluice-demo"
 
 func runDemo(env *cliEnv, args []string) int {
 	fs := newFlags(env, "demo", "[--dir DIR] [--serve [--listen ADDR]]")
@@ -93,14 +102,20 @@ func runDemo(env *cliEnv, args []string) int {
 		printLoadError(env, diags)
 		return 1
 	}
-	sim := simulator.New(simulator.FromCatalog(boot))
+	simCfg := simulator.FromCatalog(boot)
+	simCfg.BedrockAPIKeys = []string{demoBedrockKey}
+	if err := os.Setenv("AWS_BEARER_TOKEN_BEDROCK", demoBedrockKey); err != nil {
+		fmt.Fprintf(env.stderr, "sluice demo: %v\n", err)
+		return 1
+	}
+	sim := simulator.New(simCfg)
 	if _, err := sim.Start(); err != nil {
 		fmt.Fprintf(env.stderr, "sluice demo: simulator: %v\n", err)
 		return 1
 	}
 	defer sim.Close()
 	urls := map[string]string{}
-	for _, u := range []struct{ name, kind string }{{"market", "openrouter"}, {"edge", "vercel"}, {"openai", "openai"}, {"anthropic", "anthropic"}} {
+	for _, u := range []struct{ name, kind string }{{"market", "openrouter"}, {"edge", "vercel"}, {"openai", "openai"}, {"anthropic", "anthropic"}, {"bedrock", "bedrock"}} {
 		urls[u.name] = sim.URL(u.kind)
 	}
 	fmt.Fprintf(out, "  upstream: marketplace simulator at %s\n", sim.BaseURL())

@@ -28,7 +28,7 @@ func TestDemoAndRows(t *testing.T) {
 	code, out, errOut := runCLI(t, "", "demo", "--dir", dir)
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	for _, want := range []string{
-		"[1/12] plain", "200 served by openai/gpt-4o via openai",
+		"[1/13] plain", "200 served by openai/gpt-4o via openai",
 		"200 served by anthropic/claude-sonnet-4.5 via amazon-bedrock",
 		"422 data_policy_unsatisfiable: zero_retention (set by request)",
 		"degraded: chain",
@@ -40,6 +40,7 @@ func TestDemoAndRows(t *testing.T) {
 		"200 served by anthropic/claude-sonnet-4.5 via anthropic, degraded: ranking (a Messages API message)",
 		"200 served by openai/gpt-4o via openai, degraded: ranking (a Responses API response)",
 		"200 served by openai/text-embedding-3-small (the upstream did not say which provider), degraded: ranking (embeddings)",
+		"200 served by anthropic/claude-haiku-4.5 via amazon-bedrock, degraded: chain (a Messages API message)",
 		"Database: " + filepath.Join(dir, "config", "data", "requests.db"),
 	} {
 		require.Contains(t, out, want)
@@ -58,6 +59,7 @@ func TestDemoAndRows(t *testing.T) {
 	}
 	require.Equal(t, map[string][]string{
 		"k-batch openai/gpt-4o-mini":            {"chain"},
+		"k-chat anthropic/claude-haiku-4.5":     {"chain"},
 		"k-chat openai/gpt-4o":                  {"ranking"}, // chat and Responses alike
 		"k-research anthropic/claude-haiku-4.5": {"ranking"},
 		"k-chat anthropic/claude-sonnet-4.5":    {"ranking"},
