@@ -64,6 +64,10 @@ var (
 	_ countReshaper = (*bedrock)(nil)
 )
 
+// foreignErrors implements [foreignErrors]: Bedrock answers errors as
+// {"message": …}, its type in the x-amzn-ErrorType header.
+func (*bedrock) foreignErrors() {}
+
 // countsTokens implements [tokenCounter].
 func (*bedrock) countsTokens() {}
 

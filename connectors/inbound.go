@@ -113,6 +113,23 @@ type tokenCounter interface {
 	countsTokens()
 }
 
+// foreignErrors is a connector whose upstream speaks an API's requests and
+// answers but answers errors in a shape of its own (Bedrock's
+// {"message": …} with the type in a header), which the gateway retells in
+// the caller's API's shape as it does a translated request's.
+type foreignErrors interface{ foreignErrors() }
+
+// ErrorsNative reports whether the connector's upstream answers a request
+// of the API with errors in that API's own shape, so that they are relayed
+// as they came: an upstream that speaks the API and has no error shape of
+// its own.
+func ErrorsNative(c Connector, api API) bool {
+	if _, ok := c.(foreignErrors); ok {
+		return false
+	}
+	return SpeaksNatively(c, api)
+}
+
 // countReshaper is a token counter whose count request and answer have
 // shapes of their own (Bedrock's CountTokens), not the Messages API's.
 type countReshaper interface {

@@ -213,3 +213,22 @@ func TestBedrockCountTokens(t *testing.T) {
 	assert.True(t, strings.HasPrefix(sent[0].Auth, "AWS4-HMAC-SHA256 "), sent[0].Auth)
 	assert.Contains(t, string(sent[0].Body), `{"input":{"invokeModel":{"body":"`)
 }
+
+// Bedrock's error answers ({"message": …}, the type in a header) reach a
+// Messages client in the Messages API's error shape, Bedrock's message
+// and status kept.
+func TestBedrockErrorInMessagesShape(t *testing.T) {
+	h := newBedrockHarness(t, true)
+	// The simulator answers the attempt 400 in Bedrock's shape.
+	resp, body := h.do("POST", "/v1/messages", secretChat, `{"model":"bedrock-haiku","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`,
+		"Content-Type", "application/json", "Anthropic-Version", "2023-06-01", "X-Sim-Fault", "status=400")
+	require.Equal(t, 400, resp.StatusCode, "%s", body)
+	var e struct {
+		Type  string
+		Error struct{ Type, Message string }
+	}
+	require.NoError(t, json.Unmarshal(body, &e), "%s", body)
+	assert.Equal(t, "error", e.Type, "%s", body)
+	assert.Equal(t, "invalid_request_error", e.Error.Type)
+	assert.NotContains(t, e.Error.Message, `{"message"`, "Bedrock's message, not its body")
+}
