@@ -8,8 +8,9 @@
 //   - <upstream>.go is the connector of one upstream kind, on the
 //     chat-completions API every connector speaks: its knobs, its
 //     read-back, its names (openai.go, openrouter.go, vercel.go,
-//     anthropic.go). The set is closed and listed in [New]; each has its
-//     golden testdata under testdata/connectors.
+//     anthropic.go, bedrock.go). The set is closed and listed in [New]
+//     and [NewFor]; each has its golden testdata under
+//     testdata/connectors.
 //   - <upstream>_<api>.go is that upstream speaking another inbound API
 //     natively, the request passed through with only what policy changes
 //     (anthropic_messages.go, openai_responses.go, openrouter_messages.go,
@@ -35,7 +36,8 @@
 // What several connectors share lives in files named for it: connector.go
 // (the interface, [TranslateError], body encoding), openaishape.go,
 // headscan.go and stream.go (reading and relaying OpenAI-shaped answers),
-// sse.go. Each API's wire types have a package of their own under
+// sse.go and eventstream.go (the framings of upstreams' event streams:
+// server-sent events, and Amazon's binary event stream behind [Framer]). Each API's wire types have a package of their own under
 // connectors/wire (wire/chat, wire/messages, wire/responses) that imports
 // nothing of sluice's; byte-level JSON scanning and string encoding are
 // package connectors/internal/jsonscan's.
@@ -260,7 +262,7 @@ func unsupportedParameter(param, format string, args ...any) *TranslateError {
 }
 
 // Kinds lists every connector kind.
-var Kinds = []string{"anthropic", "azure", "openai", "openrouter", "vercel", "vertex"}
+var Kinds = []string{"anthropic", "azure", "bedrock", "openai", "openrouter", "vercel", "vertex"}
 
 // New returns the connector of a kind. The set is closed: an explicit switch
 // that is easy to grep, no registration order to get wrong.
@@ -280,6 +282,8 @@ func New(kind string) (Connector, error) {
 		// With the api-key header and no deployments table: [NewFor]
 		// builds a configured upstream's.
 		return &azure{}, nil
+	case "bedrock":
+		return nil, fmt.Errorf("connector %q is built from its upstream's settings (NewFor)", kind)
 	}
 	return nil, fmt.Errorf("unknown connector %q (known: %v)", kind, Kinds)
 }
@@ -297,6 +301,8 @@ func NewFor(u *profiles.Upstream, dir string) (Connector, error) {
 		return newVertex(u)
 	case "azure":
 		return newAzure(u)
+	case "bedrock":
+		return newBedrock(u)
 	}
 	return New(u.Connector)
 }

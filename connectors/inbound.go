@@ -127,6 +127,41 @@ type countTranslator interface {
 	translateCount(in *Inbound, body Body, plan *compiler.Plan, out *compiler.Outcome) (*Native, error)
 }
 
+// countReshaper is a [countTranslator] whose count answer has a shape of
+// its own too (Bedrock's CountTokens), not the Messages API's.
+type countReshaper interface {
+	countTranslator
+	// countAnswer turns a successful count answer into the Messages API's.
+	countAnswer(body []byte) ([]byte, error)
+}
+
+// CountAnswer returns a successful token count in the Messages API's shape
+// ({"input_tokens": n}): the upstream's answer as it came, or reshaped
+// when the upstream counts in a shape of its own.
+func CountAnswer(c Connector, body []byte) ([]byte, error) {
+	if r, ok := c.(countReshaper); ok {
+		return r.countAnswer(body)
+	}
+	return body, nil
+}
+
+// foreignErrors is a connector whose upstream speaks an API's requests and
+// answers but answers errors in a shape of its own (Bedrock's
+// {"message": …} with the type in a header), which the gateway retells in
+// the caller's API's shape as it does a translated request's.
+type foreignErrors interface{ foreignErrors() }
+
+// ErrorsNative reports whether the connector's upstream answers a request
+// of the API with errors in that API's own shape, so that they are relayed
+// as they came: an upstream that speaks the API and has no error shape of
+// its own.
+func ErrorsNative(c Connector, api API) bool {
+	if _, ok := c.(foreignErrors); ok {
+		return false
+	}
+	return SpeaksNatively(c, api)
+}
+
 // embedder is a connector whose upstream serves embeddings.
 type embedder interface {
 	// embeddingsCapabilities declares what the upstream's embeddings
@@ -178,11 +213,11 @@ func SpeaksNatively(c Connector, api API) bool {
 }
 
 // speaksMessagesOnly reports whether a connector's upstream speaks the
-// Messages API and no chat completions: Anthropic's, and Vertex AI's
-// Anthropic models.
+// Messages API and no chat completions: Anthropic's, and Anthropic's
+// models on Vertex AI and Amazon Bedrock.
 func speaksMessagesOnly(c Connector) bool {
 	k := c.Kind()
-	return k == "anthropic" || k == "vertex"
+	return k == "anthropic" || k == "vertex" || k == "bedrock"
 }
 
 // Asked says how a connector's upstream is asked for a request of the API,

@@ -272,13 +272,18 @@ func MessagesError(status int, body []byte) []byte {
 }
 
 // upstreamErrorMessage is an upstream error answer's message: error.message,
-// or error when it is a string, or the whole body when it has neither.
+// or error when it is a string, or a top-level message (Amazon Bedrock's
+// errors), or the whole body when it has none of them.
 func upstreamErrorMessage(body []byte) string {
 	var e struct {
-		Error json.RawMessage `json:"error"`
+		Error   json.RawMessage `json:"error"`
+		Message *string         `json:"message"`
 	}
 	msg := string(bytes.TrimSpace(body))
-	if json.Unmarshal(body, &e) == nil && len(e.Error) > 0 {
+	if json.Unmarshal(body, &e) == nil && len(e.Error) == 0 && e.Message != nil && *e.Message != "" {
+		return *e.Message
+	}
+	if len(e.Error) > 0 {
 		var inner struct {
 			Message string `json:"message"`
 		}

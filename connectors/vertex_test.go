@@ -46,11 +46,17 @@ func vertexTestConnector() *vertex {
 }
 
 // testConnector is the connector of a kind as the tests build it: [New]'s,
-// and for vertex [vertexTestConnector].
+// for vertex [vertexTestConnector], for bedrock one on a test region
+// with a bearer key.
 func testConnector(t testing.TB, kind string) Connector {
 	t.Helper()
-	if kind == "vertex" {
+	switch kind {
+	case "vertex":
 		return vertexTestConnector()
+	case "bedrock":
+		c, err := NewFor(&profiles.Upstream{Connector: kind, Region: "us-east-1", APIKeyEnv: "SLUICE_TEST_KEY"}, "")
+		require.NoError(t, err)
+		return c
 	}
 	c, err := New(kind)
 	require.NoError(t, err)
@@ -90,13 +96,7 @@ func TestVertexTranslateCorpus(t *testing.T) {
 			}
 			// The check's part: the flags Vertex AI takes are sent, the others
 			// degrade the request (or refuse it).
-			var flags []string
-			for _, l := range tc.Beta {
-				for f := range strings.SplitSeq(l, ",") {
-					flags = append(flags, strings.TrimSpace(f))
-				}
-			}
-			kept, lost, refused := compiler.CheckBetas(flags, c.Capabilities().Betas, "vertex")
+			kept, lost, refused := compiler.CheckBetas(splitBetas(tc.Beta), c.Capabilities().Betas, "vertex")
 			require.Nil(t, refused)
 			call.Outcome.Betas = kept
 			native, err := TranslateFor(c, in, body, call.Plan, call.Outcome)

@@ -60,8 +60,9 @@ type agentCase struct {
 	// OpenRouter-kind marketplace), finance (the Vercel-kind one, for a team
 	// that allows four providers only), edge (the Vercel-kind one, with
 	// no provider restriction: Vercel's Messages endpoint has no knob for
-	// an allowed list), vertex (Claude on Google Vertex AI) or azure (Azure
-	// OpenAI's v1 surface, by api-key).
+	// an allowed list), vertex (Claude on Google Vertex AI), azure (Azure
+	// OpenAI's v1 surface, by api-key) or bedrock (Amazon Bedrock, signed
+	// with SigV4 from the environment's AWS credentials).
 	Key string `json:"key"`
 	// Auth is how Claude Code sends the key: "apiKey" (ANTHROPIC_API_KEY,
 	// x-api-key; the default) or "authToken" (ANTHROPIC_AUTH_TOKEN, a
@@ -119,6 +120,8 @@ func TestAgentCases(t *testing.T) {
 				secret = secretAgentsVertex
 			case "azure":
 				secret = secretAgentsAzure
+			case "bedrock":
+				secret = secretAgentsBedrock
 			}
 			require.NotEmpty(t, secret, "key %q", c.Key)
 			before := rowIDs(t, h)
@@ -180,6 +183,10 @@ const (
 	azureAgentsKey    = "azure-agents-platform-key"
 )
 
+// secretAgentsBedrock is the bedrock key of the agent cases: team agents,
+// on the Bedrock upstream of bedrock_test.go.
+const secretAgentsBedrock = "sk-sluice-test-agents-bedrock"
+
 // agentsHarness is the inbound tests' gateway (the demo configuration and
 // the claude key) with four changes. The agents' bodies are far above the
 // harness's 64 KiB limit (Claude Code's first turn is about 90 KB), so the
@@ -191,7 +198,8 @@ const (
 // Vertex AI upstream (gcp) with its key: the simulator's Vertex endpoints
 // and token endpoint, the service-account key file naming it in the
 // agent-free environment of the gateway, the simulator answering the
-// agents' turns.
+// agents' turns; an Azure OpenAI upstream with its key; and the Bedrock
+// upstream of bedrock_test.go with a key on it.
 func agentsHarness(t *testing.T) *harness {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -219,11 +227,16 @@ func agentsHarness(t *testing.T) *harness {
 	azure := "[[upstreams]]\nname = \"azure\"\nconnector = \"azure\"\nbase_url = \"https://sluice-agents.openai.azure.com\"\napi_key_env = \"AZURE_AGENTS_API_KEY\"\n\n" +
 		"[[keys]]\nid = \"k-agents-azure\"\nsha256 = \"" + profiles.HashSecret(secretAgentsAzure) + "\"\norg = \"acme\"\nteam = \"agents\"\nproject = \"agents\"\nupstream = \"azure\"\n\n"
 	t.Setenv("AZURE_AGENTS_API_KEY", azureAgentsKey)
-	h := newHarnessOpts(t, noDenyList, func(c *simulator.Config) { c.AzureAPIKey = azureAgentsKey }, func(o *gateway.Options) {
+	// Bedrock: the upstream of bedrock_test.go, credentials in the environment.
+	bedrock := "[[keys]]\nid = \"k-agents-bedrock\"\nsha256 = \"" + profiles.HashSecret(secretAgentsBedrock) + "\"\norg = \"acme\"\nteam = \"agents\"\nproject = \"agents\"\nupstream = \"aws\"\n\n"
+	bedrockEnv(t, true)
+	prep := func(dir string) { noDenyList(dir); bedrockCatalog(t)(dir) }
+	h := newHarnessOpts(t, prep, func(c *simulator.Config) { c.AzureAPIKey = azureAgentsKey; bedrockSim(c) }, func(o *gateway.Options) {
 		o.UpstreamURLs["gcp"] = vbase
 		o.UpstreamURLs["azure"] = strings.Replace(o.UpstreamURLs["openai"], "/openai/v1", "/azure/openai/v1", 1)
-	}, append(testEdits[:0:0], claudeKeyEdit(), [2]string{"[[keys]]\nid = \"k-analyst\"", edge + vertex + azure + "[[keys]]\nid = \"k-analyst\""},
-		[2]string{"[[keys]]\nid = \"k-chat\"", gcp},
+		bedrockURL(o)
+	}, append(testEdits[:0:0], claudeKeyEdit(), [2]string{"[[keys]]\nid = \"k-analyst\"", edge + vertex + azure + bedrock + "[[keys]]\nid = \"k-analyst\""},
+		[2]string{"[[keys]]\nid = \"k-chat\"", gcp}, bedrockEdits[0],
 		[2]string{"max_body_bytes = 65536\n", "max_body_bytes = 10485760\n"})...)
 	vsim.Generate(h.sim)
 	return h

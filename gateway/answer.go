@@ -68,7 +68,7 @@ func (s *Server) answer(w http.ResponseWriter, t *turn) {
 		t.status = rel.status
 		h := w.Header()
 		body := rel.body
-		if t.api == connectors.APIMessages && !connectors.SpeaksNatively(a.compiled.Upstream.Connector, t.api) {
+		if t.api == connectors.APIMessages && !connectors.ErrorsNative(a.compiled.Upstream.Connector, t.api) {
 			// A Messages client reads errors in the Messages shape: the
 			// upstream's status and message, retold.
 			body = connectors.MessagesError(rel.status, rel.body)

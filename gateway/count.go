@@ -82,6 +82,11 @@ func (s *Server) count(w http.ResponseWriter, r *http.Request, t *turn) *apierr.
 	case call.resp.StatusCode == http.StatusOK && !json.Valid(b):
 		return apierr.New(apierr.CodeUpstreamBadResponse, "the upstream's token count was not JSON")
 	}
+	if call.resp.StatusCode == http.StatusOK {
+		if b, err = connectors.CountAnswer(c.Upstream.Connector, b); err != nil {
+			return apierr.New(apierr.CodeUpstreamBadResponse, "the upstream's token count could not be read")
+		}
+	}
 	call.complete = true
 	h.Set("Content-Type", "application/json")
 	t.status = call.resp.StatusCode

@@ -153,7 +153,7 @@ func (s *Server) openStream(w http.ResponseWriter, r *http.Request, t *turn, a *
 	// event: an upstream that sends many events at once costs one write to
 	// the caller, and one that trickles them out has each flushed on arrival.
 	rs := &relay{st: connectors.OpenStream(c.Upstream.Connector, c.Call), fr: flushBeforeRead{r: call.resp.Body}, call: call}
-	rs.rd = connectors.NewSSEReader(&rs.fr)
+	rs.rd = connectors.NewEventReader(c.Upstream.Connector, &rs.fr)
 	if !s.startRelay(w, r, t, a, call, rs) {
 		rs.rd.Release()
 		call.finish()

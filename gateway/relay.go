@@ -47,7 +47,7 @@ func (s *Server) relay(r *http.Request, t *turn) {
 type relay struct {
 	call *upstreamCall
 	fr   flushBeforeRead
-	rd   *connectors.SSEReader
+	rd   connectors.EventReader
 	st   connectors.Stream
 	sa   *streamAnswer
 	// done: the upstream's end of stream was relayed.

@@ -363,7 +363,9 @@ type Upstream struct {
 	// Name is unique and referenced by routes, keys and explain.
 	Name string `toml:"name" json:"name"`
 	// Connector is "openrouter", "vercel", "openai", "anthropic", "vertex"
-	// (Google Vertex AI: needs region and project) or "azure".
+	// (Google Vertex AI: needs region and project), "azure" or "bedrock"
+	// (Amazon Bedrock, built from Region and the AWS credential chain, or a
+	// Bedrock API key in APIKeyEnv).
 	Connector string `toml:"connector" json:"connector"`
 	// BaseURL is the API base. Default: the connector's public endpoint
 	// (vertex: the region's, see [VertexBaseURL]). For "azure" it is

@@ -100,6 +100,14 @@ type Config struct {
 	// Entra is the Microsoft Entra ID tenant whose tokens the Azure
 	// endpoints accept. Default nil: none.
 	Entra *Entra
+	// AWSCredentials are the AWS access keys the Bedrock endpoints know,
+	// access key id → secret access key: a request signed with one of
+	// them is checked against the signature the AWS SDK's signer computes
+	// with its secret. Default none: every signed request is refused.
+	AWSCredentials map[string]string
+	// BedrockAPIKeys are the Bedrock API keys the Bedrock endpoints take as
+	// bearer tokens. Default none.
+	BedrockAPIKeys []string
 }
 
 // DefaultConfig returns a small realistic catalog with a 2ms chunk delay.

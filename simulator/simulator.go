@@ -28,6 +28,10 @@
 //     openai/v1/responses, openai/v1/embeddings under <base>/azure, behind
 //     an api-key or a token from the simulated Microsoft Entra ID
 //     ([StartEntra]).
+//   - Amazon Bedrock: POST model/{modelId}/invoke and
+//     model/{modelId}/invoke-with-response-stream (Anthropic's models, the
+//     stream in the binary event-stream framing), each request's SigV4
+//     signature recomputed with the AWS SDK's signer (bedrock.go).
 //
 // A marketplace's Messages and Responses endpoints take the routing
 // members its reference gives them (testdata/recorded/ENDPOINTS.md) and
@@ -108,7 +112,7 @@ func apiOf(path string) string {
 		return APIChat
 	case strings.HasSuffix(path, "/messages/count_tokens"):
 		return APICountTokens
-	case strings.HasSuffix(path, "/messages"):
+	case strings.HasSuffix(path, "/messages"), strings.HasSuffix(path, "/invoke"), strings.HasSuffix(path, "/invoke-with-response-stream"):
 		return APIMessages
 	case strings.HasSuffix(path, "/embeddings"):
 		return APIEmbeddings
@@ -243,7 +247,7 @@ func (s *Server) BaseURL() string { return s.base }
 // URL returns the base URL a connector uses for an upstream kind:
 // openrouter → <base>/openrouter/api/v1, vercel → <base>/vercel/v1,
 // openai → <base>/openai/v1, anthropic → <base>/anthropic/v1, azure →
-// <base>/azure/openai/v1. Unknown kinds
+// <base>/azure/openai/v1, bedrock → <base>/bedrock. Unknown kinds
 // return "".
 func (s *Server) URL(kind string) string {
 	switch kind {
@@ -259,6 +263,8 @@ func (s *Server) URL(kind string) string {
 		// The resource's endpoint is <base>/azure; the connector appends
 		// the v1 surface's path.
 		return s.base + "/azure/openai/v1"
+	case KindBedrock:
+		return s.base + "/bedrock"
 	}
 	return ""
 }
@@ -463,6 +469,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /vercel/v1/responses", s.track(s.handleVercelResponses))
 	s.inboundRoutes(mux)
 	s.azureRoutes(mux)
+	s.bedrockRoutes(mux)
 	return mux
 }
 

@@ -68,7 +68,7 @@ func TestLoadChecksThatNeedTheCatalog(t *testing.T) {
 		{"azure upstream without its resource's endpoint", func(t *testing.T) string {
 			return demoWith(t, "sluice.toml", [2]string{"[[keys]]\nid = \"k-chat\"",
 				"[[upstreams]]\nname = \"azure\"\nconnector = \"azure\"\napi_key_env = \"AZURE_OPENAI_API_KEY\"\n\n[[keys]]\nid = \"k-chat\""})
-		}, []string{`sluice.toml#/upstreams/4: invalid_upstream: upstream "azure": connector azure needs base_url, the resource's endpoint (https://{resource}.openai.azure.com)`}},
+		}, []string{`sluice.toml#/upstreams/5: invalid_upstream: upstream "azure": connector azure needs base_url, the resource's endpoint (https://{resource}.openai.azure.com)`}},
 		{"guardrails without a catalog", func(t *testing.T) string {
 			dir := demoWith(t, "sluice.toml")
 			require.NoError(t, os.Remove(filepath.Join(dir, "catalog.json")))

@@ -67,7 +67,16 @@ var demoSteps = []demoStep{
 		path: "/v1/embeddings", body: `{"model":"openai/text-embedding-3-small","input":["incident 1412","incident 1413"]}`},
 	demoVertexStep,
 	demoAzureStep,
+	// Amazon Bedrock.
+	{title: "Amazon Bedrock: a Messages request on Claude through its US cross-region inference profile, sent natively over InvokeModel with a Bedrock API key", secret: "sk-sluice-demo-chat",
+		path: "/v1/messages", body: `{"model":"claude-on-bedrock","max_tokens":256,"messages":[{"role":"user","content":"Triage this alert."}]}`},
 }
+
+// demoBedrockKey is the Bedrock API key of the demo's simulated Bedrock:
+// the demo sets AWS_BEARER_TOKEN_BEDROCK, the demo upstream's api_key_env,
+// to it in its own process, so that a real key in the environment is
+// never sent to the simulator.
+const demoBedrockKey = "bedrock-api-key-sluice-demo"
 
 func runDemo(env *cliEnv, args []string) int {
 	fs := newFlags(env, "demo", "[--dir DIR] [--serve [--listen ADDR]]")
@@ -110,6 +119,11 @@ func runDemo(env *cliEnv, args []string) int {
 	}
 	simCfg := simulator.FromCatalog(boot)
 	simCfg.AzureAPIKey = azureKey
+	simCfg.BedrockAPIKeys = []string{demoBedrockKey}
+	if err := os.Setenv("AWS_BEARER_TOKEN_BEDROCK", demoBedrockKey); err != nil {
+		fmt.Fprintf(env.stderr, "sluice demo: %v\n", err)
+		return 1
+	}
 	sim := simulator.New(simCfg)
 	if _, err := sim.Start(); err != nil {
 		fmt.Fprintf(env.stderr, "sluice demo: simulator: %v\n", err)
@@ -118,7 +132,7 @@ func runDemo(env *cliEnv, args []string) int {
 	defer sim.Close()
 	vx.Generate(sim)
 	urls := map[string]string{}
-	for _, u := range []struct{ name, kind string }{{"market", "openrouter"}, {"edge", "vercel"}, {"openai", "openai"}, {"anthropic", "anthropic"}, {"azure", simulator.KindAzure}} {
+	for _, u := range []struct{ name, kind string }{{"market", "openrouter"}, {"edge", "vercel"}, {"openai", "openai"}, {"anthropic", "anthropic"}, {"azure", simulator.KindAzure}, {"bedrock", "bedrock"}} {
 		urls[u.name] = sim.URL(u.kind)
 	}
 	fmt.Fprintf(out, "  upstream: marketplace simulator at %s\n", sim.BaseURL())

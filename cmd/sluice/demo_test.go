@@ -42,6 +42,7 @@ func TestDemoAndRows(t *testing.T) {
 		"200 served by openai/gpt-4o via openai, degraded: ranking (a Responses API response)",
 		"200 served by openai/text-embedding-3-small (the upstream did not say which provider), degraded: ranking (embeddings)",
 		"200 served by anthropic/claude-sonnet-4.5 via google-vertex, degraded: chain (a Messages API message)",
+		"200 served by anthropic/claude-haiku-4.5 via amazon-bedrock, degraded: chain (a Messages API message)",
 		"Database: " + filepath.Join(dir, "config", "data", "requests.db"),
 	} {
 		require.Contains(t, out, want)
@@ -60,7 +61,8 @@ func TestDemoAndRows(t *testing.T) {
 	}
 	require.Equal(t, map[string][]string{
 		"k-batch openai/gpt-4o-mini":            {"chain"},
-		"k-azure openai/gpt-4o":                 {"chain"},   // a direct upstream, like the batch key's
+		"k-azure openai/gpt-4o":                 {"chain"}, // a direct upstream, like the batch key's
+		"k-chat anthropic/claude-haiku-4.5":     {"chain"},
 		"k-chat openai/gpt-4o":                  {"ranking"}, // chat and Responses alike
 		"k-research anthropic/claude-haiku-4.5": {"ranking"},
 		"k-chat anthropic/claude-sonnet-4.5":    {"ranking"},

@@ -35,7 +35,7 @@ func TestSimulateServesAUsersConfig(t *testing.T) {
 		require.Equal(t, 0, <-done)
 	}()
 	printed := regexp.MustCompile(`name = "([a-z]+)"\s+→\s+base_url = "([^"]+)"`).FindAllStringSubmatch(out.String(), -1)
-	require.Len(t, printed, 4, out.String())
+	require.Len(t, printed, 5, out.String())
 	dir := demoWith(t, func(toml string) string {
 		for _, p := range printed {
 			toml = strings.Replace(toml, `name = "`+p[1]+`"`+"\n", `name = "`+p[1]+`"`+"\nbase_url = \""+p[2]+"\"\n", 1)

@@ -1,0 +1,234 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	sluice "github.com/sluicegw/sluice"
+	"github.com/sluicegw/sluice/gateway"
+	"github.com/sluicegw/sluice/simulator"
+)
+
+// The AWS identity the Bedrock tests sign with, read by the SDK's default
+// chain from the environment; the simulator knows its secret.
+const (
+	bedrockKeyID  = "AKIDSLUICEGATEWAYTEST"
+	bedrockSecret = "bedrock-secret-access-key-for-tests"
+)
+
+// bedrockEdits add a Bedrock upstream in us-east-1 (its credentials the
+// default chain's) and a route to Claude Haiku 4.5 on it.
+var bedrockEdits = [][2]string{
+	{"[[keys]]\nid = \"k-chat\"", "[[upstreams]]\nname = \"aws\"\nconnector = \"bedrock\"\nregion = \"us-east-1\"\nfirst_byte_timeout = \"2s\"\ntimeout = \"5s\"\n\n[[keys]]\nid = \"k-chat\""},
+	{"[[routes]]\nmodel = \"assistant\"", "[[routes]]\nmodel = \"bedrock-haiku\"\ntargets = [{upstream = \"aws\", model = \"anthropic/claude-haiku-4.5\"}]\n\n[[routes]]\nmodel = \"assistant\""},
+}
+
+// bedrockIDs are the US cross-region inference profiles of the recorded
+// models.
+var bedrockIDs = map[string]string{
+	"anthropic/claude-haiku-4.5":  "us.anthropic.claude-haiku-4-5-20251001-v1:0",
+	"anthropic/claude-sonnet-4.5": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+}
+
+// bedrockCatalog names Claude Haiku 4.5 and Sonnet 4.5 on Bedrock by
+// their US cross-region inference profiles.
+func bedrockCatalog(t *testing.T) func(dir string) {
+	return func(dir string) {
+		p := filepath.Join(dir, "catalog.json")
+		raw, err := os.ReadFile(p)
+		require.NoError(t, err)
+		var cat map[string]any
+		require.NoError(t, json.Unmarshal(raw, &cat))
+		for _, m := range cat["models"].([]any) {
+			m := m.(map[string]any)
+			if id, ok := bedrockIDs[m["slug"].(string)]; ok {
+				m["native"].(map[string]any)["amazon-bedrock"] = id
+			}
+		}
+		out, err := json.Marshal(cat)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(p, out, 0o644))
+	}
+}
+
+// bedrockEnv is an AWS environment of the test's own: the access key in
+// the variables the default chain reads first, no shared files, no
+// instance metadata (nothing leaves loopback).
+func bedrockEnv(t *testing.T, withKey bool) {
+	dir := t.TempDir()
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_WEB_IDENTITY_TOKEN_FILE", "")
+	t.Setenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "")
+	t.Setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "")
+	t.Setenv("AWS_SESSION_TOKEN", "")
+	if withKey {
+		t.Setenv("AWS_ACCESS_KEY_ID", bedrockKeyID)
+		t.Setenv("AWS_SECRET_ACCESS_KEY", bedrockSecret)
+	} else {
+		t.Setenv("AWS_ACCESS_KEY_ID", "")
+		t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	}
+}
+
+func newBedrockHarness(t *testing.T, withKey bool) *harness {
+	bedrockEnv(t, withKey)
+	return newHarnessOpts(t, bedrockCatalog(t), bedrockSim, bedrockURL, bedrockEdits...)
+}
+
+// bedrockSim makes the simulator know the tests' AWS identity.
+func bedrockSim(c *simulator.Config) {
+	c.AWSCredentials = map[string]string{bedrockKeyID: bedrockSecret}
+}
+
+// bedrockURL points the Bedrock upstream at the simulator's endpoints.
+func bedrockURL(o *gateway.Options) {
+	o.UpstreamURLs["aws"] = o.UpstreamURLs["anthropic"][:strings.Index(o.UpstreamURLs["anthropic"], "/anthropic")] + "/bedrock"
+}
+
+// Chat completions and the Messages API on Bedrock end to end, streamed
+// and not: the chat request translated onto the Messages API, the
+// Messages request passed through, each signed with SigV4 from the
+// environment's credentials and the signature recomputed by the
+// simulator; the rows name amazon-bedrock and price the usage at the
+// catalog's Bedrock prices.
+func TestBedrockEndToEnd(t *testing.T) {
+	h := newBedrockHarness(t, true)
+	cases := []struct {
+		name, path, body string
+		stream           bool
+		want             string
+	}{
+		{"chat", "/v1/chat/completions", `{"model":"bedrock-haiku","messages":[{"role":"user","content":"hi"}]}`, false, `"served by anthropic/claude-haiku-4.5 via amazon-bedrock"`},
+		{"chat stream", "/v1/chat/completions", `{"model":"bedrock-haiku","stream":true,"messages":[{"role":"user","content":"hi"}]}`, true, `data: [DONE]`},
+		{"messages", "/v1/messages", `{"model":"bedrock-haiku","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`, false, `"type":"message"`},
+		{"messages stream", "/v1/messages", `{"model":"bedrock-haiku","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, true, "event: message_stop"},
+		{"responses", "/v1/responses", `{"model":"bedrock-haiku","input":"hi"}`, false, `"output_text"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			resp, body := h.do("POST", c.path, secretChat, c.body, "Content-Type", "application/json", "Anthropic-Version", "2023-06-01")
+			require.Equal(t, 200, resp.StatusCode, "%s", body)
+			assert.Contains(t, string(body), c.want)
+			if c.stream {
+				assert.Contains(t, string(body), "amazon-bedrock", "the answer's text came through the relay")
+			}
+			sent := h.sent.take()
+			require.Len(t, sent, 1)
+			suffix := "/invoke"
+			if c.stream {
+				suffix = "/invoke-with-response-stream"
+			}
+			assert.True(t, strings.HasSuffix(sent[0].URL, "/bedrock/model/us.anthropic.claude-haiku-4-5-20251001-v1%3A0"+suffix), sent[0].URL)
+			assert.True(t, strings.HasPrefix(sent[0].Auth, "AWS4-HMAC-SHA256 Credential="+bedrockKeyID+"/"), sent[0].Auth)
+			assert.Contains(t, sent[0].Auth, "/us-east-1/bedrock/aws4_request")
+			assert.Contains(t, string(sent[0].Body), `"anthropic_version":"bedrock-2023-05-31"`)
+			assert.NotContains(t, string(sent[0].Body), `"model"`)
+			assert.NotContains(t, string(sent[0].Body), `"stream"`)
+
+			row := h.row(resp.Header.Get("X-Request-Id"))
+			assert.Equal(t, "aws", row.Upstream)
+			assert.Equal(t, "amazon-bedrock", row.ServedProvider)
+			assert.Equal(t, "anthropic/claude-haiku-4.5", row.ServedModel)
+			assert.Equal(t, 200, row.Status)
+			require.Positive(t, row.PromptTokens)
+			require.Positive(t, row.CompletionTokens)
+			// The catalog's Bedrock prices: $1 in, $5 out per million.
+			assert.InDelta(t, float64(row.PromptTokens)*1e-6+float64(row.CompletionTokens)*5e-6, row.CostUSD, 1e-12)
+		})
+	}
+	assert.NotContains(t, h.logs.String(), bedrockSecret)
+}
+
+// A credential chain that yields nothing (no variables, no files, no
+// instance metadata) fails the request 502 upstream_credentials_unavailable
+// naming the upstream, with no secret in the answer or the log.
+func TestBedrockCredentialsUnavailable(t *testing.T) {
+	h := newBedrockHarness(t, false)
+	resp, body := h.post(secretChat, `{"model":"bedrock-haiku","messages":[{"role":"user","content":"hi"}]}`)
+	require.Equal(t, 502, resp.StatusCode, "%s", body)
+	var e struct {
+		Error struct{ Code, Message string }
+	}
+	require.NoError(t, json.Unmarshal(body, &e))
+	assert.Equal(t, "upstream_credentials_unavailable", e.Error.Code)
+	assert.Contains(t, e.Error.Message, `upstream "aws"`)
+	assert.Empty(t, h.sent.take(), "nothing unsigned was sent")
+	for _, secret := range []string{bedrockSecret, platformKeys["ANTHROPIC_API_KEY"]} {
+		assert.NotContains(t, string(body), secret)
+		assert.NotContains(t, h.logs.String(), secret)
+	}
+}
+
+// A credential chain the SDK cannot set up (the profile it is told to use
+// does not exist) is a located invalid_upstream at load.
+func TestBedrockChainFailsAtLoad(t *testing.T) {
+	bedrockEnv(t, true)
+	t.Setenv("AWS_PROFILE", "no-such-profile")
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, sluice.DemoConfig()))
+	editConfig(t, dir, bedrockEdits...)
+	bedrockCatalog(t)(dir)
+	for env, v := range platformKeys {
+		t.Setenv(env, v)
+	}
+	srv, err := gateway.New(gateway.Options{ConfigDir: dir, AdminToken: adminToken, Logger: slog.New(slog.DiscardHandler)})
+	if srv != nil {
+		_ = srv.Close(context.Background())
+	}
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "invalid_upstream")
+	assert.Contains(t, err.Error(), "/upstreams/5")
+	assert.Contains(t, err.Error(), "no-such-profile")
+	assert.NotContains(t, err.Error(), bedrockSecret)
+}
+
+// A Messages token count on Bedrock goes to its CountTokens operation,
+// signed, naming the foundation model (not the inference profile), and is
+// answered in the Messages API's shape, not estimated.
+func TestBedrockCountTokens(t *testing.T) {
+	h := newBedrockHarness(t, true)
+	resp, body := h.do("POST", "/v1/messages/count_tokens", secretChat, `{"model":"bedrock-haiku","messages":[{"role":"user","content":"how many tokens is this?"}]}`,
+		"Content-Type", "application/json", "Anthropic-Version", "2023-06-01")
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	var got map[string]int
+	require.NoError(t, json.Unmarshal(body, &got))
+	require.Contains(t, got, "input_tokens")
+	assert.Positive(t, got["input_tokens"])
+	assert.Len(t, got, 1)
+	assert.Empty(t, resp.Header.Get("X-Sluice-Count-Estimated"))
+	sent := h.sent.take()
+	require.Len(t, sent, 1)
+	assert.True(t, strings.HasSuffix(sent[0].URL, "/bedrock/model/anthropic.claude-haiku-4-5-20251001-v1%3A0/count-tokens"), sent[0].URL)
+	assert.True(t, strings.HasPrefix(sent[0].Auth, "AWS4-HMAC-SHA256 "), sent[0].Auth)
+	assert.Contains(t, string(sent[0].Body), `{"input":{"invokeModel":{"body":"`)
+}
+
+// Bedrock's error answers ({"message": …}, the type in a header) reach a
+// Messages client in the Messages API's error shape, Bedrock's message
+// and status kept.
+func TestBedrockErrorInMessagesShape(t *testing.T) {
+	h := newBedrockHarness(t, true)
+	// The simulator answers the attempt 400 in Bedrock's shape.
+	resp, body := h.do("POST", "/v1/messages", secretChat, `{"model":"bedrock-haiku","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`,
+		"Content-Type", "application/json", "Anthropic-Version", "2023-06-01", "X-Sim-Fault", "status=400")
+	require.Equal(t, 400, resp.StatusCode, "%s", body)
+	var e struct {
+		Type  string
+		Error struct{ Type, Message string }
+	}
+	require.NoError(t, json.Unmarshal(body, &e), "%s", body)
+	assert.Equal(t, "error", e.Type, "%s", body)
+	assert.Equal(t, "invalid_request_error", e.Error.Type)
+	assert.NotContains(t, e.Error.Message, `{"message"`, "Bedrock's message, not its body")
+}
