@@ -342,7 +342,7 @@ func (rt *realtimeSession) run(shutdown, ctx context.Context) {
 		}
 	}()
 	ws.wait(both, rt.t.snap.Config.Realtime.IdleTimeout.Duration, func() wsEnd {
-		if shutdownCut2(shutdown) {
+		if cutAtShutdown(shutdown) {
 			return wsEnd{by: ClosedBySluice, code: CloseShutdown, reason: "the gateway is shutting down"}
 		}
 		return wsEnd{by: ClosedBySluice, code: websocket.StatusNormalClosure, reason: "maximum session duration reached ([realtime] max_duration)"}
@@ -366,8 +366,9 @@ func (rt *realtimeSession) run(shutdown, ctx context.Context) {
 	rt.releaseAll()
 }
 
-// shutdownCut2 reports whether a request's context was cut at shutdown.
-func shutdownCut2(ctx context.Context) bool { return context.Cause(ctx) == ErrShutdown }
+// cutAtShutdown reports whether a context was cut at shutdown (the
+// context's form of [shutdownCut]).
+func cutAtShutdown(ctx context.Context) bool { return context.Cause(ctx) == ErrShutdown }
 
 // guard sees the caller's frames: a response.create is sent only when the
 // budget covers a response at its max_output_tokens (sluice sets

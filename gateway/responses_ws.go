@@ -61,7 +61,7 @@ const socketQueue = 1
 // Responses API (socketServable), so that the caller falls back to HTTP.
 func (s *Server) responsesSocket(w http.ResponseWriter, r *http.Request) {
 	a := authFrom(r.Context())
-	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+	if !isUpgrade(r) {
 		writeError(w, notFound(r))
 		return
 	}
@@ -80,12 +80,11 @@ func (s *Server) responsesSocket(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Time{})
 	_ = rc.SetWriteDeadline(time.Time{})
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	conn, err := acceptSession(w, r, nil, a.snap.Config.Server.MaxBodyBytes)
 	if err != nil {
 		return // Accept answered the caller
 	}
 	defer conn.CloseNow()
-	conn.SetReadLimit(a.snap.Config.Server.MaxBodyBytes)
 	ss := &socketSession{s: s, conn: conn, r: r, secret: access.BearerToken(r), header: socketHeader(r.Header)}
 	ss.run()
 }
