@@ -21,7 +21,13 @@ import (
 // against Azure (testdata/recorded/realtime/azure-*.jsonl).
 
 // azureRealtimePrices reads the demo catalog's Azure endpoint of
-// openai/gpt-realtime: text in, text out, cached text in.
+// openai/gpt-realtime: text in, text out, cached text in. Those prices are
+// gpt-realtime's published list prices per million tokens (text $4, cached
+// $0.40, out $16; audio $32, cached $0.40, out $64; image $5, cached
+// $0.50: developers.openai.com/api/docs/models/gpt-realtime), which Azure's
+// Global Standard deployments list alike; Azure's own pricing page
+// (azure.microsoft.com/pricing/details/azure-openai) renders its figures
+// per region when loaded, so no copy of it gave a number to cite.
 func azureRealtimePrices(t *testing.T, dir string) (in, out, cacheRead float64) {
 	b, err := os.ReadFile(filepath.Join(dir, "catalog.json"))
 	require.NoError(t, err)
