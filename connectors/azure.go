@@ -16,9 +16,11 @@ import (
 // there, not in the path), mapped from the catalog slug by the upstream's
 // deployments table, else the catalog's native id for azure. It is one
 // provider, "azure" in the catalog's terms: nothing to rank, no model
-// chain. Credentials are the api-key header (api_key_env) or, without a
-// key, Microsoft Entra ID bearer tokens (azure_entra.go). A Messages
-// request goes through the Messages→chat translation like on OpenAI.
+// chain. The Realtime API's WebSocket is /openai/v1/realtime?model=
+// <deployment>, OpenAI's path under the v1 surface. Credentials are the
+// api-key header (api_key_env) or, without a key, Microsoft Entra ID
+// bearer tokens (azure_entra.go). A Messages request goes through the
+// Messages→chat translation like on OpenAI.
 type azure struct {
 	// deployments maps catalog slugs to deployment names; byDeployment is
 	// the reverse, so that a Responses answer, which reports the
@@ -37,6 +39,7 @@ var (
 	_ Connector       = (*azure)(nil)
 	_ responsesNative = (*azure)(nil)
 	_ embedder        = (*azure)(nil)
+	_ realtimeNative  = (*azure)(nil)
 	_ Signer          = (*azureEntra)(nil)
 )
 
@@ -178,4 +181,17 @@ func (a *azure) translateEmbeddings(body Body, plan *compiler.Plan, out *compile
 func (a *azure) embeddingsResponse(call *Call, body []byte) ([]byte, Result, error) {
 	b, res, err := openAIWire.embeddingsResponse(call, body)
 	return b, a.served(res), err
+}
+
+// realtimeCapabilities implements [realtimeNative].
+func (a *azure) realtimeCapabilities() compiler.Capabilities { return a.Capabilities() }
+
+// translateRealtime implements [realtimeNative]: OpenAI's
+// /realtime?model=, under the v1 surface, naming the deployment, as
+// Microsoft documents the GA WebSocket URL
+// (learn.microsoft.com/azure/foundry/openai/how-to/realtime-audio-websockets).
+// The handshake carries the api-key header or, on an azureEntra upstream,
+// the Entra ID bearer its [Signer] sets.
+func (a *azure) translateRealtime(plan *compiler.Plan, out *compiler.Outcome) (*Native, error) {
+	return openAIWire.translateRealtime(plan, a.deployed(plan, out))
 }

@@ -300,7 +300,7 @@ func TranslateFor(c Connector, in *Inbound, body Body, plan *compiler.Plan, out 
 		}
 	case APIRealtime:
 		if n, ok := c.(realtimeNative); ok {
-			return n.translateRealtime(out)
+			return n.translateRealtime(plan, out)
 		}
 		return nil, &TranslateError{Code: compiler.CodeAPIUnsupported, Message: c.Kind() + " upstreams do not speak the Realtime API"}
 	case APICountTokens:

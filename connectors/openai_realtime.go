@@ -23,7 +23,7 @@ type realtimeNative interface {
 	realtimeCapabilities() compiler.Capabilities
 	// translateRealtime builds the session's native request: its path and
 	// query relative to the base URL, and the connector's own headers.
-	translateRealtime(out *compiler.Outcome) (*Native, error)
+	translateRealtime(plan *compiler.Plan, out *compiler.Outcome) (*Native, error)
 }
 
 var _ realtimeNative = (*openAI)(nil)
@@ -33,13 +33,13 @@ func (c *openAI) realtimeCapabilities() compiler.Capabilities { return c.Capabil
 
 // translateRealtime implements [realtimeNative]: /realtime?model=<id>, as
 // OpenAI's Realtime API reference documents the WebSocket URL.
-func (*openAI) translateRealtime(out *compiler.Outcome) (*Native, error) {
+func (*openAI) translateRealtime(_ *compiler.Plan, out *compiler.Outcome) (*Native, error) {
 	return &Native{Path: "/realtime?model=" + url.QueryEscape(out.NativeModel), Header: noHeaders}, nil
 }
 
 // SpeaksRealtime reports whether a connector's upstream speaks the Realtime
-// API over a WebSocket: its connector declares so (OpenAI's does; the
-// marketplaces document no realtime endpoint).
+// API over a WebSocket: its connector declares so (OpenAI's and Azure
+// OpenAI's do; the marketplaces document no realtime endpoint).
 func SpeaksRealtime(c Connector) bool {
 	_, ok := c.(realtimeNative)
 	return ok

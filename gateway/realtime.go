@@ -201,8 +201,13 @@ func (s *Server) logLeftOut(t *turn) {
 	}
 }
 
-// sessionFailed is the caller's answer when no target accepted the session.
+// sessionFailed is the caller's answer when no target accepted the session:
+// the last attempt's own error if the gateway made one (its credentials),
+// else what the failure says.
 func sessionFailed(a *attempt, f failover.Failure) *apierr.Error {
+	if a.out.apiErr != nil {
+		return a.out.apiErr
+	}
 	code := apierr.CodeUpstreamUnavailable
 	if f.Class == failover.ClassTimeout {
 		code = apierr.CodeUpstreamTimeout
@@ -215,7 +220,7 @@ func sessionFailed(a *attempt, f failover.Failure) *apierr.Error {
 }
 
 // dialSession opens the attempt's upstream session: the connector's URL as
-// a WebSocket's, its credential, the caller's OpenAI-Beta as given and the
+// a WebSocket's, its credential (a [connectors.Signer]'s too), the caller's OpenAI-Beta as given and the
 // configured forward_headers; the handshake is bounded by the upstream's
 // first_byte_timeout. Compression is not negotiated, so that every event
 // can be read.
@@ -243,6 +248,22 @@ func (s *Server) dialSession(ctx context.Context, r *http.Request, a *attempt, f
 		}
 	}
 	up.Connector.Authorize(h, a.apiKey)
+	if sg, ok := up.Connector.(connectors.Signer); ok {
+		// A signing connector's credentials (Azure's Entra ID bearer) go on
+		// the handshake as on any request to it; the request only carries
+		// the headers to sign. A credential that cannot be had fails the
+		// attempt like an unreachable upstream, answered 502
+		// upstream_credentials_unavailable if no other target accepts.
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err == nil {
+			req.Header = h
+			err = sg.Sign(req, nil)
+		}
+		if err != nil {
+			a.out.apiErr = transportError(err)
+			return nil, failover.ClassifyTransport(err)
+		}
+	}
 	// The dial's context outlives the handshake: the upgraded connection
 	// is the request's, and a cancelled request would drop it without a
 	// close frame. The handshake alone is bounded, by a timer and by ctx;

@@ -16,7 +16,8 @@ import (
 // Azure OpenAI's OpenAI v1 surface, under <base>/azure (the resource's
 // endpoint): POST openai/v1/chat/completions, openai/v1/responses and
 // openai/v1/embeddings, GET and DELETE openai/v1/responses/{id} (stored
-// responses, as OpenAI's), answered like OpenAI's (the OpenAI wire) with what
+// responses, as OpenAI's), GET openai/v1/realtime (a WebSocket session,
+// realtime.go), answered like OpenAI's (the OpenAI wire) with what
 // the recorded Azure answers add (testdata/recorded/azure): a chat
 // answer's prompt_filter_results and each choice's content_filter_results,
 // a chat stream opening with the prompt's filter results in a chunk of no
@@ -54,6 +55,13 @@ func (s *Server) azureRoutes(mux *http.ServeMux) {
 	})))
 	mux.HandleFunc("DELETE /azure/openai/v1/responses/{id}", s.track(s.azureAuth(func(w http.ResponseWriter, r *http.Request) {
 		s.responseDelete(w, r, KindAzure)
+	})))
+	// The Realtime API's WebSocket, /openai/v1/realtime?model=<deployment>
+	// (learn.microsoft.com/azure/foundry/openai/how-to/realtime-audio-websockets),
+	// replaying the sessions recorded against Azure (azure-*.jsonl); the
+	// handshake is authenticated like every other request.
+	mux.HandleFunc("GET /azure/openai/v1/realtime", s.track(s.azureAuth(func(w http.ResponseWriter, r *http.Request) {
+		s.serveRealtime(w, r, azureDirect, DefaultAzureRealtimeRecording)
 	})))
 }
 

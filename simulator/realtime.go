@@ -18,7 +18,8 @@ import (
 	sluice "github.com/sluicegw/sluice"
 )
 
-// OpenAI's Realtime API (GET /openai/v1/realtime, a WebSocket): a session
+// OpenAI's Realtime API (GET /openai/v1/realtime, a WebSocket; Azure
+// OpenAI's at the same path under <base>/azure, azure.go): a session
 // replays one recorded session of testdata/recorded/realtime, frame for
 // frame. On connect it sends the frames the upstream sent before the
 // client's first one (session.created); then each client frame of type X
@@ -36,9 +37,14 @@ const APIRealtime = "realtime"
 // DefaultRealtimeRecording.
 const RealtimeHeader = "X-Sim-Realtime"
 
-// DefaultRealtimeRecording is the session replayed without RealtimeHeader:
-// a text conversation answered in text.
+// DefaultRealtimeRecording is the session OpenAI's endpoint replays
+// without RealtimeHeader: a text conversation answered in text.
 const DefaultRealtimeRecording = "openai-history-text-out"
+
+// DefaultAzureRealtimeRecording is the session Azure's endpoint replays
+// without RealtimeHeader: the same conversation, as Azure OpenAI answered
+// it.
+const DefaultAzureRealtimeRecording = "azure-history-text-out"
 
 // recordedFrame is one frame of a recorded session.
 type recordedFrame struct {
@@ -121,12 +127,20 @@ func parseRecording(b []byte) ([]recordedFrame, error) {
 	return out, sc.Err()
 }
 
-// handleOpenAIRealtime serves one realtime session.
+// handleOpenAIRealtime serves one realtime session of OpenAI's.
 func (s *Server) handleOpenAIRealtime(w http.ResponseWriter, r *http.Request) {
+	s.serveRealtime(w, r, openAIDirect, DefaultRealtimeRecording)
+}
+
+// serveRealtime serves one realtime session of a direct provider: the
+// model in the query is the provider's native id (for Azure, the
+// deployment, named after its model), recorded under d.kind; rec is the
+// recording replayed without [RealtimeHeader].
+func (s *Server) serveRealtime(w http.ResponseWriter, r *http.Request, d direct, defaultRec string) {
 	model := r.URL.Query().Get("model")
-	m, ep, ok := s.directModel(model, "openai")
+	m, ep, ok := s.directModel(model, d.provider)
 	if !ok {
-		s.record(r, Call{Kind: KindOpenAI, Model: model, Status: http.StatusNotFound})
+		s.record(r, Call{Kind: d.kind, Model: model, Status: http.StatusNotFound})
 		writeJSON(w, http.StatusNotFound, openAINoModel(model))
 		return
 	}
@@ -137,7 +151,7 @@ func (s *Server) handleOpenAIRealtime(w http.ResponseWriter, r *http.Request) {
 	}
 	name := r.Header.Get(RealtimeHeader)
 	if name == "" {
-		name = DefaultRealtimeRecording
+		name = defaultRec
 	}
 	rec, ok := recs[name]
 	if !ok {
@@ -151,7 +165,7 @@ func (s *Server) handleOpenAIRealtime(w http.ResponseWriter, r *http.Request) {
 	}
 	if _, f := s.plan(hdr, m.Slug, ep.Slug()); f != nil && f.Action == FaultStatus {
 		// A fault refuses the handshake with its status, in OpenAI's shape.
-		s.record(r, Call{Kind: KindOpenAI, Model: m.Slug, Provider: ep.Slug(), Status: f.Status, Fault: f.String()})
+		s.record(r, Call{Kind: d.kind, Model: m.Slug, Provider: ep.Slug(), Status: f.Status, Fault: f.String()})
 		writeJSON(w, f.Status, openAIShape(f.Status, "simulated failure"))
 		return
 	}
@@ -159,7 +173,7 @@ func (s *Server) handleOpenAIRealtime(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	s.record(r, Call{Kind: KindOpenAI, Model: m.Slug, Provider: ep.Slug(), Status: http.StatusSwitchingProtocols})
+	s.record(r, Call{Kind: d.kind, Model: m.Slug, Provider: ep.Slug(), Status: http.StatusSwitchingProtocols})
 	c.SetReadLimit(16 << 20)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()

@@ -14,13 +14,17 @@ import (
 
 // TestRealtimeReplaysRecordings: a client that sends a recorded session's
 // frames gets the upstream's recorded frames back, byte for byte and in
-// order, for every recording (a recording added is a check added).
+// order, for every recording (a recording added is a check added): an
+// azure-* recording through Azure's endpoint with its api-key, the others
+// through OpenAI's. Azure's handshake without the key is refused 401.
 func TestRealtimeReplaysRecordings(t *testing.T) {
 	recs, err := loadRealtime()
 	require.NoError(t, err)
 	require.NotEmpty(t, recs)
 	cfg := testConfig()
-	cfg.Models = append(cfg.Models, Model{Slug: "openai/gpt-realtime", ContextWindow: 32000, Endpoints: []Endpoint{{Provider: "openai", PriceIn: 4, PriceOut: 16}}})
+	cfg.AzureAPIKey = "az-key"
+	cfg.Models = append(cfg.Models, Model{Slug: "openai/gpt-realtime", ContextWindow: 32000,
+		Endpoints: []Endpoint{{Provider: "openai", PriceIn: 4, PriceOut: 16}, {Provider: "azure", PriceIn: 4, PriceOut: 16}}})
 	s := New(cfg)
 	_, err = s.Start()
 	require.NoError(t, err)
@@ -29,8 +33,12 @@ func TestRealtimeReplaysRecordings(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			u := "ws" + strings.TrimPrefix(s.URL(KindOpenAI), "http") + "/realtime?model=gpt-realtime"
-			c, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{RealtimeHeader: {name}}})
+			kind, hdr := KindOpenAI, http.Header{RealtimeHeader: {name}}
+			if strings.HasPrefix(name, "azure-") {
+				kind, hdr["Api-Key"] = KindAzure, []string{"az-key"}
+			}
+			u := "ws" + strings.TrimPrefix(s.URL(kind), "http") + "/realtime?model=gpt-realtime"
+			c, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: hdr})
 			require.NoError(t, err)
 			defer c.CloseNow()
 			c.SetReadLimit(16 << 20)
@@ -56,4 +64,13 @@ func TestRealtimeReplaysRecordings(t *testing.T) {
 		})
 	}
 	require.Equal(t, len(recs), s.CallCount(CallFilter{API: APIRealtime}))
+	require.Equal(t, 2, s.CallCount(CallFilter{API: APIRealtime, Kind: KindAzure}))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	u := "ws" + strings.TrimPrefix(s.URL(KindAzure), "http") + "/realtime?model=gpt-realtime"
+	_, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"Api-Key": {"wrong"}}})
+	require.Error(t, err)
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	require.Equal(t, 1, s.CallCount(CallFilter{API: APIRealtime, Kind: KindAzure, Status: http.StatusUnauthorized}))
 }

@@ -25,7 +25,8 @@
 //     is refused with 400, previous_response_not_found).
 //   - Anthropic: POST messages, messages/count_tokens.
 //   - Azure OpenAI (azure.go): POST openai/v1/chat/completions,
-//     openai/v1/responses, openai/v1/embeddings under <base>/azure, behind
+//     openai/v1/responses, openai/v1/embeddings, GET openai/v1/realtime
+//     (a WebSocket) under <base>/azure, behind
 //     an api-key or a token from the simulated Microsoft Entra ID
 //     ([StartEntra]).
 //   - Amazon Bedrock: POST model/{modelId}/invoke and

@@ -166,8 +166,9 @@ func TestVersionFrom(t *testing.T) {
 }
 
 // TestExplainRealtime: explain --api realtime shows which targets a session
-// could use: the members in order, a marketplace skipped as it does not
-// speak the API, and a takes_over target left out.
+// could use: the members in order (Azure OpenAI's among them), a
+// marketplace skipped as it does not speak the API, and a takes_over
+// target left out.
 func TestExplainRealtime(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(dir, os.DirFS(demoDir)))
@@ -175,14 +176,18 @@ func TestExplainRealtime(t *testing.T) {
 	b, err := os.ReadFile(p)
 	require.NoError(t, err)
 	b = append(b, "\n[[upstreams]]\nname = \"openai-b\"\nconnector = \"openai\"\n"+
+		"\n[[upstreams]]\nname = \"az\"\nconnector = \"azure\"\nbase_url = \"https://sluice-test.openai.azure.com\"\napi_key_env = \"AZURE_OPENAI_API_KEY\"\n"+
 		"\n[[routes]]\nmodel = \"voice\"\n"+
 		"[[routes.targets]]\nupstream = \"openai\"\nmodel = \"openai/gpt-realtime\"\n"+
+		"[[routes.targets]]\nupstream = \"az\"\nmodel = \"openai/gpt-realtime\"\n"+
 		"[[routes.targets]]\nupstream = \"market\"\nmodel = \"openai/gpt-realtime\"\n"+
 		"[[routes.targets]]\nupstream = \"openai-b\"\nmodel = \"openai/gpt-realtime\"\ntakes_over = [\"throttled\"]\n"...)
 	require.NoError(t, os.WriteFile(p, b, 0o644))
 	code, out, errOut := runCLI(t, "", "explain", "--config", dir, "--key", "k-batch", "--api", "realtime", "--model", "voice")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "1. openai/openai/gpt-realtime")
+	require.Contains(t, out, "2. az/openai/gpt-realtime", "Azure OpenAI speaks the Realtime API")
+	require.NotContains(t, out, "skipped az/")
 	require.Contains(t, out, "skipped market/openai/gpt-realtime: api_unsupported")
 	require.Contains(t, out, "left out openai-b/openai/gpt-realtime: takes over throttled, and a realtime session never uses a restricted target")
 	code, _, errOut = runCLI(t, "", "explain", "--config", dir, "--key", "k-batch", "--api", "realtime")
