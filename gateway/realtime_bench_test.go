@@ -184,7 +184,7 @@ func BenchmarkRealtimeConnect(b *testing.B) {
 // upstream alike) each added, per session. b.N is not used: one run opens
 // them once.
 func BenchmarkRealtimeIdleSessions(b *testing.B) {
-	const idleSessions = 500
+	const idleSessions = 2000
 	echo := echoUpstream(b)
 	hdr := http.Header{"Authorization": {"Bearer sk-sluice-demo-batch"}}
 	for _, tc := range []struct {
