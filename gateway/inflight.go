@@ -21,7 +21,10 @@ var errServerShutdown = apierr.New(apierr.CodeServerShutdown,
 	"the gateway is shutting down and ended the request before it completed; the answer is incomplete, retry it")
 
 // shutdownCut reports whether the server cut the request at shutdown.
-func shutdownCut(r *http.Request) bool { return context.Cause(r.Context()) == ErrShutdown }
+func shutdownCut(r *http.Request) bool { return cutAtShutdown(r.Context()) }
+
+// cutAtShutdown reports whether the server cut the context at shutdown.
+func cutAtShutdown(ctx context.Context) bool { return context.Cause(ctx) == ErrShutdown }
 
 // endAtShutdown makes x the outcome of an exchange the server cut at
 // shutdown. (Its own function: a whole exchange built in send's frame

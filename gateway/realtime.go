@@ -387,10 +387,6 @@ func (rt *realtimeSession) run(shutdown, ctx context.Context) {
 	rt.releaseAll()
 }
 
-// cutAtShutdown reports whether a context was cut at shutdown (the
-// context's form of [shutdownCut]).
-func cutAtShutdown(ctx context.Context) bool { return context.Cause(ctx) == ErrShutdown }
-
 // guard sees the caller's frames: a response.create is sent only when the
 // budget covers a response at its max_output_tokens (sluice sets
 // [realtime] max_output_tokens on one that sets none); otherwise the
@@ -425,7 +421,7 @@ func (rt *realtimeSession) guard(typ websocket.MessageType, b []byte) ([]byte, b
 	if !rt.reserve(asked) {
 		var id string
 		_ = json.Unmarshal(ev["event_id"], &id)
-		_ = rt.ws.caller.Write(context.Background(), websocket.MessageText, budgetErrorEvent(rt.t, id))
+		_ = writeFrame(rt.ws.caller, rt.t.snap.Config.Server.WriteTimeout.Duration, budgetErrorEvent(rt.t, id))
 		return nil, false
 	}
 	return b, true
@@ -442,6 +438,7 @@ func budgetErrorEvent(t *turn, clientEvent string) []byte {
 	return b
 }
 
+// nullable is s, or JSON null for "".
 func nullable(s string) any {
 	if s == "" {
 		return nil
@@ -624,7 +621,7 @@ func (rt *realtimeSession) done(u *realtimeUsage) {
 		rt.exhausted = true
 		rt.mu.Unlock()
 		if first {
-			_ = rt.ws.up.Write(context.Background(), websocket.MessageText, []byte(`{"type":"response.cancel"}`))
+			_ = writeFrame(rt.ws.up, t.snap.Config.Server.WriteTimeout.Duration, []byte(`{"type":"response.cancel"}`))
 			rt.ws.finish(wsEnd{by: ClosedBySluice, code: CloseBudget, reason: "budget exhausted (" + apierr.CodeBudgetExhausted + ")"})
 		}
 	}

@@ -351,19 +351,6 @@ func errorEvent(status int, body []byte) []byte {
 	return out
 }
 
-// writeFrame writes one text frame within timeout ([server]
-// write_timeout): a caller that stops reading is cut past it (the
-// connection is closed), so the gateway never holds more than the frame
-// being written for it.
-func writeFrame(conn *websocket.Conn, timeout time.Duration, b []byte) error {
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	return conn.Write(ctx, websocket.MessageText, b)
-}
-
 // quoteShort quotes s for a message, cut to 64 bytes.
 func quoteShort(s string) string {
 	if len(s) > 64 {
