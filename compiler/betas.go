@@ -123,3 +123,27 @@ func CheckBetas(flags []string, accepted map[string]string, upstream string) (ke
 	kept, refused = checkBetas(flags, accepted, upstream, &degraded)
 	return kept, degraded, refused
 }
+
+// SplitBetas returns the flags of anthropic-beta header values, each of which
+// may list several comma-separated: the values themselves when none does.
+func SplitBetas(values []string) []string {
+	split := false
+	for _, v := range values {
+		if strings.ContainsRune(v, ',') || strings.TrimSpace(v) != v {
+			split = true
+			break
+		}
+	}
+	if !split {
+		return values
+	}
+	var out []string
+	for _, v := range values {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}

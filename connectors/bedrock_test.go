@@ -106,7 +106,7 @@ func TestBedrockCorpus(t *testing.T) {
 				}
 				// The check's part: the flags Bedrock takes are kept.
 				mout := *call.Outcome
-				kept, _, refused := compiler.CheckBetas(splitBetas(beta), c.Capabilities().Betas, "aws")
+				kept, _, refused := compiler.CheckBetas(compiler.SplitBetas(beta), c.Capabilities().Betas, "aws")
 				require.Nil(t, refused)
 				mout.Betas = kept
 				n, err := TranslateFor(c, &Inbound{API: APIMessages, Beta: beta}, body, call.Plan, &mout)
@@ -342,7 +342,7 @@ func TestBedrockBetaFlags(t *testing.T) {
 	c := bedrockTestConnector(t)
 	call := bedrockTestCall()
 	flags := []string{"interleaved-thinking-2025-05-14,claude-code-20250219", "interleaved-thinking-2025-05-14"}
-	kept, lost, refused := compiler.CheckBetas(splitBetas(flags), c.Capabilities().Betas, "aws")
+	kept, lost, refused := compiler.CheckBetas(compiler.SplitBetas(flags), c.Capabilities().Betas, "aws")
 	require.Nil(t, refused)
 	assert.Equal(t, []string{"beta:claude-code-20250219"}, lost, "a flag Bedrock does not take is dropped, recorded")
 	call.Outcome.Betas = kept
@@ -352,20 +352,6 @@ func TestBedrockBetaFlags(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"anthropic_beta":["interleaved-thinking-2025-05-14"],"anthropic_version":"bedrock-2023-05-31","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`, string(n.Body))
 	assert.Empty(t, n.Header.Get("anthropic-beta"))
-}
-
-// splitBetas splits anthropic-beta header values into their flags, as the
-// gateway does for the plan.
-func splitBetas(values []string) []string {
-	var flags []string
-	for _, v := range values {
-		for f := range strings.SplitSeq(v, ",") {
-			if f = strings.TrimSpace(f); f != "" {
-				flags = append(flags, f)
-			}
-		}
-	}
-	return flags
 }
 
 func sha256Hex(b []byte) string {

@@ -96,7 +96,7 @@ func TestVertexTranslateCorpus(t *testing.T) {
 			}
 			// The check's part: the flags Vertex AI takes are sent, the others
 			// degrade the request (or refuse it).
-			kept, lost, refused := compiler.CheckBetas(splitBetas(tc.Beta), c.Capabilities().Betas, "vertex")
+			kept, lost, refused := compiler.CheckBetas(compiler.SplitBetas(tc.Beta), c.Capabilities().Betas, "vertex")
 			require.Nil(t, refused)
 			call.Outcome.Betas = kept
 			native, err := TranslateFor(c, in, body, call.Plan, call.Outcome)

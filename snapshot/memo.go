@@ -3,7 +3,6 @@ package snapshot
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/sluicegw/sluice/compiler"
 	"github.com/sluicegw/sluice/compiler/failover"
@@ -116,7 +115,7 @@ func (m *Memo) Plan(model string) *compiler.Plan {
 	}
 	req := compiler.Request{Principal: m.principal, Model: model, Session: m.session}
 	if m.in != nil && len(m.in.Beta) > 0 {
-		req.Betas = splitBetas(m.in.Beta) // the check keeps, per upstream, those it takes
+		req.Betas = compiler.SplitBetas(m.in.Beta) // the check keeps, per upstream, those it takes
 	}
 	if m.pin.Model == model {
 		req.PinnedProvider = m.pin.Provider
@@ -237,27 +236,3 @@ func ModelBody(model string) connectors.Body {
 }
 
 var modelBodyMessages = json.RawMessage(`[{"role":"user","content":"Hello."}]`)
-
-// splitBetas returns the flags of anthropic-beta header values, each of which
-// may list several comma-separated: the values themselves when none does.
-func splitBetas(values []string) []string {
-	split := false
-	for _, v := range values {
-		if strings.ContainsRune(v, ',') || strings.TrimSpace(v) != v {
-			split = true
-			break
-		}
-	}
-	if !split {
-		return values
-	}
-	var out []string
-	for _, v := range values {
-		for _, f := range strings.Split(v, ",") {
-			if f = strings.TrimSpace(f); f != "" {
-				out = append(out, f)
-			}
-		}
-	}
-	return out
-}
