@@ -226,9 +226,6 @@ func bedrockEscape(s string) string {
 	return b.String()
 }
 
-// isJSONTrue reports whether a member's value is the JSON true.
-func isJSONTrue(v []byte) bool { return string(jsonscan.TrimSpace(v)) == "true" }
-
 // Response implements [Connector.Response]: the anthropic connector's
 // reading of a Messages answer, served by Bedrock.
 func (b *bedrock) Response(call *Call, body []byte) ([]byte, Result, error) {

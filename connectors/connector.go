@@ -480,6 +480,9 @@ func echoModel(call *Call, reported string) string {
 	return reported
 }
 
+// isJSONTrue reports whether a member's raw value is the JSON true.
+func isJSONTrue(v []byte) bool { return string(jsonscan.TrimSpace(v)) == "true" }
+
 // jsonMayHold reports whether a JSON document may hold a member of one of
 // the names: a quick test before a decode that would find nothing.
 func jsonMayHold(b []byte, names ...string) bool { return jsonscan.MayHoldMember(b, names) }

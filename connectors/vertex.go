@@ -205,7 +205,7 @@ func (v *vertex) Translate(body Body, plan *compiler.Plan, out *compiler.Outcome
 		return nil, err
 	}
 	n.Body = vertexBody(n.Body)
-	n.Path = v.path(out.NativeModel, isTrue(body["stream"]))
+	n.Path = v.path(out.NativeModel, isJSONTrue(body["stream"]))
 	return n, nil
 }
 
@@ -240,9 +240,6 @@ func (v *vertex) path(model string, stream bool) string {
 	return v.models + url.PathEscape(model) + verb
 }
 
-// isTrue reports whether a raw JSON value is true.
-func isTrue(v []byte) bool { return string(jsonscan.TrimSpace(v)) == "true" }
-
 // Response implements [Connector.Response]: an answer in the Messages
 // shape, read as the anthropic connector reads it.
 func (v *vertex) Response(call *Call, body []byte) ([]byte, Result, error) {
@@ -264,7 +261,7 @@ func (v *vertex) translateMessages(_ *Inbound, body Body, _ *compiler.Plan, out 
 	if len(out.Betas) > 0 {
 		h = http.Header{"Anthropic-Beta": {strings.Join(out.Betas, ",")}}
 	}
-	return &Native{Path: v.path(out.NativeModel, isTrue(body["stream"])), Header: h,
+	return &Native{Path: v.path(out.NativeModel, isJSONTrue(body["stream"])), Header: h,
 		Body: encodeBody(body, member{"model", nil}, member{"anthropic_version", vertexVersionJSON})}, nil
 }
 
