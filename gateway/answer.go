@@ -299,7 +299,20 @@ func (sa *streamAnswer) tell(e *inBandError) {
 	}
 }
 
-func writeError(w http.ResponseWriter, e *apierr.Error) { apierr.Write(w, e) }
+func writeError(w http.ResponseWriter, e *apierr.Error) {
+	apierr.Write(w, e)
+	flushIfCut(w, e)
+}
+
+// flushIfCut sends a shutdown answer (server_shutdown) at once: net/http
+// sends what a handler wrote only after it returns, and shutdown closes the
+// connections as soon as every cut request's handler has left, which would
+// drop a 503 still in the response's buffer.
+func flushIfCut(w http.ResponseWriter, e *apierr.Error) {
+	if e.Code == apierr.CodeServerShutdown {
+		_ = http.NewResponseController(w).Flush()
+	}
+}
 
 // messagesShape reports whether an API answers in the Messages API's shape.
 func messagesShape(api connectors.API) bool {
@@ -310,9 +323,10 @@ func messagesShape(api connectors.API) bool {
 func writeAPIError(w http.ResponseWriter, api connectors.API, e *apierr.Error) {
 	if messagesShape(api) {
 		apierr.WriteMessages(w, e)
-		return
+	} else {
+		apierr.Write(w, e)
 	}
-	apierr.Write(w, e)
+	flushIfCut(w, e)
 }
 
 func notFound(r *http.Request) *apierr.Error {
