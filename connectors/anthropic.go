@@ -36,6 +36,9 @@ func (c *anthropic) served() string {
 // Kind implements [Connector.Kind].
 func (*anthropic) Kind() string { return "anthropic" }
 
+// speaksMessagesOnly implements messagesOnly.
+func (*anthropic) speaksMessagesOnly() {}
+
 // Capabilities implements [Connector.Capabilities]. A direct provider: no
 // ranking, order, lists, chain or auto mode to express.
 func (*anthropic) Capabilities() compiler.Capabilities {

@@ -112,6 +112,9 @@ func newBedrock(u *profiles.Upstream) (*bedrock, error) {
 // Kind implements [Connector.Kind].
 func (*bedrock) Kind() string { return "bedrock" }
 
+// speaksMessagesOnly implements messagesOnly.
+func (*bedrock) speaksMessagesOnly() {}
+
 // Capabilities implements [Connector.Capabilities]. A direct upstream of
 // one provider: nothing to rank, no list or chain to express; the
 // anthropic-beta flags it accepts are [bedrockBetas].

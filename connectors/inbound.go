@@ -212,12 +212,58 @@ func SpeaksNatively(c Connector, api API) bool {
 	return !speaksMessagesOnly(c)
 }
 
+// messagesOnly is a connector whose upstream speaks the Messages API and
+// no chat completions: Anthropic's, and Anthropic's models on Vertex AI and
+// Amazon Bedrock.
+type messagesOnly interface{ speaksMessagesOnly() }
+
 // speaksMessagesOnly reports whether a connector's upstream speaks the
-// Messages API and no chat completions: Anthropic's, and Anthropic's
-// models on Vertex AI and Amazon Bedrock.
+// Messages API and no chat completions.
 func speaksMessagesOnly(c Connector) bool {
-	k := c.Kind()
-	return k == "anthropic" || k == "vertex" || k == "bedrock"
+	_, ok := c.(messagesOnly)
+	return ok
+}
+
+// dialects is a connector whose upstream speaks a different API for some
+// of its models: a cloud serves Anthropic's models in the Messages API and
+// its other models in an API of its own (Bedrock's Converse, Vertex AI's
+// generateContent). dialect returns the connector that speaks to the
+// native model — one built with the upstream, never per request — or nil
+// when the connector itself does.
+type dialects interface {
+	dialect(nativeModel string) Connector
+}
+
+// Dialect returns the connector that speaks to an upstream's native model:
+// c itself, or, for a cloud that speaks another API for the model, the
+// connector of that API. Every per-API question about a request bound for
+// the model (does the upstream speak the API, in which shape it answers
+// errors, how it is asked) is asked of the dialect; TranslateFor, Respond
+// and OpenStream pick it themselves from the outcome's native model.
+// Capabilities and credentials (Signer, Framer) stay the upstream's.
+func Dialect(c Connector, nativeModel string) Connector {
+	if d, ok := c.(dialects); ok {
+		if dc := d.dialect(nativeModel); dc != nil {
+			return dc
+		}
+	}
+	return c
+}
+
+// outcomeModel is the native model an outcome sends ("" when none).
+func outcomeModel(out *compiler.Outcome) string {
+	if out == nil {
+		return ""
+	}
+	return out.NativeModel
+}
+
+// callModel is the native model a call was sent to ("" when none).
+func callModel(call *Call) string {
+	if call == nil {
+		return ""
+	}
+	return outcomeModel(call.Outcome)
 }
 
 // Asked says how a connector's upstream is asked for a request of the API,
@@ -280,6 +326,7 @@ func CapabilitiesFor(c Connector, api API) compiler.Capabilities {
 // own shape, its token cap as a budget may have lowered it. A connector that
 // cannot serve the API at all is never asked (see [Serves]).
 func TranslateFor(c Connector, in *Inbound, body Body, plan *compiler.Plan, out *compiler.Outcome) (*Native, error) {
+	c = Dialect(c, outcomeModel(out))
 	if in == nil {
 		return c.Translate(body, plan, out)
 	}
@@ -360,6 +407,7 @@ func Respond(c Connector, call *Call, body []byte) (out []byte, res Result, err 
 
 // respond is Respond's work, on a decoder goroutine.
 func respond(c Connector, call *Call, body []byte) ([]byte, Result, error) {
+	c = Dialect(c, callModel(call))
 	switch callAPI(call) {
 	case APIMessages:
 		if n, ok := c.(messagesNative); ok {
@@ -385,6 +433,7 @@ func respond(c Connector, call *Call, body []byte) ([]byte, Result, error) {
 // message_start\ndata: {...}"); for chat completions each is an event's
 // data.
 func OpenStream(c Connector, call *Call) Stream {
+	c = Dialect(c, callModel(call))
 	switch callAPI(call) {
 	case APIMessages:
 		if n, ok := c.(messagesNative); ok {

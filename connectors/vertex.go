@@ -130,6 +130,9 @@ func vertexName(s string) bool {
 // Kind implements [Connector.Kind].
 func (*vertex) Kind() string { return "vertex" }
 
+// speaksMessagesOnly implements messagesOnly.
+func (*vertex) speaksMessagesOnly() {}
+
 // Capabilities implements [Connector.Capabilities]: a direct provider, with
 // the anthropic-beta flags Vertex AI takes.
 func (*vertex) Capabilities() compiler.Capabilities {

@@ -68,15 +68,16 @@ func (s *Server) answer(w http.ResponseWriter, t *turn) {
 		t.status = rel.status
 		h := w.Header()
 		body := rel.body
-		if t.api == connectors.APIMessages && !connectors.ErrorsNative(a.compiled.Upstream.Connector, t.api) {
+		c := connectors.Dialect(a.compiled.Upstream.Connector, a.compiled.Outcome.NativeModel)
+		if t.api == connectors.APIMessages && !connectors.ErrorsNative(c, t.api) {
 			// A Messages client reads errors in the Messages shape: the
 			// upstream's status and message, retold.
 			body = connectors.MessagesError(rel.status, rel.body)
 			h.Set("Content-Type", "application/json")
-		} else if t.api == connectors.APIResponses && !connectors.SpeaksNatively(a.compiled.Upstream.Connector, t.api) {
+		} else if t.api == connectors.APIResponses && !connectors.SpeaksNatively(c, t.api) {
 			body = connectors.ResponsesError(rel.status, rel.body)
 			h.Set("Content-Type", "application/json")
-		} else if t.api == connectors.APIChat && !connectors.SpeaksNatively(a.compiled.Upstream.Connector, t.api) {
+		} else if t.api == connectors.APIChat && !connectors.SpeaksNatively(c, t.api) {
 			// A chat client reads errors in the chat shape: the upstream's
 			// status, message, type and code, retold.
 			body = connectors.ChatError(rel.status, rel.body)

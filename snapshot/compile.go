@@ -349,7 +349,7 @@ func (e *Explanation) setPlan(p *compiler.Plan) {
 // the exact native body. model is set for route targets only.
 func view(c *Compiled, model string) CompiledView {
 	v := CompiledView{Upstream: c.Upstream.Config.Name, Model: model, Connector: c.Upstream.Config.Connector, Refused: c.Refused(), Degraded: c.Degraded(),
-		Asked: connectors.Asked(c.Upstream.Connector, c.api), DataVia: c.Outcome.DataVia, Region: c.Outcome.Region, Betas: c.Outcome.Betas}
+		Asked: connectors.Asked(connectors.Dialect(c.Upstream.Connector, c.Outcome.NativeModel), c.api), DataVia: c.Outcome.DataVia, Region: c.Outcome.Region, Betas: c.Outcome.Betas}
 	if c.Native != nil {
 		v.Path, v.Native, v.Affinity = c.Native.Path, c.Native.Body, c.Native.Affinity
 	}
