@@ -133,6 +133,10 @@ var sqliteIndexes = []string{
 		requests INTEGER NOT NULL,
 		PRIMARY KEY (key_id, team, decided_model, upstream, route, request_routing, hour)
 	) WITHOUT ROWID`,
+	// The summary rollup (sqlite_summary.go): requests per hour and
+	// combination of what the overview counts and filters, read by
+	// Summarize instead of the rows.
+	sqliteSummaryTable,
 }
 
 // sqliteExceptional is the condition of the partial index
@@ -157,6 +161,11 @@ var sqliteMigrations = []struct {
 		`DELETE FROM requests_traffic_hours`,
 		sqliteFillRollup,
 		`DROP INDEX IF EXISTS requests_traffic`,
+	}},
+	// The summary rollup, filled from the rows once.
+	{"summary_rollup", []string{
+		`DELETE FROM requests_summary_hours`,
+		sqliteFillSummary,
 	}},
 }
 

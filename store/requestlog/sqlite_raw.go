@@ -32,8 +32,12 @@ type sqliteWriteConn struct {
 	begin, commit, rollback, many, one uintptr
 	// The traffic rollup's statements (sqlite_rollup.go).
 	upsert, maxRowid, inserted uintptr
-	// hours counts the running batch's rows for the rollup.
-	hours trafficHours
+	// The summary rollup's upsert (sqlite_summary.go).
+	upsertSum uintptr
+	// hours and sums count the running batch's rows for the traffic
+	// rollup and the summary rollup.
+	hours hourCounts[trafficHour]
+	sums  hourCounts[summaryHour]
 	// arena holds the text values of the statement being run, bound with
 	// SQLITE_STATIC: SQLite reads them in place until the next bind.
 	arena    uintptr
@@ -232,6 +236,7 @@ func (c *sqliteWriteConn) insert(ctx context.Context, rows []Row) (err error) {
 	}
 	defer func() {
 		c.hours.reset()
+		c.sums.reset()
 		if err != nil && sqlite3.Xsqlite3_get_autocommit(c.tls, c.db) == 0 {
 			if rb, rerr := c.stmt(&c.rollback, "ROLLBACK"); rerr == nil {
 				_ = c.run(rb)
@@ -242,6 +247,7 @@ func (c *sqliteWriteConn) insert(ctx context.Context, rows []Row) (err error) {
 	// the batch, unless some were already stored (a retry, the spool's
 	// replay, an id repeated in the batch) and skipped.
 	c.hours.reset()
+	c.sums.reset()
 	since, err := c.lastRowid()
 	if err != nil {
 		return err
@@ -270,10 +276,13 @@ func (c *sqliteWriteConn) insert(ctx context.Context, rows []Row) (err error) {
 	}
 	if inserted != want {
 		if err := c.recountInserted(since); err != nil {
-			return fmt.Errorf("traffic rollup: %w", err)
+			return fmt.Errorf("rollups: %w", err)
 		}
 	}
 	if err := c.upsertHours(); err != nil {
+		return err
+	}
+	if err := c.upsertSums(); err != nil {
 		return err
 	}
 	commit, err := c.stmt(&c.commit, "COMMIT")
@@ -289,7 +298,9 @@ func (c *sqliteWriteConn) bindRows(st uintptr, rows []Row) error {
 	c.norm = c.norm[:0]
 	for i := range rows {
 		c.norm = append(c.norm, rows[i].normalizedToRead())
-		c.hours.addRow(&c.norm[len(c.norm)-1])
+		r := &c.norm[len(c.norm)-1]
+		c.hours.add(trafficHourOf(r), 1)
+		c.sums.add(summaryHourOf(r), 1)
 	}
 	b := &c.bind
 	b.c, b.stmt, b.measure, b.need, b.param = c, st, true, 1, 1
@@ -338,7 +349,7 @@ func (c *sqliteWriteConn) arenaBytes() []byte {
 func (c *sqliteWriteConn) close() error {
 	var err error
 	if c.db != 0 {
-		for _, st := range []*uintptr{&c.begin, &c.commit, &c.rollback, &c.many, &c.one, &c.upsert, &c.maxRowid, &c.inserted} {
+		for _, st := range []*uintptr{&c.begin, &c.commit, &c.rollback, &c.many, &c.one, &c.upsert, &c.upsertSum, &c.maxRowid, &c.inserted} {
 			if *st != 0 {
 				sqlite3.Xsqlite3_finalize(c.tls, *st)
 				*st = 0

@@ -27,26 +27,26 @@ type trafficHour struct {
 	hour                              int64
 }
 
-// trafficHours counts one batch's rows per combination and hour, for the
-// rollup's upserts at the end of the batch's transaction. It holds the
-// rows' strings until reset.
-type trafficHours struct {
-	idx    map[trafficHour]int
-	keys   []trafficHour
+// hourCounts counts one batch's rows per rollup key (a combination in an
+// hour), for a rollup's upserts at the end of the batch's transaction. It
+// holds the rows' strings until reset.
+type hourCounts[K comparable] struct {
+	idx    map[K]int
+	keys   []K
 	counts []int64
-	last   int // index of the last combination added, -1 for none
+	last   int // index of the last key added, -1 for none
 }
 
 // reset forgets every count, keeping the storage.
-func (t *trafficHours) reset() {
+func (t *hourCounts[K]) reset() {
 	clear(t.idx)
 	clear(t.keys) // hold no strings past the batch
 	t.keys, t.counts, t.last = t.keys[:0], t.counts[:0], -1
 }
 
-// add counts n rows of combination k. Rows of one combination tend to
-// come together (one client's burst), so the last one is checked first.
-func (t *trafficHours) add(k trafficHour, n int64) {
+// add counts n rows of key k. Rows of one key tend to come together (one
+// client's burst), so the last one is checked first.
+func (t *hourCounts[K]) add(k K, n int64) {
 	if t.last >= 0 && t.last < len(t.keys) && t.keys[t.last] == k {
 		t.counts[t.last] += n
 		return
@@ -54,7 +54,7 @@ func (t *trafficHours) add(k trafficHour, n int64) {
 	i, ok := t.idx[k]
 	if !ok {
 		if t.idx == nil {
-			t.idx = map[trafficHour]int{}
+			t.idx = map[K]int{}
 		}
 		i = len(t.keys)
 		t.idx[k] = i
@@ -65,9 +65,9 @@ func (t *trafficHours) add(k trafficHour, n int64) {
 	t.last = i
 }
 
-// addRow counts r, normalized.
-func (t *trafficHours) addRow(r *Row) {
-	t.add(trafficHour{r.KeyID, r.Team, r.DecidedModel, r.Upstream, r.Route, r.RequestRouting, hourOf(r.TS.UnixMilli())}, 1)
+// trafficHourOf is r's key in the traffic rollup; r is normalized.
+func trafficHourOf(r *Row) trafficHour {
+	return trafficHour{r.KeyID, r.Team, r.DecidedModel, r.Upstream, r.Route, r.RequestRouting, hourOf(r.TS.UnixMilli())}
 }
 
 // sqliteUpsertHour adds a count to one row of the rollup.
@@ -75,11 +75,13 @@ const sqliteUpsertHour = `INSERT INTO requests_traffic_hours (key_id, team, deci
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (key_id, team, decided_model, upstream, route, request_routing, hour) DO UPDATE SET requests = requests + excluded.requests`
 
-// sqliteInsertedSince reads back the rollup's columns of the rows a
+// sqliteInsertedSince reads back the rollups' columns of the rows a
 // transaction inserted: rowids above the largest before it (SQLite gives a
 // new row the largest rowid plus one; the transaction holds the write
 // lock).
-const sqliteInsertedSince = `SELECT key_id, team, decided_model, upstream, route, request_routing, ts_ms FROM requests WHERE rowid > ?`
+const sqliteInsertedSince = `SELECT key_id, team, decided_model, upstream, route, request_routing, ts_ms,
+	org, served_provider, data_policy, preference_verdict, routing_switch_reason, fallback_reason,
+	` + sqliteSummaryFlags + ` FROM requests WHERE rowid > ?`
 
 // lastRowid is the largest rowid of requests, 0 when it is empty.
 func (c *sqliteWriteConn) lastRowid() (int64, error) {
@@ -94,11 +96,12 @@ func (c *sqliteWriteConn) lastRowid() (int64, error) {
 	return sqlite3.Xsqlite3_column_int64(c.tls, st, 0), nil
 }
 
-// recountInserted replaces the batch's counts by those of the rows the
+// recountInserted replaces the batch's counts (both rollups') by those of the rows the
 // transaction inserted (rowid > since): the way to count a batch of which
 // some rows were already stored and skipped.
 func (c *sqliteWriteConn) recountInserted(since int64) error {
 	c.hours.reset()
+	c.sums.reset()
 	st, err := c.stmt(&c.inserted, sqliteInsertedSince)
 	if err != nil {
 		return err
@@ -111,8 +114,14 @@ func (c *sqliteWriteConn) recountInserted(since int64) error {
 	for {
 		switch rc := sqlite3.Xsqlite3_step(c.tls, st); rc {
 		case sqlite3.SQLITE_ROW:
-			c.hours.add(trafficHour{text(0), text(1), text(2), text(3), text(4),
-				sqlite3.Xsqlite3_column_int64(c.tls, st, 5) != 0, hourOf(sqlite3.Xsqlite3_column_int64(c.tls, st, 6))}, 1)
+			hour := hourOf(sqlite3.Xsqlite3_column_int64(c.tls, st, 6))
+			team := text(1)
+			c.hours.add(trafficHour{text(0), team, text(2), text(3), text(4),
+				sqlite3.Xsqlite3_column_int64(c.tls, st, 5) != 0, hour}, 1)
+			c.sums.add(summaryHour{hour: hour, team: team, org: text(7), provider: text(8), dataPolicy: text(9),
+				verdict: text(10), switchReason: text(11), fallbackReason: text(12),
+				degraded: sqlite3.Xsqlite3_column_int64(c.tls, st, 13) != 0, refused: sqlite3.Xsqlite3_column_int64(c.tls, st, 14) != 0,
+				switched: sqlite3.Xsqlite3_column_int64(c.tls, st, 15) != 0}, 1)
 		case sqlite3.SQLITE_DONE:
 			return nil
 		default:

@@ -110,8 +110,8 @@ func TestSQLiteAddsNewColumnsToAnOldFile(t *testing.T) {
 
 // TestSQLiteMigratesTrafficIndexToRollup: a log written before the rollup
 // (the covering traffic index, a session index over every row, no rollup
-// rows) opens with the index gone, the session index partial and the
-// rollup filled from its rows once: the same counts as the rows give, and
+// rows, no summary rollup) opens with the index gone, the session index partial and the
+// rollups filled from its rows once: the same counts as the rows give, and
 // no more on the next open.
 func TestSQLiteMigratesTrafficIndexToRollup(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "requests.db")
@@ -132,6 +132,8 @@ func TestSQLiteMigratesTrafficIndexToRollup(t *testing.T) {
 	for _, stmt := range []string{
 		`DELETE FROM requests_traffic_hours`,
 		`DELETE FROM requestlog_meta WHERE k = 'migration:traffic_rollup'`,
+		`DROP TABLE requests_summary_hours`,
+		`DELETE FROM requestlog_meta WHERE k = 'migration:summary_rollup'`,
 		`DROP INDEX requests_session`,
 		`CREATE INDEX requests_session_ts ON requests (session_id, ts_ms)`,
 		`CREATE INDEX requests_traffic ON requests (key_id, team, decided_model, upstream, route, ts_ms, request_routing)`,
@@ -159,6 +161,19 @@ func TestSQLiteMigratesTrafficIndexToRollup(t *testing.T) {
 			got, err := s.Traffic(t.Context(), f)
 			require.NoError(t, err)
 			require.Equal(t, CountTraffic(rows, f), got, "filter %+v", f)
+		}
+		// The summary rollup, filled from the rows once (not again at
+		// the second open), answers as the rows do.
+		for _, f := range []Filter{{}, {From: hour, To: hour.Add(3 * time.Hour)}, {From: hour.Add(-time.Minute), Team: "ads"}} {
+			got, err := s.(Summarizer).Summarize(t.Context(), f, BucketHour)
+			require.NoError(t, err)
+			var want []Row
+			for _, r := range rows {
+				if matches(r, f) {
+					want = append(want, r)
+				}
+			}
+			require.Equal(t, SummarizeRows(want, BucketHour), got, "filter %+v", f)
 		}
 		require.NoError(t, s.Close())
 	}

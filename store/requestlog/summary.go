@@ -146,41 +146,6 @@ func sortSummaries(s []DaySummary) {
 	})
 }
 
-// Summarize implements [Summarizer.Summarize]. The bucket is ts_ms divided
-// by the bucket's milliseconds (UTC days or hours since the epoch).
-func (s *sqliteStore) Summarize(ctx context.Context, f Filter, bucket Bucket) ([]DaySummary, error) {
-	bucket = bucket.valid()
-	w := filterWhere(f, nil, sqliteDialect)
-	q := "SELECT ts_ms / " + strconv.FormatInt(int64(bucket), 10) + " AS day, team, COUNT(*)," +
-		" SUM(routing_degraded != '[]'), SUM(refused_code != '')," +
-		" SUM(served_model != '' AND served_model != decided_model), SUM(fallback_reason != '')," +
-		" SUM(preference_verdict = '" + VerdictFirstPreferred + "'), SUM(preference_verdict = '" + VerdictOtherPreferred + "')," +
-		" SUM(preference_verdict = '" + VerdictOutsidePreference + "')" +
-		" FROM requests" + w.sql() + " GROUP BY day, team ORDER BY day, team"
-	rs, err := s.db.QueryContext(ctx, q, w.args...)
-	if err != nil {
-		return nil, fmt.Errorf("requestlog: sqlite summarize: %w", err)
-	}
-	defer rs.Close()
-	out := []DaySummary{}
-	for rs.Next() {
-		var (
-			d    DaySummary
-			days int64
-		)
-		if err := rs.Scan(&days, &d.Team, &d.Total, &d.Degraded, &d.Refused, &d.Switched, &d.FellBack,
-			&d.FirstPreferred, &d.OtherPreferred, &d.OutsidePreference); err != nil {
-			return nil, fmt.Errorf("requestlog: sqlite summarize: %w", err)
-		}
-		d.Day = time.UnixMilli(days * int64(bucket)).UTC()
-		out = append(out, d)
-	}
-	if err := rs.Err(); err != nil {
-		return nil, fmt.Errorf("requestlog: sqlite summarize: %w", err)
-	}
-	return out, nil
-}
-
 // Summarize implements [Summarizer.Summarize]. The day is computed from
 // ts_ms with intDiv rather than toDate(ts): ts_ms is what the filters
 // compare, and the result does not depend on the server's time zone. The

@@ -2,6 +2,8 @@ package requestlog
 
 import (
 	"context"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,7 +30,14 @@ func runSummarizeContract(t *testing.T, b backend) {
 	sm, ok := s.(Summarizer)
 	require.True(t, ok, "%s store must implement Summarizer", b.name)
 	in := daySpreadRows(90)
-	require.NoError(t, s.Insert(testCtx(t), in))
+	// Two batches that overlap: the ten rows stored twice count once
+	// (SQLite's rollup recounts such a batch from the rows it inserted).
+	require.NoError(t, s.Insert(testCtx(t), in[:60]))
+	require.NoError(t, s.Insert(testCtx(t), in[50:]))
+	// Windows that start and end inside an hour (baseTS is 09:26:53.589):
+	// SQLite reads their whole hours from its summary rollup and the part
+	// hours from the rows, and adds them up per bucket.
+	midFrom, midTo := baseTS.Add(30*time.Hour+17*time.Minute), baseTS.Add(20*24*time.Hour+3*time.Minute)
 	for _, tc := range []struct {
 		name string
 		f    Filter
@@ -41,6 +50,25 @@ func runSummarizeContract(t *testing.T, b backend) {
 		{"org and provider", Filter{Org: "acme", ServedProvider: "openai"}},
 		{"limit and cursor ignored", Filter{Limit: 1, Cursor: "not a cursor"}},
 		{"no match", Filter{Team: "nobody"}},
+		{"window inside hours", Filter{From: midFrom, To: midTo}},
+		{"from inside an hour", Filter{From: midFrom}},
+		{"to inside an hour", Filter{To: midTo}},
+		{"on the hour", Filter{From: baseTS.Truncate(time.Hour), To: baseTS.Truncate(time.Hour).Add(300 * time.Hour)}},
+		{"within one hour", Filter{From: baseTS.Add(7 * time.Hour), To: baseTS.Add(7*time.Hour + time.Second)}},
+		{"a row's own millisecond", Filter{From: daySpreadRows(90)[5].TS, To: daySpreadRows(90)[40].TS}},
+		{"team and refused", Filter{Team: "ads", Refused: true, From: midFrom}},
+		{"all flags", Filter{Degraded: true, Refused: true, Switched: true}},
+		{"any flag", Filter{Degraded: true, Refused: true, Switched: true, AnyFlag: true, To: midTo}},
+		{"switched", Filter{Switched: true, From: midFrom, To: midTo}},
+		{"switch and fallback reasons", Filter{SwitchReason: "rate_limited", FallbackReason: "upstream_429", From: midFrom}},
+		{"data policy", Filter{DataPolicy: "zero_retention", From: midFrom, To: midTo}},
+		{"data policy any", Filter{DataPolicy: DataPolicyAny, From: midFrom}},
+		{"data policy none", Filter{DataPolicy: DataPolicyNone, To: midTo}},
+		{"org, provider and verdict", Filter{Org: "globex", ServedProvider: "anthropic", PreferenceVerdict: VerdictOtherPreferred}},
+		// Columns the rollup lacks: answered from the rows.
+		{"project (rows)", Filter{Project: "p1", From: midFrom, To: midTo}},
+		{"session (rows)", Filter{SessionID: "sess-3", From: midFrom}},
+		{"project and flag (rows)", Filter{Project: "p2", Degraded: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var want []Row
@@ -132,4 +160,58 @@ func TestSummarizeFallsBackToQuery(t *testing.T) {
 	}
 	require.Equal(t, SummarizeRows(want, BucketDay), got)
 	require.NotEmpty(t, got)
+}
+
+// TestSQLiteSummaryReadsTheRollup: Summarize reads the summary rollup by
+// the hour of its key for every filter it can answer (an hour's buckets
+// in the key's order, nothing sorted), the part hours of the window from
+// the rows by an index, and a filter on a column the rollup lacks from the
+// rows alone.
+func TestSQLiteSummaryReadsTheRollup(t *testing.T) {
+	s := openSQLiteForTest(t).(*sqliteStore)
+	hour := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	day := Filter{From: hour, To: hour.Add(24 * time.Hour)}
+	with := func(f Filter, q string) Filter {
+		v, err := url.ParseQuery(q)
+		require.NoError(t, err)
+		g, bad := ParseFilter(v, ParseOptions{})
+		require.Empty(t, bad)
+		g.From, g.To = f.From, f.To
+		return g
+	}
+	for _, tc := range []struct {
+		f      Filter
+		bucket Bucket
+		rollup bool
+		want   []string // in the plan, in order
+	}{
+		{day, BucketHour, true, []string{"SEARCH requests_summary_hours USING PRIMARY KEY (hour>? AND hour<?)"}},
+		{with(day, "team=ads&refused=true&data_policy=zero_retention"), BucketHour, true, []string{"SEARCH requests_summary_hours USING PRIMARY KEY (hour>? AND hour<?)"}},
+		{day, BucketDay, true, []string{"SEARCH requests_summary_hours USING PRIMARY KEY (hour>? AND hour<?)", "TEMP B-TREE FOR GROUP BY"}},
+		{Filter{From: hour.Add(time.Minute), To: hour.Add(24*time.Hour + time.Minute)}, BucketHour, true, []string{
+			"SEARCH requests_summary_hours USING PRIMARY KEY (hour>? AND hour<?)",
+			"SEARCH requests USING INDEX requests_ts (ts_ms>? AND ts_ms<?)",
+			"SEARCH requests USING INDEX requests_ts (ts_ms>? AND ts_ms<?)"}},
+		{with(Filter{From: hour.Add(time.Minute)}, "switched=true"), BucketHour, true, []string{
+			"SEARCH requests_summary_hours USING PRIMARY KEY (hour>?)",
+			"SEARCH requests USING INDEX requests_exceptions (ts_ms>? AND ts_ms<?)"}},
+		{Filter{From: hour.Add(time.Minute), To: hour.Add(2 * time.Minute)}, BucketHour, false, []string{"SEARCH requests USING INDEX requests_ts (ts_ms>? AND ts_ms<?)"}},
+		{with(day, "project=p1"), BucketHour, false, []string{"SEARCH requests USING INDEX requests_project_ts (project=? AND ts_ms>? AND ts_ms<?)"}},
+		{with(day, "session=s-1"), BucketHour, false, []string{"SEARCH requests USING INDEX requests_session (session_id=? AND ts_ms>? AND ts_ms<?)"}},
+	} {
+		q, args, rollup := sqliteSummarySQL(tc.f, tc.bucket)
+		require.Equal(t, tc.rollup, rollup, "filter %+v", tc.f)
+		plan := queryPlan(t, s, q, args...)
+		t.Logf("%+v: %s", tc.f, plan)
+		rest := plan
+		for _, w := range tc.want {
+			i := strings.Index(rest, w)
+			require.GreaterOrEqual(t, i, 0, "plan %q: want %q (filter %+v)", plan, w, tc.f)
+			rest = rest[i+len(w):]
+		}
+		require.NotContains(t, plan, "SCAN requests", "filter %+v", tc.f)
+		if tc.bucket == BucketHour && tc.rollup && !strings.Contains(plan, "UNION") {
+			require.NotContains(t, plan, "TEMP B-TREE", "an hour's groups stream out of the rollup: filter %+v", tc.f)
+		}
+	}
 }
