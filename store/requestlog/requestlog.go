@@ -460,7 +460,7 @@ type dialect struct {
 	// uses it only for a query that repeats the index's condition.
 	session string
 	// exceptional, when set, is the condition of SQLite's partial index
-	// requests_exceptions, added to a filter that only such rows meet
+	// requests_exceptional, added to a filter that only such rows meet
 	// (a flag, a fallback or switch reason), so that the planner may use
 	// it: it takes a query term that is the index's condition itself.
 	exceptional string
@@ -494,14 +494,28 @@ func filterWhere(f Filter, c *cursor, d dialect) *where {
 	if !f.To.IsZero() {
 		w.add("ts_ms < ?", ceilMilli(f.To))
 	}
-	for _, eq := range []struct{ col, val string }{
-		{"org", f.Org}, {"team", f.Team}, {"project", f.Project},
-		{"served_provider", f.ServedProvider}, {"routing_switch_reason", f.SwitchReason},
-		{"fallback_reason", f.FallbackReason},
+	exceptional := d.exceptional != "" && (f.Degraded || f.Refused || f.Switched || f.FallbackReason != "" || f.SwitchReason != "")
+	for _, eq := range []struct {
+		col, val string
+		indexed  bool // the column has an index of its own in SQLite
+	}{
+		{"org", f.Org, true}, {"team", f.Team, true}, {"project", f.Project, true},
+		{"served_provider", f.ServedProvider, true}, {"routing_switch_reason", f.SwitchReason, false},
+		{"fallback_reason", f.FallbackReason, false},
 	} {
-		if eq.val != "" {
-			w.add(eq.col+" = ?", eq.val)
+		if eq.val == "" {
+			continue
 		}
+		col := eq.col
+		if exceptional && eq.indexed {
+			// With a flag or a reason, the partial index of the
+			// exceptional rows serves the filter (SQLite tests the
+			// flags in it and reads a row only when it meets them); a
+			// unary + keeps the planner from the column's own index,
+			// whose walk reads every row of the value in the window.
+			col = "+" + col
+		}
+		w.add(col+" = ?", eq.val)
 	}
 	if f.SessionID != "" {
 		w.add(d.session, f.SessionID)
@@ -524,7 +538,7 @@ func filterWhere(f Filter, c *cursor, d dialect) *where {
 			w.add(c)
 		}
 	}
-	if d.exceptional != "" && (len(flags) > 0 || f.FallbackReason != "" || f.SwitchReason != "") {
+	if exceptional {
 		w.add(d.exceptional)
 	}
 	if f.PreferenceVerdict != "" {

@@ -170,6 +170,13 @@ func summaryRollupWhere(f Filter) (w *where, ok bool) {
 	return w, true
 }
 
+// sqliteSummaryOfRows counts the rows of f per bucket and team, unordered.
+func sqliteSummaryOfRows(f Filter, bucket Bucket) (string, []any) {
+	w := filterWhere(f, nil, sqliteDialect)
+	return "SELECT ts_ms / " + strconv.FormatInt(int64(bucket.valid()), 10) + " AS day, team, " + summaryCountsOfRows +
+		" FROM requests" + w.sql() + " GROUP BY day, team", w.args
+}
+
 // summaryCounts are the summary's count columns c0 to c7, in DaySummary's
 // order, over the rows and over the rollup.
 var (
@@ -200,11 +207,7 @@ func countColumns(exprs ...string) string {
 // rollup reports whether the rollup is read.
 func sqliteSummarySQL(f Filter, bucket Bucket) (q string, args []any, rollup bool) {
 	bucket = bucket.valid()
-	rows := func(f Filter) (string, []any) {
-		w := filterWhere(f, nil, sqliteDialect)
-		return "SELECT ts_ms / " + strconv.FormatInt(int64(bucket), 10) + " AS day, team, " + summaryCountsOfRows +
-			" FROM requests" + w.sql() + " GROUP BY day, team", w.args
-	}
+	rows := func(f Filter) (string, []any) { return sqliteSummaryOfRows(f, bucket) }
 	roll, ok := summaryRollupWhere(f)
 	if !ok {
 		q, args := rows(f)

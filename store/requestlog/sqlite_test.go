@@ -135,6 +135,8 @@ func TestSQLiteMigratesTrafficIndexToRollup(t *testing.T) {
 		`DROP TABLE requests_summary_hours`,
 		`DELETE FROM requestlog_meta WHERE k = 'migration:summary_rollup'`,
 		`DROP INDEX requests_session`,
+		`DROP INDEX requests_exceptional`,
+		`CREATE INDEX requests_exceptions ON requests (ts_ms, request_id) WHERE ` + sqliteExceptional,
 		`CREATE INDEX requests_session_ts ON requests (session_id, ts_ms)`,
 		`CREATE INDEX requests_traffic ON requests (key_id, team, decided_model, upstream, route, ts_ms, request_routing)`,
 	} {
@@ -156,7 +158,7 @@ func TestSQLiteMigratesTrafficIndexToRollup(t *testing.T) {
 			indexes = append(indexes, n)
 		}
 		require.NoError(t, rs.Err())
-		require.Equal(t, []string{"requests_exceptions", "requests_org_ts", "requests_project_ts", "requests_provider_ts", "requests_session", "requests_team_ts", "requests_ts"}, indexes)
+		require.Equal(t, []string{"requests_exceptional", "requests_org_ts", "requests_project_ts", "requests_provider_ts", "requests_session", "requests_team_ts", "requests_ts"}, indexes)
 		for _, f := range []TrafficFilter{{}, {From: hour, To: hour.Add(3 * time.Hour)}, {From: hour.Add(-time.Minute), Teams: []string{"ads"}}} {
 			got, err := s.Traffic(t.Context(), f)
 			require.NoError(t, err)

@@ -194,7 +194,7 @@ func TestSQLiteSummaryReadsTheRollup(t *testing.T) {
 			"SEARCH requests USING INDEX requests_ts (ts_ms>? AND ts_ms<?)"}},
 		{with(Filter{From: hour.Add(time.Minute)}, "switched=true"), BucketHour, true, []string{
 			"SEARCH requests_summary_hours USING PRIMARY KEY (hour>?)",
-			"SEARCH requests USING INDEX requests_exceptions (ts_ms>? AND ts_ms<?)"}},
+			"SEARCH requests USING INDEX requests_exceptional (ts_ms>? AND ts_ms<?)"}},
 		{Filter{From: hour.Add(time.Minute), To: hour.Add(2 * time.Minute)}, BucketHour, false, []string{"SEARCH requests USING INDEX requests_ts (ts_ms>? AND ts_ms<?)"}},
 		{with(day, "project=p1"), BucketHour, false, []string{"SEARCH requests USING INDEX requests_project_ts (project=? AND ts_ms>? AND ts_ms<?)"}},
 		{with(day, "session=s-1"), BucketHour, false, []string{"SEARCH requests USING INDEX requests_session (session_id=? AND ts_ms>? AND ts_ms<?)"}},
