@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -145,9 +146,11 @@ func complianceLogPath(b *testing.B) string {
 		}
 		// Rows written around the writer: the summary rollup is filled
 		// from them, as the migration does for a log written before it.
-		if _, err := s.(*sqliteStore).db.Exec(sqliteFillSummary); err != nil {
-			complianceLog.err = err
-			return
+		for _, fill := range []string{sqliteFillSummary, sqliteFillTeamSummary} {
+			if _, err := s.(*sqliteStore).db.Exec(fill); err != nil {
+				complianceLog.err = err
+				return
+			}
 		}
 		b.Logf("generated %d rows in %v", complianceRows, time.Since(start).Round(time.Millisecond))
 	})
@@ -282,6 +285,14 @@ func BenchmarkComplianceFilters1M(b *testing.B) {
 			// rows of the window, as before it.
 			q, args := sqliteSummaryOfRows(f, BucketHour)
 			q += " ORDER BY day, team"
+			// The rollup's answer is the rows' answer.
+			want, err := s.summaries(ctx, BucketHour, q, args...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if got, err := s.Summarize(ctx, f, BucketHour); err != nil || !reflect.DeepEqual(got, want) {
+				b.Fatalf("%s: the rollup's summary differs from the rows' (%v):\n%+v\n%+v", cf.query, err, got, want)
+			}
 			b.Run(cf.name+"/summary-by-rows", func(b *testing.B) {
 				b.Logf("%s: plan: %s", cf.query, queryPlan(b, s, q, args...))
 				var n int

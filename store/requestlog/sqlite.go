@@ -143,6 +143,7 @@ var sqliteIndexes = []string{
 	// combination of what the overview counts and filters, read by
 	// Summarize instead of the rows.
 	sqliteSummaryTable,
+	sqliteTeamSummaryTable,
 }
 
 // sqliteExceptionalColumns are the columns the flag and reason filters
@@ -176,6 +177,8 @@ var sqliteMigrations = []struct {
 	{"summary_rollup", []string{
 		`DELETE FROM requests_summary_hours`,
 		sqliteFillSummary,
+		`DELETE FROM requests_team_hours`,
+		sqliteFillTeamSummary,
 	}},
 }
 

@@ -32,12 +32,13 @@ type sqliteWriteConn struct {
 	begin, commit, rollback, many, one uintptr
 	// The traffic rollup's statements (sqlite_rollup.go).
 	upsert, maxRowid, inserted uintptr
-	// The summary rollup's upsert (sqlite_summary.go).
-	upsertSum uintptr
+	// The summary rollups' upserts (sqlite_summary.go).
+	upsertSum, upsertTeam uintptr
 	// hours and sums count the running batch's rows for the traffic
 	// rollup and the summary rollup.
 	hours hourCounts[trafficHour]
 	sums  hourCounts[summaryHour]
+	teams []teamHour // sums per hour and team, while they are upserted
 	// arena holds the text values of the statement being run, bound with
 	// SQLITE_STATIC: SQLite reads them in place until the next bind.
 	arena    uintptr
@@ -285,6 +286,9 @@ func (c *sqliteWriteConn) insert(ctx context.Context, rows []Row) (err error) {
 	if err := c.upsertSums(); err != nil {
 		return err
 	}
+	if err := c.upsertTeamSums(); err != nil {
+		return err
+	}
 	commit, err := c.stmt(&c.commit, "COMMIT")
 	if err != nil {
 		return err
@@ -349,7 +353,7 @@ func (c *sqliteWriteConn) arenaBytes() []byte {
 func (c *sqliteWriteConn) close() error {
 	var err error
 	if c.db != 0 {
-		for _, st := range []*uintptr{&c.begin, &c.commit, &c.rollback, &c.many, &c.one, &c.upsert, &c.upsertSum, &c.maxRowid, &c.inserted} {
+		for _, st := range []*uintptr{&c.begin, &c.commit, &c.rollback, &c.many, &c.one, &c.upsert, &c.upsertSum, &c.upsertTeam, &c.maxRowid, &c.inserted} {
 			if *st != 0 {
 				sqlite3.Xsqlite3_finalize(c.tls, *st)
 				*st = 0

@@ -41,6 +41,49 @@ const sqliteSummaryTable = `CREATE TABLE IF NOT EXISTS requests_summary_hours (
 		PRIMARY KEY (` + sqliteSummaryKey + `)
 	) WITHOUT ROWID`
 
+// sqliteTeamSummaryTable is the summary rollup's counts per hour and team
+// alone, with the overview's counts as columns: what the overview reads for
+// a window with no filter but a team (the default view, and an analyst's),
+// a few rows an hour. The writer keeps it from the same batch counts.
+const sqliteTeamSummaryTable = `CREATE TABLE IF NOT EXISTS requests_team_hours (
+		hour INTEGER NOT NULL,
+		team TEXT NOT NULL,
+		requests INTEGER NOT NULL,
+		degraded INTEGER NOT NULL,
+		refused INTEGER NOT NULL,
+		switched INTEGER NOT NULL,
+		fell_back INTEGER NOT NULL,
+		first_preferred INTEGER NOT NULL,
+		other_preferred INTEGER NOT NULL,
+		outside_preference INTEGER NOT NULL,
+		PRIMARY KEY (hour, team)
+	) WITHOUT ROWID`
+
+// sqliteTeamSummaryColumns are requests_team_hours' columns, in order.
+const sqliteTeamSummaryColumns = "hour, team, requests, degraded, refused, switched, fell_back, first_preferred, other_preferred, outside_preference"
+
+// sqliteFillTeamSummary counts the summary rollup into the (empty)
+// requests_team_hours.
+const sqliteFillTeamSummary = `INSERT INTO requests_team_hours (` + sqliteTeamSummaryColumns + `)
+			SELECT hour, team, ` + sqliteSummaryRollupSums + ` FROM requests_summary_hours GROUP BY hour, team`
+
+// sqliteUpsertTeamSummary adds counts to one row of requests_team_hours.
+const sqliteUpsertTeamSummary = `INSERT INTO requests_team_hours (` + sqliteTeamSummaryColumns + `)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (hour, team) DO UPDATE SET requests = requests + excluded.requests,
+		degraded = degraded + excluded.degraded, refused = refused + excluded.refused,
+		switched = switched + excluded.switched, fell_back = fell_back + excluded.fell_back,
+		first_preferred = first_preferred + excluded.first_preferred,
+		other_preferred = other_preferred + excluded.other_preferred,
+		outside_preference = outside_preference + excluded.outside_preference`
+
+// sqliteSummaryRollupSums are the overview's counts of a group of the
+// summary rollup's rows, in DaySummary's order, in SQL.
+const sqliteSummaryRollupSums = "SUM(requests), SUM(requests * degraded), SUM(requests * refused)," +
+	" SUM(requests * switched), SUM(requests * (fallback_reason != ''))," +
+	" SUM(requests * (preference_verdict = '" + VerdictFirstPreferred + "')), SUM(requests * (preference_verdict = '" + VerdictOtherPreferred + "'))," +
+	" SUM(requests * (preference_verdict = '" + VerdictOutsidePreference + "'))"
+
 // sqliteSummaryKey is the summary rollup's key, in its order.
 const sqliteSummaryKey = "hour, team, org, served_provider, data_policy, preference_verdict, routing_switch_reason, fallback_reason, degraded, refused, switched"
 
@@ -123,6 +166,72 @@ func (c *sqliteWriteConn) upsertSums() error {
 	return nil
 }
 
+// teamHour is one row of requests_team_hours: an hour's and team's counts.
+type teamHour struct {
+	hour   int64
+	team   string
+	counts [8]int64 // DaySummary's counts, in order
+}
+
+// upsertTeamSums adds the batch's counts, those of the summary rollup's
+// combinations summed per hour and team, to requests_team_hours.
+func (c *sqliteWriteConn) upsertTeamSums() error {
+	c.teams = c.teams[:0]
+	for i := range c.sums.keys {
+		k, n := &c.sums.keys[i], c.sums.counts[i]
+		j := len(c.teams) - 1
+		for ; j >= 0 && (c.teams[j].hour != k.hour || c.teams[j].team != k.team); j-- {
+		}
+		if j < 0 {
+			c.teams = append(c.teams, teamHour{hour: k.hour, team: k.team})
+			j = len(c.teams) - 1
+		}
+		t := &c.teams[j].counts
+		t[0] += n
+		t[1] += n * b2i(k.degraded)
+		t[2] += n * b2i(k.refused)
+		t[3] += n * b2i(k.switched)
+		t[4] += n * b2i(k.fallbackReason != "")
+		t[5] += n * b2i(k.verdict == VerdictFirstPreferred)
+		t[6] += n * b2i(k.verdict == VerdictOtherPreferred)
+		t[7] += n * b2i(k.verdict == VerdictOutsidePreference)
+	}
+	defer clear(c.teams) // hold no strings past the batch
+	if len(c.teams) == 0 {
+		return nil
+	}
+	st, err := c.stmt(&c.upsertTeam, sqliteUpsertTeamSummary)
+	if err != nil {
+		return err
+	}
+	b := &c.bind
+	for i := range c.teams {
+		th := &c.teams[i]
+		b.c, b.stmt, b.need = c, st, 0
+		for _, measure := range []bool{true, false} {
+			b.measure, b.param = measure, 1
+			if !measure {
+				if err := c.growArena(b.need); err != nil {
+					return err
+				}
+				b.arena, b.off, b.rc = c.arenaBytes(), 0, sqlite3.SQLITE_OK
+			}
+			b.int(th.hour)
+			b.text(th.team)
+			for _, n := range th.counts {
+				b.int(n)
+			}
+		}
+		if b.rc != sqlite3.SQLITE_OK {
+			return c.err(b.rc)
+		}
+		if err := c.run(st); err != nil {
+			return fmt.Errorf("team summary rollup: %w", err)
+		}
+	}
+	return nil
+}
+
 // summaryRollupWhere is f's conditions on the summary rollup, without the
 // window; ok is false for a filter the rollup cannot answer (a project or
 // a session: columns it lacks).
@@ -184,10 +293,9 @@ var (
 		"SUM(served_model != '' AND served_model != decided_model)", "SUM(fallback_reason != '')",
 		"SUM(preference_verdict = '"+VerdictFirstPreferred+"')", "SUM(preference_verdict = '"+VerdictOtherPreferred+"')",
 		"SUM(preference_verdict = '"+VerdictOutsidePreference+"')")
-	summaryCountsOfRollup = countColumns("SUM(requests)", "SUM(requests * degraded)", "SUM(requests * refused)",
-		"SUM(requests * switched)", "SUM(requests * (fallback_reason != ''))",
-		"SUM(requests * (preference_verdict = '"+VerdictFirstPreferred+"'))", "SUM(requests * (preference_verdict = '"+VerdictOtherPreferred+"'))",
-		"SUM(requests * (preference_verdict = '"+VerdictOutsidePreference+"'))")
+	summaryCountsOfRollup = countColumns(strings.Split(sqliteSummaryRollupSums, ", ")...)
+	summaryCountsOfTeams  = countColumns("SUM(requests)", "SUM(degraded)", "SUM(refused)", "SUM(switched)", "SUM(fell_back)",
+		"SUM(first_preferred)", "SUM(other_preferred)", "SUM(outside_preference)")
 	summaryCountsAdded = countColumns("SUM(c0)", "SUM(c1)", "SUM(c2)", "SUM(c3)", "SUM(c4)", "SUM(c5)", "SUM(c6)", "SUM(c7)")
 )
 
@@ -257,7 +365,13 @@ func sqliteSummarySQL(f Filter, bucket Bucket) (q string, args []any, rollup boo
 	if bucket != BucketHour {
 		day = "hour / " + strconv.FormatInt(int64(bucket)/hourMillis, 10)
 	}
-	q = "SELECT " + day + " AS day, team, " + summaryCountsOfRollup + " FROM requests_summary_hours" + roll.sql() + " GROUP BY day, team"
+	table, counts := "requests_summary_hours", summaryCountsOfRollup
+	if f == (Filter{From: f.From, To: f.To, Team: f.Team, AnyFlag: f.AnyFlag, Limit: f.Limit, Cursor: f.Cursor}) {
+		// No condition but the window and the team: the counts per hour
+		// and team.
+		table, counts = "requests_team_hours", summaryCountsOfTeams
+	}
+	q = "SELECT " + day + " AS day, team, " + counts + " FROM " + table + roll.sql() + " GROUP BY day, team"
 	args = roll.args
 	if len(edges) == 0 {
 		return q + " ORDER BY day, team", args, true
@@ -278,6 +392,12 @@ func sqliteSummarySQL(f Filter, bucket Bucket) (q string, args []any, rollup boo
 func (s *sqliteStore) Summarize(ctx context.Context, f Filter, bucket Bucket) ([]DaySummary, error) {
 	bucket = bucket.valid()
 	q, args, _ := sqliteSummarySQL(f, bucket)
+	return s.summaries(ctx, bucket, q, args...)
+}
+
+// summaries runs q, a summary query of bucket (day, team and the counts
+// c0 to c7, ordered by day and team), and reads its answer.
+func (s *sqliteStore) summaries(ctx context.Context, bucket Bucket, q string, args ...any) ([]DaySummary, error) {
 	rs, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("requestlog: sqlite summarize: %w", err)

@@ -133,6 +133,7 @@ func TestSQLiteMigratesTrafficIndexToRollup(t *testing.T) {
 		`DELETE FROM requests_traffic_hours`,
 		`DELETE FROM requestlog_meta WHERE k = 'migration:traffic_rollup'`,
 		`DROP TABLE requests_summary_hours`,
+		`DROP TABLE requests_team_hours`,
 		`DELETE FROM requestlog_meta WHERE k = 'migration:summary_rollup'`,
 		`DROP INDEX requests_session`,
 		`DROP INDEX requests_exceptional`,

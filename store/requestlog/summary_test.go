@@ -162,7 +162,8 @@ func TestSummarizeFallsBackToQuery(t *testing.T) {
 	require.NotEmpty(t, got)
 }
 
-// TestSQLiteSummaryReadsTheRollup: Summarize reads the summary rollup by
+// TestSQLiteSummaryReadsTheRollup: Summarize reads the summary rollup (its
+// counts per hour and team when the filter has no other condition) by
 // the hour of its key for every filter it can answer (an hour's buckets
 // in the key's order, nothing sorted), the part hours of the window from
 // the rows by an index, and a filter on a column the rollup lacks from the
@@ -185,11 +186,14 @@ func TestSQLiteSummaryReadsTheRollup(t *testing.T) {
 		rollup bool
 		want   []string // in the plan, in order
 	}{
-		{day, BucketHour, true, []string{"SEARCH requests_summary_hours USING PRIMARY KEY (hour>? AND hour<?)"}},
+		{day, BucketHour, true, []string{"SEARCH requests_team_hours USING PRIMARY KEY (hour>? AND hour<?)"}},
+		{with(day, "team=ads"), BucketHour, true, []string{"SEARCH requests_team_hours USING PRIMARY KEY (hour>? AND hour<?)"}},
+		{with(day, "org=acme"), BucketHour, true, []string{"SEARCH requests_summary_hours USING PRIMARY KEY (hour>? AND hour<?)"}},
 		{with(day, "team=ads&refused=true&data_policy=zero_retention"), BucketHour, true, []string{"SEARCH requests_summary_hours USING PRIMARY KEY (hour>? AND hour<?)"}},
-		{day, BucketDay, true, []string{"SEARCH requests_summary_hours USING PRIMARY KEY (hour>? AND hour<?)", "TEMP B-TREE FOR GROUP BY"}},
+		{day, BucketDay, true, []string{"SEARCH requests_team_hours USING PRIMARY KEY (hour>? AND hour<?)", "TEMP B-TREE FOR GROUP BY"}},
+		{with(day, "preference_verdict=first_preferred"), BucketDay, true, []string{"SEARCH requests_summary_hours USING PRIMARY KEY (hour>? AND hour<?)", "TEMP B-TREE FOR GROUP BY"}},
 		{Filter{From: hour.Add(time.Minute), To: hour.Add(24*time.Hour + time.Minute)}, BucketHour, true, []string{
-			"SEARCH requests_summary_hours USING PRIMARY KEY (hour>? AND hour<?)",
+			"SEARCH requests_team_hours USING PRIMARY KEY (hour>? AND hour<?)",
 			"SEARCH requests USING INDEX requests_ts (ts_ms>? AND ts_ms<?)",
 			"SEARCH requests USING INDEX requests_ts (ts_ms>? AND ts_ms<?)"}},
 		{with(Filter{From: hour.Add(time.Minute)}, "switched=true"), BucketHour, true, []string{
