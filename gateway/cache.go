@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/sluicegw/sluice/connectors"
+	"github.com/sluicegw/sluice/gateway/shared"
+	"github.com/sluicegw/sluice/profiles"
 )
 
 // cachedAnswer is a response-cache entry: the answer and who served it.
@@ -47,6 +49,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, t *turn) bool {
 	}
 	if !ok {
 		s.metrics.Cache.WithLabelValues("miss").Inc()
+		t.repeat = s.sighted(t)
 		return false
 	}
 	s.metrics.Cache.WithLabelValues("hit").Inc()
@@ -54,6 +57,32 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, t *turn) bool {
 	s.answerCached(w, t)
 	return true
 }
+
+// sighted records a miss's key among the keys sighted and reports whether
+// its answer is to be stored: always with [cache] store_after = 1; with 2
+// (the default) only when the key was sighted before, here or, on a fleet,
+// on another replica (a first sighting is published with the replica's
+// next batch: shared.Client.Sighted). Agent traffic rarely repeats a
+// request exactly, so storing every answer costs a miss-heavy workload
+// the answers it keeps and writes and never reads; a request that does
+// repeat pays one more upstream call before its answer is stored.
+func (s *Server) sighted(t *turn) bool {
+	if t.snap.Config.Cache.StoreAfter <= 1 {
+		return true
+	}
+	fp := shared.Fingerprint(t.cacheID[:])
+	if s.seen.Sight(fp) {
+		return true
+	}
+	if s.fleet != nil {
+		s.fleet.Sighted(fp)
+	}
+	return false
+}
+
+// sightingsFor is how many keys sighted once the cache remembers at least:
+// max_entries, and at least 32,768 (80 KiB).
+func sightingsFor(cfg *profiles.Config) int { return max(cfg.Cache.MaxEntries, 1<<15) }
 
 // cacheKey is an exact match on the normalised request (the routing object
 // included), the principal's decision revision and, for a route alias, the
@@ -124,12 +153,13 @@ func (s *Server) keep(t *turn) {
 
 // answerToKeep is the answer as the cache keeps it, false when it must
 // not be kept. Only what can be hit again is stored: a non-streaming answer to
-// the request as sent (not one a budget capped), when the cache is on, the
-// request did not say no-store, and the body is within [cache]
-// max_answer_bytes. It is the answer's own body, not a copy.
+// the request as sent (not one a budget capped), when the cache is on, its
+// key was sighted before (with [cache] store_after = 2), the request did not
+// say no-store, and the body is within [cache] max_answer_bytes. It is the
+// answer's own body, not a copy.
 func (t *turn) answerToKeep() (cachedAnswer, bool) {
 	a := t.final
-	if t.cacheKey == "" || t.noStore || a == nil || !a.out.answered || a.out.streamed || a.capped ||
+	if t.cacheKey == "" || !t.repeat || t.noStore || a == nil || !a.out.answered || a.out.streamed || a.capped ||
 		int64(len(a.out.body)) > t.snap.Config.Cache.MaxAnswerBytes {
 		return cachedAnswer{}, false
 	}

@@ -91,6 +91,8 @@ func TestResponseCacheStoresWhatCanBeHitAgain(t *testing.T) {
 		{name: "no-cache is not no-store", first: []string{"Cache-Control", "no-cache"}, calls: 1},
 		{name: "over max_answer_bytes", edit: [][2]string{{"ttl = \"5m\"", "ttl = \"5m\"\nmax_answer_bytes = 64"}}, calls: 2},
 		{name: "within max_answer_bytes", edit: [][2]string{{"ttl = \"5m\"", "ttl = \"5m\"\nmax_answer_bytes = 65536"}}, calls: 1},
+		{name: "store_after = 2: a first sighting is not kept", edit: [][2]string{{"store_after = 1", "store_after = 2"}}, calls: 2},
+		{name: "store_after unset: 2, the default", edit: [][2]string{{"store_after = 1\n", ""}}, calls: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.edit...)

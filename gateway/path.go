@@ -114,6 +114,7 @@ type turn struct {
 	cacheKey string  // "" when the answer is not cached
 	cacheID  cacheID // cacheKey's digest: the in-process cache's key
 	noStore  bool    // the request said Cache-Control: no-store
+	repeat   bool    // its key was sighted before: its answer may be stored
 	cached   *cachedAnswer
 
 	// plan

@@ -124,6 +124,7 @@ type Server struct {
 	refresh atomic.Pointer[refreshStatus]
 
 	cache    *lru.Cache[cacheID, cachedAnswer]
+	seen     *shared.Sightings // the cache's keys sighted once ([cache] store_after = 2)
 	sessions *lru.Cache[string, snapshot.Pin]
 	// holders records where each stored Responses API response is
 	// (holders.go).
@@ -197,6 +198,7 @@ func New(opts Options) (*Server, error) {
 	cfg := snap.Config
 	s.setLogLevel(cfg.Server.LogLevel)
 	s.cache = lru.New[cacheID, cachedAnswer](cfg.Cache.MaxEntries, cfg.Cache.TTL.Duration)
+	s.seen = shared.NewSightings(sightingsFor(cfg))
 	s.sessions = lru.New[string, snapshot.Pin](cfg.Sessions.MaxEntries, cfg.Sessions.TTL.Duration)
 	s.holders = lru.New[string, holder](cfg.Responses.MaxEntries, cfg.Responses.TTL.Duration)
 	s.limiter = shared.NewLimiter()
@@ -209,7 +211,7 @@ func New(opts Options) (*Server, error) {
 			Timeout: sc.Timeout.Duration, Logger: opts.Logger, Registerer: opts.Registry,
 			// Budgets and rate limits on leases, writes behind: most requests
 			// make no round trip for them (docs/scaling.md).
-			Leased: true})
+			Leased: true, Sightings: s.seen})
 		if err != nil {
 			return nil, fmt.Errorf("shared: %w", err)
 		}
@@ -472,6 +474,7 @@ func (s *Server) swapIn(load func() (*snapshot.Snapshot, profiles.Diagnostics)) 
 	// The cache and the pins keep their entries under the new bounds and
 	// time to live.
 	s.cache.Configure(snap.Config.Cache.MaxEntries, snap.Config.Cache.TTL.Duration)
+	s.seen.Configure(sightingsFor(snap.Config))
 	s.sessions.Configure(snap.Config.Sessions.MaxEntries, snap.Config.Sessions.TTL.Duration)
 	s.holders.Configure(snap.Config.Responses.MaxEntries, snap.Config.Responses.TTL.Duration)
 	// The directory loaded clean: an earlier failed reload is over.

@@ -238,6 +238,14 @@ type Cache struct {
 	// MaxAnswerBytes: an answer whose body is larger is not stored (it is
 	// served, not kept). Default 262144 (256 KiB).
 	MaxAnswerBytes int64 `toml:"max_answer_bytes" json:"max_answer_bytes"`
+	// StoreAfter is the sighting of a request's key at which its answer
+	// is stored: 1 stores every answer (an exact-repeat workload's first
+	// repeat is a hit); 2 stores an answer only when its key was seen
+	// before (the first miss records the key in a small bounded set of
+	// keys seen once, counted fleet-wide on Redis), so a miss-heavy
+	// workload whose requests never repeat stores nothing, at the price
+	// of one more upstream call for each request that does. Default 2.
+	StoreAfter int `toml:"store_after" json:"store_after"`
 }
 
 // Sessions configures session pins.
@@ -804,6 +812,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Cache.MaxAnswerBytes == 0 {
 		c.Cache.MaxAnswerBytes = 256 << 10
+	}
+	if c.Cache.StoreAfter == 0 {
+		c.Cache.StoreAfter = 2
 	}
 	if c.State.Kind == "" {
 		c.State.Kind = "sqlite"

@@ -423,7 +423,7 @@ func (c *Client) Write(ctx context.Context, w *Writes) bool {
 			p.Set(rctx, c.key("resp", w.HolderID), w.Holder, w.HolderTTL)
 		}
 		if w.CacheKey != "" {
-			c.fillCaches(rctx, p, []cacheWrite{{key: w.CacheKey, val: w.Cache, ttl: w.CacheTTL, max: w.CacheMaxBytes}}, now, true)
+			c.fillCaches(rctx, p, []cacheWrite{{key: w.CacheKey, val: w.Cache, ttl: w.CacheTTL, max: w.CacheMaxBytes}}, nil, now, true)
 		}
 		if d := w.Depart; d != nil && !d.Local {
 			if keys, args := c.departArgs(d); len(keys) > 0 {

@@ -2,6 +2,7 @@ package shared
 
 import (
 	"context"
+	"encoding/binary"
 	"strconv"
 	"strings"
 	"sync"
@@ -232,7 +233,12 @@ func (c *Client) applyFilter(f *keyFilter, fs *filterSync, now time.Time) {
 		for _, m := range s.Messages {
 			f.last = m.ID
 			if m.Values["r"] == c.id {
-				continue // added when it was stored
+				continue // added when it was stored (or sighted)
+			}
+			if sv := str(m.Values["s"]); sv != "" && c.seen != nil {
+				for i := 0; i+8 <= len(sv); i += 8 {
+					c.seen.Add(binary.LittleEndian.Uint64([]byte(sv[i : i+8])))
+				}
 			}
 			ttl, _ := strconv.ParseInt(str(m.Values["t"]), 10, 64)
 			max, _ := strconv.ParseInt(str(m.Values["m"]), 10, 64)
@@ -251,24 +257,51 @@ func (c *Client) applyFilter(f *keyFilter, fs *filterSync, now time.Time) {
 
 func str(v any) string { s, _ := v.(string); return s }
 
-// publishKeys appends a batch's keys to the stream (after their SETs and
-// ZADD in the same pipeline) and adds them to this replica's own filter.
-func (c *Client) publishKeys(ctx context.Context, p redis.Pipeliner, caches []cacheWrite, ttl time.Duration, bound, now int64) {
-	var b strings.Builder
-	for _, w := range caches {
-		b.Grow(len(w.key) + 12)
-		b.WriteString(w.key)
-		b.WriteByte(' ')
-		b.WriteString(strconv.Itoa(len(w.val)))
-		b.WriteByte('\n')
+// publishKeys appends a batch's keys (after their SETs and ZADD in the
+// same pipeline) and the keys this replica sighted first since the last
+// batch to the stream, in one entry, and adds the batch's keys to this
+// replica's own filter. Sightings go as 8 bytes each ("s"): 2,700 misses a
+// second on a replica are ~2 KiB a batch.
+func (c *Client) publishKeys(ctx context.Context, p redis.Pipeliner, caches []cacheWrite, sighted []uint64, ttl time.Duration, bound, now int64) {
+	values := make([]string, 0, 10)
+	values = append(values, "r", c.id)
+	if len(caches) > 0 {
+		var b strings.Builder
+		for _, w := range caches {
+			b.Grow(len(w.key) + 12)
+			b.WriteString(w.key)
+			b.WriteByte(' ')
+			b.WriteString(strconv.Itoa(len(w.val)))
+			b.WriteByte('\n')
+		}
+		values = append(values, "t", strconv.FormatInt(ttl.Milliseconds(), 10), "m", strconv.FormatInt(bound, 10), "k", b.String())
 	}
-	p.XAdd(ctx, &redis.XAddArgs{Stream: c.key("cf"), MinID: strconv.FormatInt(now-deltaKeep.Milliseconds(), 10), Approx: true,
-		Values: []string{"r", c.id, "t", strconv.FormatInt(ttl.Milliseconds(), 10), "m", strconv.FormatInt(bound, 10), "k", b.String()}})
+	if len(sighted) > 0 {
+		b := make([]byte, 0, 8*len(sighted))
+		for _, fp := range sighted {
+			b = binary.LittleEndian.AppendUint64(b, fp)
+		}
+		values = append(values, "s", string(b))
+	}
+	p.XAdd(ctx, &redis.XAddArgs{Stream: c.key("cf"), MinID: strconv.FormatInt(now-deltaKeep.Milliseconds(), 10), Approx: true, Values: values})
 	if f := c.filter.Load(); f != nil {
 		t := time.UnixMilli(now)
 		for _, w := range caches {
 			f.add(w.key, int64(len(w.val)), w.ttl, w.max, t)
 		}
+	}
+}
+
+// Sighted queues a response-cache key this replica sighted first (its
+// [Fingerprint]) for the others' [Options.Sightings]: it goes with the
+// next batch, in the XADD that publishes the batch's keys, and each
+// replica's next pipeline reads it, so a key counts its sightings
+// fleet-wide within two sync intervals plus two round trips, and no
+// request waits for it. Without leases, or while Redis is down, the
+// sighting stays on this replica.
+func (c *Client) Sighted(fp uint64) {
+	if c.lz != nil && c.up.Load() {
+		c.lz.enqueueSighted(fp)
 	}
 }
 

@@ -75,6 +75,9 @@ type Options struct {
 	// SyncInterval is how often the leases are settled and topped up, and
 	// the writes behind flushed, at the latest. Default 100ms.
 	SyncInterval time.Duration
+	// Sightings receives the response cache's keys the other replicas
+	// sighted first (with Leased; see [Client.Sighted]). Default none.
+	Sightings *Sightings
 }
 
 // Client is the fleet's shared state on Redis, with its local fallbacks.
@@ -98,6 +101,7 @@ type Client struct {
 	limiter *Limiter
 	outage  *outageLedger
 	lz      *leases // nil without Options.Leased
+	seen    *Sightings
 	filter  atomic.Pointer[keyFilter]
 	pins    *pinCache
 	reads   *reader
@@ -161,6 +165,7 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 			opts.SyncInterval = 100 * time.Millisecond
 		}
 		c.lz = newLeases(c, opts.LeaseTTL, opts.SyncInterval)
+		c.seen = opts.Sightings
 		c.pins = newPinCache()
 		c.reads = &reader{c: c}
 	}

@@ -68,6 +68,7 @@ type leases struct {
 	spend   map[scopeMonth]float64 // leased holds' spend on scopes without a lease of their own
 	queue   []queued
 	caches  []cacheWrite
+	sighted []uint64 // keys this replica sighted first, for the others
 	stats   LeaseStats
 
 	// The cache's total after the last batch, and when it was last kept
@@ -409,6 +410,19 @@ func (l *leases) enqueue(q queued, soon bool) {
 	}
 }
 
+// sightingsMax bounds the keys sighted first that wait for one sync (past
+// it they are not published: the others see them one sighting later).
+const sightingsMax = 1 << 16
+
+// enqueueSighted queues a key sighted first here, for the next batch.
+func (l *leases) enqueueSighted(fp uint64) {
+	l.mu.Lock()
+	if len(l.sighted) < sightingsMax {
+		l.sighted = append(l.sighted, fp)
+	}
+	l.mu.Unlock()
+}
+
 // enqueueCache queues an answer for the cache: answers go at the next
 // tick, many in one script call.
 func (l *leases) enqueueCache(w cacheWrite) {
@@ -465,7 +479,7 @@ func (l *leases) sync(leases, final bool) {
 		// serving what they hold and sync once Redis is back.
 		l.mu.Lock()
 		q := l.queue
-		l.queue, l.caches = nil, nil
+		l.queue, l.caches, l.sighted = nil, nil, nil
 		l.mu.Unlock()
 		for _, w := range q {
 			if w.fail != nil {
@@ -476,17 +490,18 @@ func (l *leases) sync(leases, final bool) {
 	}
 	now := time.Now()
 	l.mu.Lock()
-	q, caches := l.queue, l.caches
-	l.queue, l.caches = nil, nil
+	q, caches, sighted := l.queue, l.caches, l.sighted
+	l.queue, l.caches, l.sighted = nil, nil, nil
 	var ops []*leaseOp
 	if leases {
 		ops = l.plan(now, final)
 	} else {
 		caches, l.caches = nil, caches // they wait for the tick
+		sighted, l.sighted = nil, sighted
 	}
 	l.mu.Unlock()
 	f := c.filter.Load()
-	if len(q) == 0 && len(caches) == 0 && len(ops) == 0 && f == nil {
+	if len(q) == 0 && len(caches) == 0 && len(sighted) == 0 && len(ops) == 0 && f == nil {
 		return
 	}
 	ctx, cancel := c.ctx(context.Background())
@@ -501,7 +516,7 @@ func (l *leases) sync(leases, final bool) {
 		for _, w := range q {
 			w.fill(ctx, p)
 		}
-		c.fillCaches(ctx, p, caches, ms, evict)
+		c.fillCaches(ctx, p, caches, sighted, ms, evict)
 		if f != nil {
 			fs = c.fillFilter(ctx, p, f, now)
 		}
@@ -543,9 +558,13 @@ func (l *leases) sync(leases, final bool) {
 
 // fillCaches adds the queued answers with plain commands (one SET each,
 // one ZADD and one INCRBY for the batch) and, when evict is set, the
-// script that keeps the cache within its bytes.
-func (c *Client) fillCaches(ctx context.Context, p redis.Pipeliner, caches []cacheWrite, now int64, evict bool) {
+// script that keeps the cache within its bytes; the batch's keys and the
+// keys sighted first since the last batch are published in one XADD.
+func (c *Client) fillCaches(ctx context.Context, p redis.Pipeliner, caches []cacheWrite, sighted []uint64, now int64, evict bool) {
 	if len(caches) == 0 {
+		if len(sighted) > 0 {
+			c.publishKeys(ctx, p, nil, sighted, 0, 0, now)
+		}
 		return
 	}
 	// cx and cb, not the ci, cs and ct of the per-answer script before
@@ -564,7 +583,7 @@ func (c *Client) fillCaches(ctx context.Context, p redis.Pipeliner, caches []cac
 	}
 	p.ZAdd(ctx, idx, members...)
 	sum := p.IncrBy(ctx, total, add)
-	c.publishKeys(ctx, p, caches, ttl, bound, now)
+	c.publishKeys(ctx, p, caches, sighted, ttl, bound, now)
 	if evict || len(caches) > 0 && c.lz != nil && c.lz.cacheOver(bound) {
 		cacheEvictScript.EvalSha(ctx, p, []string{idx, total}, ttl.Milliseconds(), bound, now)
 	}
