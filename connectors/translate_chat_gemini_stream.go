@@ -194,4 +194,3 @@ func (s *geminiStream) emitDelta(emit func([]byte) error, delta []byte) error {
 
 // Result implements [Stream.Result].
 func (s *geminiStream) Result() Result { return s.res }
-
