@@ -93,5 +93,13 @@ func TestVertexGeminiEndToEnd(t *testing.T) {
 		})
 	}
 	require.Equal(t, hits+len(cases)-1, g.sim.ModelHits(), "every request but the refused one reached Vertex AI")
+
+	// A token count for a Gemini model is sluice's estimate: nothing is
+	// sent to Vertex AI.
+	resp, body := g.send(t, "/v1/messages/count_tokens", `{"model":"google/gemini-2.5-flash","messages":[{"role":"user","content":"Say hi in Portuguese"}]}`)
+	require.Equal(t, 200, resp.StatusCode, string(body))
+	require.Equal(t, "true", resp.Header.Get(gateway.HeaderCountEstimated))
+	require.Contains(t, string(body), `"input_tokens":`)
+	require.Equal(t, hits+len(cases)-1, g.sim.ModelHits(), "the count reached no model endpoint")
 	require.Equal(t, 1, g.sim.TokenHits(), "one token served every request")
 }
