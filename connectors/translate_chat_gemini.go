@@ -64,8 +64,14 @@ func (g *vertexGemini) Translate(body Body, _ *compiler.Plan, out *compiler.Outc
 		// The upstream reports a stream's usage whatever the caller asked.
 		UsageAdded: t.stream && !t.includeUsage}
 	if !t.parallel && len(t.req.Tools) > 0 {
-		n.Degraded = []string{DegradedParallelToolCalls}
+		n.Degraded = append(n.Degraded, DegradedParallelToolCalls)
 	}
+	// The anthropic-beta flags the check kept (a Messages request's) have
+	// no meaning in generateContent: none is sent, each recorded.
+	for _, f := range out.Betas {
+		n.Degraded = append(n.Degraded, compiler.DegradedBetaPrefix+f)
+	}
+	sort.Strings(n.Degraded)
 	return n, nil
 }
 

@@ -19,7 +19,8 @@ import (
 var updateGemini = flag.Bool("update-gemini", false, "rewrite the Gemini dialect's golden files (testdata/connectors/vertex-gemini)")
 
 // geminiCorpus holds one directory per case of the vertex connector's
-// Gemini dialect: case.json (the API a request came in on and its body,
+// Gemini dialect: case.json (the API a request came in on, its
+// anthropic-beta values and its body,
 // and optionally the recorded request it must equal) and native.json (the
 // generateContent request sent) or error.txt; or recorded.txt naming a
 // recorded answer in testdata/recorded/vertex, read back into answer.json,
@@ -46,6 +47,7 @@ func TestGeminiTranslateCorpus(t *testing.T) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			var tc struct {
 				API             string          `json:"api"`
+				Beta            []string        `json:"beta"`
 				Body            json.RawMessage `json:"body"`
 				RecordedRequest string          `json:"recorded_request"`
 			}
@@ -61,7 +63,15 @@ func TestGeminiTranslateCorpus(t *testing.T) {
 			if call.Inbound != nil {
 				in = &Inbound{API: api, Model: call.Inbound.Model, Request: body}
 			}
+			// The check's part: the flags Vertex AI takes are kept, the
+			// others degrade the request.
+			kept, lost, refused := compiler.CheckBetas(compiler.SplitBetas(tc.Beta), c.Capabilities().Betas, "vertex")
+			require.Nil(t, refused)
+			call.Outcome.Betas = kept
 			native, err := TranslateFor(c, in, body, call.Plan, call.Outcome)
+			if err == nil {
+				native.Degraded = append(native.Degraded, lost...)
+			}
 			if err != nil {
 				golden(t, *updateGemini, dir, "error.txt", []byte(err.Error()+"\n"))
 				golden(t, *updateGemini, dir, "native.json", nil)
