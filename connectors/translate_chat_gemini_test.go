@@ -238,3 +238,35 @@ func FuzzGeminiAnswer(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkGeminiTranslate is a plain chat request's translation into
+// generateContent (the recorded plain turn).
+func BenchmarkGeminiTranslate(b *testing.B) {
+	c := vertexTestConnector()
+	body, err := ParseBody([]byte(`{"model":"google/gemini-2.5-flash","messages":[{"role":"system","content":"You are a helpful assistant"},{"role":"user","content":"Say hi in Portuguese"}],"max_tokens":4000}`))
+	require.NoError(b, err)
+	call := geminiCall(APIChat)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := TranslateFor(c, nil, body, call.Plan, call.Outcome); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGeminiStreamEvent is one recorded text event of a stream,
+// translated into a chat chunk.
+func BenchmarkGeminiStreamEvent(b *testing.B) {
+	c := vertexTestConnector()
+	data := []byte(`{"candidates": [{"content": {"role": "model","parts": [{"text": "Olá!"}]}}],"usageMetadata": {"trafficType": "ON_DEMAND"},"modelVersion": "gemini-2.5-flash","createTime": "2026-03-12T18:05:56.457623Z","responseId": "hACzaZf3G-Tjt8gPydPHkAI"}`)
+	s := OpenStream(c, geminiCall(APIChat))
+	emit := func([]byte) error { return nil }
+	_, err := s.Event(nil, data, emit)
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Event(nil, data, emit); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
