@@ -35,7 +35,7 @@ func (g *vertexGemini) Response(call *Call, body []byte) ([]byte, Result, error)
 		for _, p := range c.Content.Parts {
 			switch {
 			case p.FunctionCall != nil:
-				msg.ToolCalls = append(msg.ToolCalls, geminiToolCall(r.ResponseID, len(msg.ToolCalls), p.FunctionCall))
+				msg.ToolCalls = append(msg.ToolCalls, geminiToolCall(r.ResponseID, len(msg.ToolCalls), &p))
 			case p.Text != nil && p.Thought:
 				reasoning.WriteString(*p.Text)
 				hasReasoning = true
@@ -84,15 +84,45 @@ func geminiAnswerID(responseID string) string {
 
 // geminiCallID is the id sluice gives the n-th tool call of an answer:
 // generateContent names none. It is made of the answer's responseId, so
-// that the calls of different answers differ, and is only ever read back
-// to find the function's name (see translate_chat_gemini_turns.go).
-func geminiCallID(responseID string, n int) string {
-	return "call_" + responseID + "_" + strconv.Itoa(n)
+// that the calls of different answers differ, and carries the part's
+// thoughtSignature (the model's signed thinking, which Gemini asks to get
+// back with the call in a later turn): "call_ts<length>_<signature>_" in
+// front, the signature in base64url (an id stays within
+// [A-Za-z0-9_-]). The next request reads the signature back
+// ([geminiSignatureOf]) and finds the function's name by the id
+// (translate_chat_gemini_turns.go).
+func geminiCallID(responseID string, n int, signature string) string {
+	id := "call_"
+	if signature != "" {
+		sig := strings.TrimRight(strings.NewReplacer("+", "-", "/", "_").Replace(signature), "=")
+		id += "ts" + strconv.Itoa(len(sig)) + "_" + sig + "_"
+	}
+	return id + responseID + "_" + strconv.Itoa(n)
+}
+
+// geminiSignatureOf is the thoughtSignature a tool call id made by
+// [geminiCallID] carries, in standard base64; "" when it carries none.
+func geminiSignatureOf(id string) string {
+	rest, ok := strings.CutPrefix(id, "call_ts")
+	if !ok {
+		return ""
+	}
+	digits, rest, ok := strings.Cut(rest, "_")
+	n, err := strconv.Atoi(digits)
+	if !ok || err != nil || n <= 0 || n > len(rest) {
+		return ""
+	}
+	sig := strings.NewReplacer("-", "+", "_", "/").Replace(rest[:n])
+	if pad := len(sig) % 4; pad != 0 {
+		sig += strings.Repeat("=", 4-pad)
+	}
+	return sig
 }
 
 // geminiToolCall is a functionCall part as a chat tool call.
-func geminiToolCall(responseID string, n int, fc *gemini.FunctionCall) chat.OutToolCall {
-	tc := chat.OutToolCall{ID: geminiCallID(responseID, n), Type: "function"}
+func geminiToolCall(responseID string, n int, p *gemini.Part) chat.OutToolCall {
+	fc := p.FunctionCall
+	tc := chat.OutToolCall{ID: geminiCallID(responseID, n, p.ThoughtSignature), Type: "function"}
 	tc.Function.Name = fc.Name
 	tc.Function.Arguments = "{}"
 	if len(fc.Args) > 0 && !anthIsNull(fc.Args) {

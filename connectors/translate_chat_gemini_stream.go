@@ -100,7 +100,7 @@ func (s *geminiStream) start(r *gemini.Response) {
 func (s *geminiStream) part(p *gemini.Part, emit func([]byte) error) error {
 	switch {
 	case p.FunctionCall != nil:
-		tc := geminiToolCall(s.id, s.tools, p.FunctionCall)
+		tc := geminiToolCall(s.id, s.tools, p)
 		d := append([]byte(`{"tool_calls":[{"index":`), strconv.Itoa(s.tools)...)
 		d = append(d, `,"id":`...)
 		d = jsonscan.AppendString(d, tc.ID)

@@ -20,9 +20,10 @@ import (
 //
 // generateContent has no tool call ids: a call and its result are tied by
 // the function's name (and, among calls of one name, by their order). The
-// answer's tool calls get ids sluice makes up (see [geminiCallID]); a tool
-// message's tool_call_id is looked up among the earlier assistant
-// messages' tool calls for the function's name.
+// answer's tool calls get ids sluice makes up (see [geminiCallID]), which
+// carry the call's thoughtSignature back to the model; a tool message's
+// tool_call_id is looked up among the earlier assistant messages' tool
+// calls for the function's name.
 
 // geminiContents converts the messages member.
 func geminiContents(v json.RawMessage) (*gemini.Content, []gemini.Content, error) {
@@ -86,7 +87,8 @@ func geminiContents(v json.RawMessage) (*gemini.Content, []gemini.Content, error
 					args = a
 				}
 				names[tc.ID] = tc.Function.Name
-				parts = append(parts, gemini.Part{FunctionCall: &gemini.FunctionCall{Name: tc.Function.Name, Args: args}})
+				parts = append(parts, gemini.Part{FunctionCall: &gemini.FunctionCall{Name: tc.Function.Name, Args: args},
+					ThoughtSignature: geminiSignatureOf(tc.ID)})
 			}
 			add("model", parts)
 		case "tool":
