@@ -272,3 +272,39 @@ func BenchmarkGeminiStreamEvent(b *testing.B) {
 		}
 	}
 }
+
+// Finish reasons and usage as generateContent reports them: the prompt
+// counts its cached part, the completion the thinking beside the
+// candidates.
+func TestGeminiFinishAndUsage(t *testing.T) {
+	for _, tc := range []struct {
+		reason string
+		tools  bool
+		want   string
+	}{
+		{"STOP", false, "stop"}, {"STOP", true, "tool_calls"}, {"MAX_TOKENS", false, "length"}, {"MAX_TOKENS", true, "length"},
+		{"SAFETY", false, "content_filter"}, {"RECITATION", false, "content_filter"}, {"BLOCKLIST", false, "content_filter"},
+		{"PROHIBITED_CONTENT", false, "content_filter"}, {"SPII", false, "content_filter"}, {"OTHER", false, "stop"},
+	} {
+		assert.Equal(t, tc.want, geminiFinish(tc.reason, tc.tools), "%s tools=%v", tc.reason, tc.tools)
+	}
+	_, res, err := Respond(vertexTestConnector(), geminiCall(APIChat), []byte(`{"candidates":[{"content":{"role":"model","parts":[{"text":"ok"}]},"finishReason":"STOP"}],`+
+		`"usageMetadata":{"promptTokenCount":1200,"candidatesTokenCount":30,"cachedContentTokenCount":1000,"thoughtsTokenCount":70,"totalTokenCount":1300},"modelVersion":"gemini-2.5-flash"}`))
+	require.NoError(t, err)
+	assert.Equal(t, Usage{PromptTokens: 1200, CompletionTokens: 100, CachedTokens: 1000, ReasoningTokens: 70}, res.Usage)
+	assert.Equal(t, "gemini-2.5-flash", res.ServedModel)
+}
+
+// A tool call id carries its thoughtSignature there and back, and an id
+// sluice did not make carries none.
+func TestGeminiCallID(t *testing.T) {
+	for _, sig := range []string{"CiwB4/H/Xo+LNC0v", "CiwB4/H/Xo+LNC0=", "CiwB4/H/Xo+LNA=="} {
+		id := geminiCallID("FggJaYym-H6DM", 2, sig)
+		assert.Regexp(t, `^[A-Za-z0-9_-]+$`, id)
+		assert.Equal(t, sig, geminiSignatureOf(id))
+	}
+	assert.Equal(t, "call_r_0", geminiCallID("r", 0, ""))
+	for _, id := range []string{"call_r_0", "toolu_01", "call_ts", "call_ts9_abc", "call_tsx_abc", "call_ts-1_abc"} {
+		assert.Empty(t, geminiSignatureOf(id), id)
+	}
+}
