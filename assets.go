@@ -44,8 +44,8 @@ func ErrorBodies() fs.FS {
 	return sub
 }
 
-// VertexRecordings returns the recorded answers of Claude on Google Vertex
-// AI (testdata/recorded/vertex) that the simulator's Vertex endpoints
+// VertexRecordings returns the recorded answers of Claude and Gemini on
+// Google Vertex AI (testdata/recorded/vertex) that the simulator's Vertex endpoints
 // replay: <name>.json and <name>.sse beside <name>.request.json.
 func VertexRecordings() fs.FS {
 	sub, err := fs.Sub(vertexRecordings, "testdata/recorded/vertex")

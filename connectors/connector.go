@@ -26,7 +26,9 @@
 //     upstream that speaks only chat), translate_chat_messages*.go (the
 //     anthropic connector's: a chat request onto the Messages API, its
 //     message conversion in translate_chat_messages_turns.go, its encoder
-//     in translate_chat_messages_encode.go).
+//     in translate_chat_messages_encode.go), translate_chat_gemini*.go (a
+//     chat request onto Google's generateContent, for Vertex AI's Gemini
+//     models: vertex_gemini.go, the vertex connector's dialect for them).
 //
 // An (API, upstream) pair with no file of its own goes through chat:
 // inbound.go picks, per pair, the native file or the translations (a
@@ -38,7 +40,8 @@
 // headscan.go and stream.go (reading and relaying OpenAI-shaped answers),
 // sse.go and eventstream.go (the framings of upstreams' event streams:
 // server-sent events, and Amazon's binary event stream behind [Framer]). Each API's wire types have a package of their own under
-// connectors/wire (wire/chat, wire/messages, wire/responses) that imports
+// connectors/wire (wire/chat, wire/messages, wire/responses, and
+// wire/gemini for the upstream-only generateContent API) that imports
 // nothing of sluice's; byte-level JSON scanning and string encoding are
 // package connectors/internal/jsonscan's.
 //

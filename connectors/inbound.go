@@ -209,7 +209,21 @@ func SpeaksNatively(c Connector, api API) bool {
 	case APIEmbeddings, APIRealtime:
 		return Serves(c, api)
 	}
-	return !speaksMessagesOnly(c)
+	return !speaksMessagesOnly(c) && foreignAPIOf(c) == ""
+}
+
+// foreignAPI is a connector whose upstream speaks none of the inbound APIs
+// but one of its own (Vertex AI's generateContent for Gemini models): every
+// request is translated into it from chat.
+type foreignAPI interface{ foreignAPI() string }
+
+// foreignAPIOf is the name of a connector's own API, "" when it speaks an
+// inbound one.
+func foreignAPIOf(c Connector) string {
+	if f, ok := c.(foreignAPI); ok {
+		return f.foreignAPI()
+	}
+	return ""
 }
 
 // messagesOnly is a connector whose upstream speaks the Messages API and
@@ -270,13 +284,20 @@ func callModel(call *Call) string {
 // as explain and the docs tell it: "native" when the upstream speaks the
 // API, "via chat" when the request is translated into chat completions,
 // "via messages" when the translated chat request is then written as the
-// upstream's Messages request (Anthropic).
+// upstream's Messages request (Anthropic); "via generateContent" and "via
+// chat, as generateContent" for an upstream of an API of its own (Vertex
+// AI's Gemini models).
 func Asked(c Connector, api API) string {
+	own := foreignAPIOf(c)
 	switch {
 	case SpeaksNatively(c, api):
 		return "native"
+	case api == APIChat && own != "":
+		return "via " + own
 	case api == APIChat:
 		return "via messages"
+	case own != "":
+		return "via chat, as " + own
 	case speaksMessagesOnly(c):
 		return "via chat, as messages"
 	}
@@ -469,7 +490,7 @@ func translateViaChat(c Connector, in *Inbound, body Body, plan *compiler.Plan, 
 		}
 		tr.native, tr.err = c.Translate(chat, plan, out)
 		if tr.err == nil {
-			tr.native.Degraded = lost
+			tr.native.Degraded = mergeDegraded(lost, tr.native.Degraded)
 		}
 		return tr
 	})

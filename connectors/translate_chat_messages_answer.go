@@ -148,8 +148,9 @@ func (t anthTokens) usage() Usage {
 // is kept, not reworded: the status stays the caller's to read (it is not in
 // the body), and the upstream's message, type, param and code are carried
 // over as they are (Anthropic's errors have a type and no code: code is
-// null). A body that is not an error object becomes the message whole, with
-// a type that follows from the status.
+// null; Google's have a numeric code and a status name, which becomes the
+// code). A body that is not an error object becomes the message whole,
+// with a type that follows from the status.
 func ChatError(status int, body []byte) []byte {
 	var in struct {
 		Error json.RawMessage `json:"error"`
@@ -157,14 +158,20 @@ func ChatError(status int, body []byte) []byte {
 	out := chat.Error{Message: upstreamErrorMessage(body)}
 	if json.Unmarshal(body, &in) == nil && len(in.Error) > 0 {
 		var e struct {
-			Type  string          `json:"type"`
-			Param *string         `json:"param"`
-			Code  json.RawMessage `json:"code"`
+			Type   string          `json:"type"`
+			Param  *string         `json:"param"`
+			Code   json.RawMessage `json:"code"`
+			Status string          `json:"status"`
 		}
 		if json.Unmarshal(in.Error, &e) == nil {
 			out.Type, out.Param = e.Type, e.Param
 			if len(e.Code) > 0 && !bytes.Equal(e.Code, []byte("null")) {
 				out.Code = e.Code
+			}
+			if e.Type == "" && e.Status != "" {
+				// Google APIs' shape: code is the HTTP status, status
+				// its canonical name (INVALID_ARGUMENT, ...), the code.
+				out.Code, _ = json.Marshal(e.Status)
 			}
 		}
 	}

@@ -40,12 +40,15 @@ type vertex struct {
 	// tokens yields the access token, cached and refreshed before it
 	// expires.
 	tokens oauth2.TokenSource
+	// gemini speaks to the upstream's Gemini models (vertex_gemini.go).
+	gemini *vertexGemini
 }
 
 var (
 	_ Connector    = (*vertex)(nil)
 	_ Signer       = (*vertex)(nil)
 	_ tokenCounter = (*vertex)(nil)
+	_ dialects     = (*vertex)(nil)
 )
 
 // VertexAnthropicVersion is the anthropic_version member Vertex AI's
@@ -83,12 +86,14 @@ func newVertex(u *profiles.Upstream) (*vertex, error) {
 	if err := checkServiceAccount(creds.JSON); err != nil {
 		return nil, fmt.Errorf("application default credentials could not be loaded: %w", err)
 	}
-	return &vertex{
+	v := &vertex{
 		anth:   &anthropic{now: newAnthropic().now, provider: "google-vertex"},
 		name:   u.Name,
 		models: "/v1/projects/" + url.PathEscape(u.Project) + "/locations/" + u.Region + "/publishers/anthropic/models/",
 		tokens: creds.TokenSource,
-	}, nil
+	}
+	v.gemini = newVertexGemini(v.models, v.Capabilities())
+	return v, nil
 }
 
 // checkServiceAccount parses a service-account key file's private key now,

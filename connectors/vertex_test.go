@@ -40,9 +40,12 @@ const vertexCorpus = "../testdata/connectors/vertex"
 // vertexTestConnector is the connector of project "proj" in us-east5,
 // its token a fixed one.
 func vertexTestConnector() *vertex {
-	return &vertex{anth: &anthropic{now: anthTestConnector().now, provider: "google-vertex"}, name: "gcp",
+	v := &vertex{anth: &anthropic{now: anthTestConnector().now, provider: "google-vertex"}, name: "gcp",
 		models: "/v1/projects/proj/locations/us-east5/publishers/anthropic/models/",
 		tokens: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "ya29.test"})}
+	v.gemini = newVertexGemini(v.models, v.Capabilities())
+	v.gemini.now = anthTestConnector().now
+	return v
 }
 
 // testConnector is the connector of a kind as the tests build it: [New]'s,

@@ -26,17 +26,26 @@ import (
 	"github.com/sluicegw/sluice/simulator"
 )
 
-// vertexCatalog prices Claude on Vertex AI: the catalog's native ids at
-// google-vertex, and Google's prices for them (Claude 3.7 Sonnet and Claude
-// Sonnet 4.5: $3 in, $15 out, cache reads $0.30, cache writes $3.75 a
-// million tokens, as on Anthropic's own API).
+// vertexCatalog prices Claude and Gemini on Vertex AI: the catalog's native
+// ids at google-vertex, and Google's prices for them (Claude 3.7 Sonnet and
+// Claude Sonnet 4.5: $3 in, $15 out, cache reads $0.30, cache writes $3.75
+// a million tokens, as on Anthropic's own API; Gemini 2.5 Flash: $0.30 in,
+// $2.50 out, cached input $0.03; Gemini 2.0 Flash-Lite $0.075 in, $0.30
+// out; Vertex AI's generative AI pricing page). The simulator serves no
+// Gemini 2.0 Flash-Lite: a request for it is Vertex AI's 404.
 const vertexCatalog = `{"models": [
  {"slug": "anthropic/claude-3.7-sonnet", "context_window": 200000,
   "native": {"google-vertex": "claude-3-7-sonnet@20250219"},
   "endpoints": [{"provider": "google-vertex", "price_in": 3, "price_out": 15, "price_cache_read": 0.3, "price_cache_write": 3.75}]},
  {"slug": "anthropic/claude-sonnet-4.5", "context_window": 200000,
   "native": {"google-vertex": "claude-sonnet-4-5@20250929"},
-  "endpoints": [{"provider": "google-vertex", "price_in": 3, "price_out": 15, "price_cache_read": 0.3, "price_cache_write": 3.75}]}
+  "endpoints": [{"provider": "google-vertex", "price_in": 3, "price_out": 15, "price_cache_read": 0.3, "price_cache_write": 3.75}]},
+ {"slug": "google/gemini-2.5-flash", "context_window": 1048576,
+  "native": {"google-vertex": "gemini-2.5-flash"},
+  "endpoints": [{"provider": "google-vertex", "price_in": 0.3, "price_out": 2.5, "price_cache_read": 0.03}]},
+ {"slug": "google/gemini-2.0-flash-lite", "context_window": 1048576,
+  "native": {"google-vertex": "gemini-2.0-flash-lite-001"},
+  "endpoints": [{"provider": "google-vertex", "price_in": 0.075, "price_out": 0.3}]}
 ]}`
 
 // vertexGateway is a gateway whose one upstream is Vertex AI on the

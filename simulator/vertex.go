@@ -19,7 +19,8 @@ import (
 	sluice "github.com/sluicegw/sluice"
 )
 
-// Vertex is Google Vertex AI's Claude endpoints and the OAuth2 token
+// Vertex is Google Vertex AI's Claude and Gemini endpoints (the Gemini
+// ones in vertex_gemini.go) and the OAuth2 token
 // endpoint that issues their bearer tokens, on loopback. The token endpoint
 // takes a service account's signed JWT assertion (the grant
 // golang.org/x/oauth2/google makes from a key file whose token_uri names
@@ -78,6 +79,7 @@ func (v *Vertex) Start() (string, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /token", v.handleToken)
 	mux.HandleFunc("POST /v1/projects/{project}/locations/{region}/publishers/anthropic/models/{call}", v.handleModel)
+	mux.HandleFunc("POST /v1/projects/{project}/locations/{region}/publishers/google/models/{call}", v.handleGemini)
 	v.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	v.base = "http://" + ln.Addr().String()
 	go func() { _ = v.srv.Serve(ln) }()
@@ -196,16 +198,25 @@ var (
 	vertexCountRefused = []string{"tool-search-tool-2025-10-19", "web-search-2025-03-05"}
 )
 
-func (v *Vertex) handleModel(w http.ResponseWriter, r *http.Request) {
+// authorized checks the request's bearer token, one the token endpoint
+// issued and still live, and answers 401 UNAUTHENTICATED otherwise.
+func (v *Vertex) authorized(w http.ResponseWriter, r *http.Request) bool {
 	auth, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	v.mu.Lock()
 	exp, issued := v.issued[auth]
 	v.mu.Unlock()
 	if !ok || !issued || time.Now().After(exp) {
 		googleError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.")
-		return
+		return false
 	}
 	v.modelHits.Add(1)
+	return true
+}
+
+func (v *Vertex) handleModel(w http.ResponseWriter, r *http.Request) {
+	if !v.authorized(w, r) {
+		return
+	}
 	model, verb, _ := strings.Cut(r.PathValue("call"), ":")
 	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
 	if err != nil {

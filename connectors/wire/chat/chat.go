@@ -145,6 +145,15 @@ type Usage struct {
 		// translated answer created cache entries.
 		CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
 	} `json:"prompt_tokens_details"`
+	// CompletionTokensDetails is written only by a translated answer that
+	// reports reasoning tokens.
+	CompletionTokensDetails *CompletionTokensDetails `json:"completion_tokens_details,omitempty"`
+}
+
+// CompletionTokensDetails breaks the completion's tokens down.
+type CompletionTokensDetails struct {
+	// ReasoningTokens is the part of the completion spent thinking.
+	ReasoningTokens int64 `json:"reasoning_tokens"`
 }
 
 // ErrorBody is the chat-completions API's error answer.
