@@ -320,12 +320,18 @@ func bedrockServed(call *Call, reported string) string {
 // bedrockStream reads a Bedrock stream through a Messages stream reader
 // (the chat translation's, or the native relay's): the served provider is
 // Bedrock, and the usage is the invocation metrics Bedrock adds to the
-// final event when the events themselves reported none.
+// final event when the events themselves reported none. The metrics count
+// the input without the cached part (inputTokenCount) and the cache's
+// reads and writes apart (cacheReadInputTokenCount,
+// cacheWriteInputTokenCount), as the events' usage does; they replace the
+// events' counts only when those are absent, never add to them, so a cache
+// read is counted once.
 type bedrockStream struct {
 	Stream
-	call         *Call
-	metrics      bool
-	input, outpt int64
+	call    *Call
+	metrics bool
+	// The invocation metrics' counts.
+	input, outpt, cacheRead, cacheWrite int64
 }
 
 // Event implements [Stream.Event].
@@ -335,6 +341,8 @@ func (s *bedrockStream) Event(event, data []byte, emit func([]byte) error) (bool
 			in, inOK := jsonInt(jsonscan.Member(m, "inputTokenCount"))
 			out, outOK := jsonInt(jsonscan.Member(m, "outputTokenCount"))
 			s.metrics, s.input, s.outpt = inOK && outOK, in, out
+			s.cacheRead, _ = jsonInt(jsonscan.Member(m, "cacheReadInputTokenCount"))
+			s.cacheWrite, _ = jsonInt(jsonscan.Member(m, "cacheWriteInputTokenCount"))
 		}
 	}
 	return s.Stream.Event(event, data, emit)
@@ -346,7 +354,9 @@ func (s *bedrockStream) Result() Result {
 	r.ServedProvider = bedrockProvider
 	r.ServedModel = bedrockServed(s.call, r.ServedModel)
 	if s.metrics && r.Usage.PromptTokens == 0 && r.Usage.CompletionTokens == 0 {
-		r.Usage.PromptTokens, r.Usage.CompletionTokens = s.input, s.outpt
+		r.Usage.PromptTokens = s.input + s.cacheRead + s.cacheWrite
+		r.Usage.CompletionTokens = s.outpt
+		r.Usage.CachedTokens, r.Usage.CacheWriteTokens = s.cacheRead, s.cacheWrite
 	}
 	return r
 }
