@@ -140,8 +140,8 @@ var bedrockAccept = []string{"application/json"}
 // [*CredentialError] whose message is the SDK's, which names sources and
 // never a secret.
 func (b *bedrock) Sign(req *http.Request, body []byte) error {
-	req.Header["Accept"] = bedrockAccept
 	if req.Header.Get("Authorization") != "" {
+		req.Header["Accept"] = bedrockAccept
 		return nil
 	}
 	if b.creds == nil {
@@ -155,11 +155,24 @@ func (b *bedrock) Sign(req *http.Request, body []byte) error {
 }
 
 // sign signs a request with a set of credentials, hashing the body once.
+// The header values the signer sets (the date, the session token, the
+// authorization) are given one backing array to fill: the SDK appends each
+// to the header's slice emptied, so one allocation stands for three.
 func (b *bedrock) sign(req *http.Request, body []byte, creds aws.Credentials) error {
 	sum := sha256.Sum256(body)
 	var hexSum [2 * sha256.Size]byte
 	hex.Encode(hexSum[:], sum[:])
-	if err := b.signer.SignHTTP(req.Context(), creds, req, string(hexSum[:]), "bedrock", b.region, b.now()); err != nil {
+	h := req.Header
+	vals := make([]string, 3)
+	h["X-Amz-Date"] = vals[0:0:1]
+	if creds.SessionToken != "" {
+		h["X-Amz-Security-Token"] = vals[1:1:2]
+	}
+	h["Authorization"] = vals[2:2:3]
+	delete(h, "Accept")
+	err := b.signer.SignHTTP(req.Context(), creds, req, string(hexSum[:]), "bedrock", b.region, b.now())
+	h["Accept"] = bedrockAccept
+	if err != nil {
 		return &CredentialError{Upstream: b.upstream, Err: fmt.Errorf("SigV4 signing: %w", err)}
 	}
 	return nil
@@ -202,23 +215,50 @@ var bedrockVersionJSON = jsonscan.AppendString(nil, BedrockVersion)
 
 // bedrockPath is the InvokeModel path of a model, streaming or not. The
 // model id is one path segment, percent-encoded (an id's version suffix
-// "-v1:0" is sent as "-v1%3A0", as the SDKs send it).
+// "-v1:0" is sent as "-v1%3A0", as the SDKs send it); the path is built in
+// one allocation.
 func bedrockPath(model string, stream bool) string {
-	p := "/model/" + bedrockEscape(model) + "/invoke"
-	if stream {
-		p += "-with-response-stream"
+	const prefix, invoke, streaming = "/model/", "/invoke", "-with-response-stream"
+	n := len(prefix) + len(model) + len(invoke)
+	for i := 0; i < len(model); i++ {
+		if !bedrockUnreserved(model[i]) {
+			n += 2
+		}
 	}
-	return p
+	if stream {
+		n += len(streaming)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(prefix)
+	writeBedrockEscaped(&b, model)
+	b.WriteString(invoke)
+	if stream {
+		b.WriteString(streaming)
+	}
+	return b.String()
+}
+
+// bedrockUnreserved reports whether c is one of RFC 3986's unreserved
+// characters, which a path segment carries as they are.
+func bedrockUnreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~'
 }
 
 // bedrockEscape percent-encodes a path segment: everything but RFC 3986's
 // unreserved characters.
 func bedrockEscape(s string) string {
 	var b strings.Builder
+	writeBedrockEscaped(&b, s)
+	return b.String()
+}
+
+// writeBedrockEscaped writes s percent-encoded as a path segment.
+func writeBedrockEscaped(b *strings.Builder, s string) {
 	const hexDigits = "0123456789ABCDEF"
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
+		if bedrockUnreserved(c) {
 			b.WriteByte(c)
 			continue
 		}
@@ -226,7 +266,6 @@ func bedrockEscape(s string) string {
 		b.WriteByte(hexDigits[c>>4])
 		b.WriteByte(hexDigits[c&15])
 	}
-	return b.String()
 }
 
 // Response implements [Connector.Response]: the anthropic connector's
@@ -281,12 +320,18 @@ func bedrockServed(call *Call, reported string) string {
 // bedrockStream reads a Bedrock stream through a Messages stream reader
 // (the chat translation's, or the native relay's): the served provider is
 // Bedrock, and the usage is the invocation metrics Bedrock adds to the
-// final event when the events themselves reported none.
+// final event when the events themselves reported none. The metrics count
+// the input without the cached part (inputTokenCount) and the cache's
+// reads and writes apart (cacheReadInputTokenCount,
+// cacheWriteInputTokenCount), as the events' usage does; they replace the
+// events' counts only when those are absent, never add to them, so a cache
+// read is counted once.
 type bedrockStream struct {
 	Stream
-	call         *Call
-	metrics      bool
-	input, outpt int64
+	call    *Call
+	metrics bool
+	// The invocation metrics' counts.
+	input, outpt, cacheRead, cacheWrite int64
 }
 
 // Event implements [Stream.Event].
@@ -296,6 +341,8 @@ func (s *bedrockStream) Event(event, data []byte, emit func([]byte) error) (bool
 			in, inOK := jsonInt(jsonscan.Member(m, "inputTokenCount"))
 			out, outOK := jsonInt(jsonscan.Member(m, "outputTokenCount"))
 			s.metrics, s.input, s.outpt = inOK && outOK, in, out
+			s.cacheRead, _ = jsonInt(jsonscan.Member(m, "cacheReadInputTokenCount"))
+			s.cacheWrite, _ = jsonInt(jsonscan.Member(m, "cacheWriteInputTokenCount"))
 		}
 	}
 	return s.Stream.Event(event, data, emit)
@@ -307,7 +354,9 @@ func (s *bedrockStream) Result() Result {
 	r.ServedProvider = bedrockProvider
 	r.ServedModel = bedrockServed(s.call, r.ServedModel)
 	if s.metrics && r.Usage.PromptTokens == 0 && r.Usage.CompletionTokens == 0 {
-		r.Usage.PromptTokens, r.Usage.CompletionTokens = s.input, s.outpt
+		r.Usage.PromptTokens = s.input + s.cacheRead + s.cacheWrite
+		r.Usage.CompletionTokens = s.outpt
+		r.Usage.CachedTokens, r.Usage.CacheWriteTokens = s.cacheRead, s.cacheWrite
 	}
 	return r
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,14 +15,17 @@ import (
 )
 
 // BenchmarkBedrockSign signs one InvokeModel request of a 2 KiB body with
-// cached credentials: the body hashed once, the SDK's signer over it.
+// cached credentials (a session token among them, as the role and instance
+// credentials of the default chain carry), the request's headers those the
+// gateway sets before signing: the body hashed once, the SDK's signer over
+// it.
 func BenchmarkBedrockSign(b *testing.B) {
 	creds := aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "secret", SessionToken: "token"}
 	sg := &bedrock{upstream: "aws", region: "us-east-1", signer: v4.NewSigner(), now: func() time.Time { return time.Unix(1764676800, 0) },
 		creds: aws.NewCredentialsCache(aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) { return creds, nil }))}
 	body := bytes.Repeat([]byte("x"), 2048)
-	req, _ := http.NewRequest(http.MethodPost, "https://bedrock-runtime.us-east-1.amazonaws.com"+bedrockPath("us.anthropic.claude-haiku-4-5-20251001-v1:0", false), nil)
-	req.Header["Content-Type"] = []string{"application/json"}
+	req, _ := http.NewRequest(http.MethodPost, "https://bedrock-runtime.us-east-1.amazonaws.com"+bedrockPath("us.anthropic.claude-haiku-4-5-20251001-v1:0", false), bytes.NewReader(body))
+	req.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}, "User-Agent": {"sluice"}}
 	b.ReportAllocs()
 	for b.Loop() {
 		delete(req.Header, "Authorization")
@@ -30,6 +34,10 @@ func BenchmarkBedrockSign(b *testing.B) {
 		if err := sg.Sign(req, body); err != nil {
 			b.Fatal(err)
 		}
+	}
+	b.StopTimer()
+	if !strings.HasPrefix(req.Header.Get("Authorization"), "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20251202/us-east-1/bedrock/aws4_request") {
+		b.Fatal(req.Header.Get("Authorization"))
 	}
 }
 

@@ -297,10 +297,15 @@ func TestBedrockSigV4(t *testing.T) {
 	assert.True(t, strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261202/eu-west-1/bedrock/aws4_request, SignedHeaders="), auth)
 	assert.Equal(t, "session-token-1", req.Header.Get("X-Amz-Security-Token"))
 
+	// Accept is sent and left out of the signature (the signer need not
+	// canonicalize it): the signed headers are host, the body's length and
+	// type, and the signer's own.
+	assert.Equal(t, "application/json", req.Header.Get("Accept"))
+	assert.Contains(t, auth, "SignedHeaders=content-length;content-type;host;x-amz-date;x-amz-security-token,")
+
 	// The same request signed by the SDK's signer directly.
 	again, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	again.Header.Set("Content-Type", "application/json")
-	again.Header.Set("Accept", "application/json")
 	require.NoError(t, v4.NewSigner().SignHTTP(context.Background(), creds, again,
 		sha256Hex(body), "bedrock", "eu-west-1", when))
 	assert.Equal(t, again.Header.Get("Authorization"), auth)

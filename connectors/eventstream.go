@@ -66,8 +66,14 @@ const (
 // ErrEventStream reports a malformed event-stream frame or chunk.
 var ErrEventStream = errors.New("eventstream: malformed stream")
 
-// esReaders recycles the buffered readers of streams in flight.
-var esReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, esReadBufSize) }}
+// esReaders recycles the readers of finished streams, with their buffered
+// reader and the payload, event and name buffers they grew, so that a
+// stream's frames reuse what an earlier stream allocated.
+var esReaders = sync.Pool{New: func() any { return &bedrockEventReader{br: bufio.NewReaderSize(nil, esReadBufSize)} }}
+
+// esKeepBuffer is the largest payload or event buffer a released reader
+// keeps for the next stream.
+const esKeepBuffer = 64 << 10
 
 // esDecoder is the SDK's frame decoder; it holds only options, no state.
 var esDecoder = eventstream.NewDecoder()
@@ -88,19 +94,28 @@ type bedrockEventReader struct {
 
 // newBedrockEventReader returns a reader over r.
 func newBedrockEventReader(r io.Reader) *bedrockEventReader {
-	br := esReaders.Get().(*bufio.Reader)
-	br.Reset(r)
-	return &bedrockEventReader{br: br}
+	s := esReaders.Get().(*bedrockEventReader)
+	s.br.Reset(r)
+	s.err = nil
+	return s
 }
 
-// Release implements [EventReader.Release].
+// Release implements [EventReader.Release]: the reader goes back to the
+// pool (its buffers kept up to esKeepBuffer). A second Release does
+// nothing.
 func (s *bedrockEventReader) Release() {
-	if s.br != nil {
-		s.br.Reset(nil)
-		esReaders.Put(s.br)
-		s.br = nil
+	if s.err == errReleased {
+		return
+	}
+	s.br.Reset(nil)
+	if cap(s.payload) > esKeepBuffer {
+		s.payload = nil
+	}
+	if cap(s.data) > esKeepBuffer {
+		s.data = nil
 	}
 	s.err = errReleased
+	esReaders.Put(s)
 }
 
 // Next implements [EventReader.Next]. Frames of other event types are

@@ -28,7 +28,11 @@ import (
 // beside a padding member "p", the final message_stop carrying
 // amazon-bedrock-invocationMetrics. The body is a Messages request
 // without model (the path names it, the catalog's native id for
-// amazon-bedrock) and with anthropic_version bedrock-2023-05-31.
+// amazon-bedrock) and with anthropic_version bedrock-2023-05-31. A system
+// prompt that marks a cache breakpoint is written to the cache on its first
+// request and read on later ones ([Server.bedrockCache]), counted in the
+// usage's cache members and the metrics' cacheReadInputTokenCount and
+// cacheWriteInputTokenCount.
 //
 // Each request is authenticated as Bedrock does: a SigV4 signature
 // (service bedrock) recomputed with the AWS SDK's signer from the secret of
@@ -173,10 +177,14 @@ func (s *Server) handleBedrock(w http.ResponseWriter, r *http.Request, stream bo
 	}
 	model := dated(m.nativeID("anthropic"), anthropicSnapshots, anthropicSuffix)
 	a := s.anthropicAnswer(m, model, prompt, q.thinks(), sc, &anthExtras{text: answerText(m.Slug, "amazon-bedrock")})
-	a.body = bedrockUsage(a.body, "usage")
+	c := s.bedrockCache(id, &q)
+	a.body = bedrockUsage(a.body, c, "usage")
 	for i := range a.events {
-		if a.events[i].name == "message_start" {
-			a.events[i].data = bedrockUsage(a.events[i].data, "message", "usage")
+		switch a.events[i].name {
+		case "message_start":
+			a.events[i].data = bedrockUsage(a.events[i].data, c, "message", "usage")
+		case "message_delta":
+			a.events[i].data = bedrockDeltaUsage(a.events[i].data)
 		}
 	}
 	if !stream {
@@ -186,13 +194,33 @@ func (s *Server) handleBedrock(w http.ResponseWriter, r *http.Request, stream bo
 	if s.serveBehaviour(w, r, res.fault, true, a.body) {
 		return
 	}
-	s.bedrockStream(w, r, a, prompt)
+	s.bedrockStream(w, r, a, prompt, c)
+}
+
+// bedrockCached is a request's prompt-cache use: the tokens read from the
+// cache and written to it.
+type bedrockCached struct{ read, write int }
+
+// bedrockCache is the cache use of a request whose system prompt marks a
+// cache breakpoint (a cache_control member in it): the system prompt's
+// tokens are written to the cache the first time the model is sent that
+// system prompt, and read from it after. Other requests use no cache.
+func (s *Server) bedrockCache(model string, q *bedrockRequest) bedrockCached {
+	if !bytes.Contains(q.System, []byte(`"cache_control"`)) {
+		return bedrockCached{}
+	}
+	n := promptTokens(q.System, nil)
+	key := sha256.Sum256(append([]byte(model+"\x00"), q.System...))
+	if _, seen := s.bedrockCached.LoadOrStore(key, true); seen {
+		return bedrockCached{read: n}
+	}
+	return bedrockCached{write: n}
 }
 
 // bedrockStream writes a Messages answer's events as event-stream chunks,
 // pings left out (the recorded streams have none), message_stop carrying
 // the invocation metrics.
-func (s *Server) bedrockStream(w http.ResponseWriter, r *http.Request, a *answer, prompt int) {
+func (s *Server) bedrockStream(w http.ResponseWriter, r *http.Request, a *answer, prompt int, c bedrockCached) {
 	w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
 	w.WriteHeader(http.StatusOK)
 	fl, _ := w.(http.Flusher)
@@ -213,8 +241,11 @@ func (s *Server) bedrockStream(w http.ResponseWriter, r *http.Request, a *answer
 			out = d.Usage.Output
 		}
 		if ev.name == "message_stop" {
-			data = mustJSON(map[string]any{"type": "message_stop", "amazon-bedrock-invocationMetrics": map[string]int{
-				"inputTokenCount": prompt, "outputTokenCount": out, "invocationLatency": 1200 + i, "firstByteLatency": 900}})
+			metrics := map[string]int{"inputTokenCount": prompt - c.read - c.write, "outputTokenCount": out, "invocationLatency": 1200 + i, "firstByteLatency": 900}
+			if c.read+c.write > 0 {
+				metrics["cacheReadInputTokenCount"], metrics["cacheWriteInputTokenCount"] = c.read, c.write
+			}
+			data = mustJSON(map[string]any{"type": "message_stop", "amazon-bedrock-invocationMetrics": metrics})
 		}
 		payload := mustJSON(map[string]string{"bytes": base64.StdEncoding.EncodeToString(data), "p": bedrockPadding[:(i*13+14)%len(bedrockPadding)]})
 		var msg eventstream.Message
@@ -236,8 +267,9 @@ func (s *Server) bedrockStream(w http.ResponseWriter, r *http.Request, a *answer
 
 // bedrockUsage removes from the usage object at path the members
 // Anthropic's own API reports and Bedrock's answers do not (service_tier,
-// inference_geo: absent from every recorded Bedrock answer).
-func bedrockUsage(b []byte, path ...string) []byte {
+// inference_geo: absent from every recorded Bedrock answer), and counts the
+// cache's reads and writes in it (the uncached rest in input_tokens).
+func bedrockUsage(b []byte, c bedrockCached, path ...string) []byte {
 	var doc map[string]any
 	if json.Unmarshal(b, &doc) != nil {
 		return b
@@ -252,6 +284,32 @@ func bedrockUsage(b []byte, path ...string) []byte {
 	}
 	delete(obj, "service_tier")
 	delete(obj, "inference_geo")
+	if c.read+c.write > 0 {
+		if in, ok := obj["input_tokens"].(float64); ok {
+			obj["input_tokens"] = int(in) - c.read - c.write
+		}
+		obj["cache_read_input_tokens"], obj["cache_creation_input_tokens"] = c.read, c.write
+		if cc, ok := obj["cache_creation"].(map[string]any); ok {
+			cc["ephemeral_5m_input_tokens"] = c.write
+		}
+	}
+	return mustJSON(doc)
+}
+
+// bedrockDeltaUsage keeps of message_delta's usage the output count alone,
+// as every recorded Bedrock stream's message_delta has it
+// ({"output_tokens": n}; Anthropic's own repeats the input and cache
+// counts).
+func bedrockDeltaUsage(b []byte) []byte {
+	var doc map[string]any
+	if json.Unmarshal(b, &doc) != nil {
+		return b
+	}
+	u, ok := doc["usage"].(map[string]any)
+	if !ok {
+		return b
+	}
+	doc["usage"] = map[string]any{"output_tokens": u["output_tokens"]}
 	return mustJSON(doc)
 }
 

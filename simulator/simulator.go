@@ -194,6 +194,9 @@ type Server struct {
 	// azurePrompts are the prompt sizes Azure chat requests had, by first
 	// message: what its prompt cache holds.
 	azurePrompts map[string]int
+	// bedrockCached holds the system prompts Bedrock requests wrote to the
+	// prompt cache (see bedrockCache).
+	bedrockCached sync.Map
 }
 
 // New returns a server for cfg. It panics if the embedded error recordings

@@ -11,11 +11,24 @@ import (
 	"github.com/sluicegw/sluice/simulator"
 )
 
+// The credentials `sluice simulate` has its Azure OpenAI and Amazon Bedrock
+// endpoints accept (printed with their base URLs): those two check a
+// credential as the clouds do, where the other kinds take any key.
+const (
+	simulateAzureKey   = "sluice-simulate-azure-key"
+	simulateBedrockKey = "sluice-simulate-bedrock-key"
+	simulateAWSKeyID   = "AKIDSLUICESIMULATE"
+	simulateAWSSecret  = "sluice-simulate-aws-secret"
+)
+
 // runSimulate serves the upstream simulator on its own: the models of a
 // configuration's catalog.json (the demo's when there is none) behind an
-// OpenRouter-, a Vercel-, an OpenAI- and an Anthropic-like API, so that
-// `sluice serve` runs a user's own configuration without an upstream
-// account. It prints the base_url per upstream kind and runs until Ctrl-C.
+// OpenRouter-, a Vercel-, an OpenAI-, an Anthropic-, an Azure OpenAI- and
+// an Amazon Bedrock-like API, so that `sluice serve` runs a user's own
+// configuration without an upstream account. It prints the base_url per
+// upstream kind (with the credential the two clouds check) and runs until
+// Ctrl-C. Google Vertex AI is not among them: its simulator is a server of
+// its own that checks tokens signed by a service-account key it is given.
 func runSimulate(env *cliEnv, args []string) int {
 	fs := newFlags(env, "simulate", "[--config DIR] [--listen ADDR]")
 	dir := fs.String("config", "", "configuration directory whose catalog.json the simulator serves (default: the demo catalog)")
@@ -28,7 +41,11 @@ func runSimulate(env *cliEnv, args []string) int {
 		fmt.Fprintf(env.stderr, "sluice simulate: %v\n", err)
 		return 1
 	}
-	sim := simulator.New(simulator.FromCatalog(cat))
+	cfg := simulator.FromCatalog(cat)
+	cfg.AzureAPIKey = simulateAzureKey
+	cfg.BedrockAPIKeys = []string{simulateBedrockKey}
+	cfg.AWSCredentials = map[string]string{simulateAWSKeyID: simulateAWSSecret}
+	sim := simulator.New(cfg)
 	base, err := sim.StartOn(*listen)
 	if err != nil {
 		fmt.Fprintf(env.stderr, "sluice simulate: %v\n", err)
@@ -37,11 +54,13 @@ func runSimulate(env *cliEnv, args []string) int {
 	defer sim.Close()
 	out := env.stdout
 	fmt.Fprintf(out, "sluice simulate: %d models of %s at %s, until Ctrl-C\n\n", cat.Len(), from, base)
-	fmt.Fprintln(out, "base_url per upstream kind (set it on your [[upstreams]] entry; the api_key_env may hold anything):")
-	kinds := []string{simulator.KindOpenRouter, simulator.KindVercel, simulator.KindOpenAI, simulator.KindAnthropic}
+	fmt.Fprintln(out, "base_url per upstream kind (set it on your [[upstreams]] entry; the api_key_env may hold anything, but for the clouds):")
+	kinds := []string{simulator.KindOpenRouter, simulator.KindVercel, simulator.KindOpenAI, simulator.KindAnthropic, simulator.KindAzure, simulator.KindBedrock}
 	for _, k := range kinds {
 		fmt.Fprintf(out, "  %-10s %s\n", k, sim.URL(k))
 	}
+	fmt.Fprintf(out, "  (azure: the api_key_env variable set to %q; bedrock: to the Bedrock API key %q, or signed with AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s)\n",
+		simulateAzureKey, simulateBedrockKey, simulateAWSKeyID, simulateAWSSecret)
 	if *dir != "" {
 		if cfg, diags := profiles.Load(*dir); len(diags) == 0 && len(cfg.Upstreams) > 0 {
 			fmt.Fprintln(out, "\nFor "+filepath.Join(*dir, profiles.ConfigFile)+":")

@@ -19,7 +19,9 @@ import (
 // TestSimulateServesAUsersConfig runs `sluice simulate` for the demo
 // configuration, writes the base_url lines it prints into a copy of the
 // configuration (as a user would), and serves a request through the
-// gateway against it: no code, no upstream account.
+// gateway against it: no code, no upstream account. The clouds' kinds are
+// listed with the credential they check, and the demo's Bedrock upstream,
+// given the printed Bedrock API key, is served.
 func TestSimulateServesAUsersConfig(t *testing.T) {
 	var out, errb bytes.Buffer
 	ready, stop, done := make(chan struct{}), make(chan struct{}), make(chan int, 1)
@@ -34,6 +36,12 @@ func TestSimulateServesAUsersConfig(t *testing.T) {
 		close(stop)
 		require.Equal(t, 0, <-done)
 	}()
+	for _, kind := range []string{"openrouter", "vercel", "openai", "anthropic", "azure", "bedrock"} {
+		require.Regexp(t, `(?m)^  `+kind+` +http://127\.0\.0\.1:[0-9]+/`, out.String(), "the %s line", kind)
+	}
+	bedrockKey := regexp.MustCompile(`Bedrock API key "([^"]+)"`).FindStringSubmatch(out.String())
+	require.NotNil(t, bedrockKey, out.String())
+	t.Setenv("AWS_BEARER_TOKEN_BEDROCK", bedrockKey[1]) // the demo's Bedrock upstream's api_key_env
 	printed := regexp.MustCompile(`name = "([a-z]+)"\s+→\s+base_url = "([^"]+)"`).FindAllStringSubmatch(out.String(), -1)
 	require.Len(t, printed, 5, out.String())
 	dir := demoWith(t, func(toml string) string {
@@ -57,4 +65,14 @@ func TestSimulateServesAUsersConfig(t *testing.T) {
 		resp.Body.Close()
 		require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
 	}
+	req, _ := http.NewRequest(http.MethodPost, hs.URL+"/v1/messages",
+		strings.NewReader(`{"model":"claude-on-bedrock","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("Authorization", "Bearer sk-sluice-demo-chat")
+	req.Header.Set("Anthropic-Version", "2023-06-01")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the Bedrock upstream: %s", body)
+	require.Contains(t, string(body), "amazon-bedrock")
 }
