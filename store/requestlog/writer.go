@@ -329,10 +329,18 @@ func (w *Writer) run() {
 	defer close(w.done)
 	ticker := time.NewTicker(w.opts.FlushInterval)
 	defer ticker.Stop()
-	// The batch's storage grows with the traffic (up to BatchSize rows) and
-	// is let go after an interval without rows: an idle gateway keeps none.
+	// The batch's storage grows with the traffic and is let go after an
+	// interval without rows: an idle gateway keeps none. A few rows at
+	// first (a trickle), then BatchSize at once, not by doubling.
 	var batch []Row
 	take := func(q *Row) {
+		if len(batch) == cap(batch) {
+			n := w.opts.BatchSize
+			if cap(batch) == 0 {
+				n = min(n, 64)
+			}
+			batch = append(make([]Row, 0, max(n, len(batch)+1)), batch...)
+		}
 		batch = append(batch, *q)
 		*q = Row{}
 		queuedRows.Put(q)
