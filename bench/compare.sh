@@ -389,16 +389,20 @@ EOF
 # SL_PORT, SL_DEBUG and SL_PID (NAME=sluice) or SLOFF_PORT and SLOFF_PID
 # (NAME=sluice-off).
 start_sluice() {
-  local name=$1 store=$2 port dport extra=""
-  port=$(free_port); dport=$(free_port)
-  [ "$SHARED" = 0 ] && extra="debug_listen = \"127.0.0.1:$dport\""
+  local name=$1 store=$2 port dport mport extra=""
+  port=$(free_port); dport=$(free_port); mport=$(free_port)
+  # /metrics is served on metrics_listen only (a port of its own, so that
+  # two gateways of one run do not share the default).
+  extra="metrics_listen = \"127.0.0.1:$mport\""
+  [ "$SHARED" = 0 ] && extra="$extra
+debug_listen = \"127.0.0.1:$dport\""
   rm -rf "${WORK:?}/$name"
   sluice_config "$WORK/$name" "$port" "$store" "$extra"
   "$BIN/sluice" check --config "$WORK/$name" >&2
   start "$name" "${PIN_GW[@]}" "$BIN/sluice" serve --config "$WORK/$name"
   wait_url "http://127.0.0.1:$port/healthz" 150 || { log "$name did not start"; tail -20 "$WORK/$name.log" >&2; exit 1; }
   case $name in
-    sluice) SL_PORT=$port SL_DEBUG=$dport SL_PID=$LAST_PID ;;
+    sluice) SL_PORT=$port SL_DEBUG=$dport SL_METRICS=$mport SL_PID=$LAST_PID ;;
     sluice-off) SLOFF_PORT=$port SLOFF_PID=$LAST_PID ;;
   esac
 }
@@ -429,7 +433,7 @@ target_args() {
     bare)      URL="http://$BP/v1/chat/completions"; KEY=$UPSTREAM_KEY; MODEL=gpt-4o-mini; WATCH="$BP_PID,$UP_PID"
                GOROUTINES="http://$BPD/metrics" ;;
     sluice)    URL="http://127.0.0.1:$SL_PORT/v1/chat/completions"; KEY=$SECRET; MODEL=openai/gpt-4o-mini; WATCH="$SL_PID,$UP_PID"
-               GOROUTINES="http://127.0.0.1:$SL_PORT/metrics" ;;
+               GOROUTINES="http://127.0.0.1:$SL_METRICS/metrics" ;;
     sluice-ch) URL="http://127.0.0.1:$SLCH_PORT/v1/chat/completions"; KEY=$SECRET; MODEL=openai/gpt-4o-mini; WATCH="$SLCH_PID,$UP_PID,$CH_PID" ;; # the server third: the report shows its CPU
     sluice-off) URL="http://127.0.0.1:$SLOFF_PORT/v1/chat/completions"; KEY=$SECRET; MODEL=openai/gpt-4o-mini; WATCH="$SLOFF_PID,$UP_PID" ;;
     portkey)   URL="http://127.0.0.1:$PK_PORT/v1/chat/completions"; KEY=$UPSTREAM_KEY; MODEL=gpt-4o-mini; WATCH="$PK_PID,$UP_PID"

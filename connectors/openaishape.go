@@ -2,6 +2,7 @@ package connectors
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/sluicegw/sluice/connectors/internal/jsonscan"
 )
@@ -108,7 +109,9 @@ func stripInChoices(dst, b []byte, names []string) (_ []byte, stripped bool) {
 	}
 	s := jsonscan.NewScanner(b)
 	copied := 0
-	out := dst
+	// The answer without the members fits in b's length: one buffer, each
+	// stripped part written straight into it.
+	out := slices.Grow(dst, len(b))
 	_, ok := s.Array(cap(b)-cap(choices), 1, func(e int) (int, bool) {
 		end, ok := s.Value(e, 1)
 		if !ok {
@@ -127,12 +130,13 @@ func stripInChoices(dst, b []byte, names []string) (_ []byte, stripped bool) {
 				continue
 			}
 			at := cap(b) - cap(v)
-			part, did := jsonscan.StripInto(nil, v, names)
+			n := len(out)
+			grown, did := jsonscan.StripInto(append(out, b[copied:at]...), v, names)
 			if !did {
+				out = out[:n]
 				continue
 			}
-			out = append(append(out, b[copied:at]...), part...)
-			copied = at + len(v)
+			out, copied = grown, at+len(v)
 		}
 		return end, true
 	})

@@ -29,6 +29,7 @@ import (
 // events and the errors (answer.go).
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, api connectors.API) {
 	t := s.begin(r, api) // auth: the key and configuration authenticate found
+	defer endTurn(t)     // the turn's storage serves the next request
 	defer s.record(t)    // record: the row, whatever happens below
 	if e := s.parse(w, r, t); e != nil {
 		s.answerError(w, t, e)
@@ -123,6 +124,7 @@ type turn struct {
 	memo           snapshot.Memo
 	route          *profiles.Route // the route alias, nil for a plain model
 	targets        *failover.Plan
+	single         failover.Plan   // targets' storage for a plain model's plan
 	first          failover.Target // the first target planned
 	decided        string          // the decided model: the first target's
 	chain          []string        // the decided model's chain

@@ -73,7 +73,8 @@ func (s *Server) planModel(ctx context.Context, t *turn) *apierr.Error {
 	upstream := t.snap.Config.UpstreamFor(t.key)
 	t.first = failover.Target{Upstream: upstream, Model: t.req.Model}
 	t.decided, t.chain = t.req.Model, t.memo.Plan(t.req.Model).Chain
-	t.targets = failover.Single(t.first)
+	t.single.SetSingle(t.first)
+	t.targets = &t.single
 	if e := s.placeContinuation(ctx, t); e != nil { // before the compile: where the response is says more
 		return e
 	}

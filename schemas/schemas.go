@@ -49,11 +49,15 @@ type Violation struct {
 	Message string
 }
 
-var (
-	compileOnce sync.Once
-	compiled    map[string]*jsonschema.Schema
-	compileErr  error
-)
+// compiled holds each embedded schema, compiled when it is first used: a
+// configuration without profiles never compiles the profile and routing
+// schemas, and keeps none of their compiled form.
+var compiled = map[string]func() (*jsonschema.Schema, error){
+	Sluice:  sync.OnceValues(func() (*jsonschema.Schema, error) { return compile(Sluice) }),
+	Profile: sync.OnceValues(func() (*jsonschema.Schema, error) { return compile(Profile) }),
+	Routing: sync.OnceValues(func() (*jsonschema.Schema, error) { return compile(Routing) }),
+	Catalog: sync.OnceValues(func() (*jsonschema.Schema, error) { return compile(Catalog) }),
+}
 
 // newCompiler returns a draft 2020-12 compiler holding every embedded schema.
 func newCompiler() (*jsonschema.Compiler, []string, error) {
@@ -77,21 +81,17 @@ func newCompiler() (*jsonschema.Compiler, []string, error) {
 	return c, names, nil
 }
 
-func compileAll() {
-	c, entries, err := newCompiler()
+// compile compiles the named embedded schema (and what it refers to).
+func compile(name string) (*jsonschema.Schema, error) {
+	c, _, err := newCompiler()
 	if err != nil {
-		compileErr = err
-		return
+		return nil, err
 	}
-	compiled = make(map[string]*jsonschema.Schema, len(entries))
-	for _, name := range entries {
-		s, err := c.Compile(BaseID + name)
-		if err != nil {
-			compileErr = fmt.Errorf("schema %s: %w", name, err)
-			return
-		}
-		compiled[name] = s
+	s, err := c.Compile(BaseID + name)
+	if err != nil {
+		return nil, fmt.Errorf("schema %s: %w", name, err)
 	}
+	return s, nil
 }
 
 // Validate checks a decoded document against the named embedded schema and
@@ -100,13 +100,13 @@ func compileAll() {
 // if the embedded schemas do not compile or name is unknown: both are
 // programming errors caught by this package's tests.
 func Validate(name string, doc any) []Violation {
-	compileOnce.Do(compileAll)
-	if compileErr != nil {
-		panic(compileErr)
-	}
-	s, ok := compiled[name]
+	get, ok := compiled[name]
 	if !ok {
 		panic("schemas: unknown schema " + name)
+	}
+	s, err := get()
+	if err != nil {
+		panic(err)
 	}
 	return violations(s, doc)
 }

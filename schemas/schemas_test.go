@@ -10,6 +10,17 @@ func TestEmbeddedSchemasCompile(t *testing.T) {
 	for _, name := range []string{Sluice, Profile, Routing} {
 		require.Empty(t, Validate(name, map[string]any{}), name)
 	}
+	// Each schema is compiled on first use: every embedded one is known
+	// and compiles.
+	entries, err := files.ReadDir(".")
+	require.NoError(t, err)
+	require.Len(t, compiled, len(entries))
+	for _, e := range entries {
+		get, ok := compiled[e.Name()]
+		require.True(t, ok, e.Name())
+		_, err := get()
+		require.NoError(t, err, e.Name())
+	}
 }
 
 func TestValidateReportsEveryViolationWithPointer(t *testing.T) {

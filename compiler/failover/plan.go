@@ -566,10 +566,18 @@ func (p *Planner) skipCold(route string, ts []Target, removed *[]Removal) ([]Tar
 // Single is the plan of a request that names one target rather than a
 // route: that target, and no successor whatever the failure.
 func Single(t Target) *Plan {
-	pl := &Plan{strategy: StrategyPriority, members: 1}
+	pl := new(Plan)
+	pl.SetSingle(t)
+	return pl
+}
+
+// SetSingle makes pl the plan [Single] returns for t, in pl's own storage
+// (a request's plan kept beside the request's other state allocates
+// nothing).
+func (pl *Plan) SetSingle(t Target) {
+	*pl = Plan{strategy: StrategyPriority, members: 1}
 	pl.one[0] = t
 	pl.order = pl.one[:]
-	return pl
 }
 
 // Find returns the first target of the plan's order (members, then the

@@ -48,9 +48,15 @@ type WriterOptions struct {
 	Logger *slog.Logger
 }
 
-// maxDefaultQueue caps the default queue: rows are held by value, ~0.4 KB
-// each, and a large batch size should not hold megabytes idle.
+// maxDefaultQueue caps the default queue. The queue holds pointers to
+// pooled rows (queuedRows), so a slot costs 8 bytes while it is empty and a
+// row (~0.7 KB) only while one waits in it: an idle gateway does not keep
+// QueueSize rows of storage it is not using.
 const maxDefaultQueue = 4096
+
+// queuedRows holds the copies of rows between Enqueue and the flusher, which
+// copies each into its batch and puts it back.
+var queuedRows = sync.Pool{New: func() any { return new(Row) }}
 
 func (o WriterOptions) withDefaults() WriterOptions {
 	if o.BatchSize <= 0 {
@@ -120,7 +126,7 @@ type Writer struct {
 	// row enters the queue, so the final drain sees every row.
 	mu     sync.RWMutex
 	closed bool
-	queue  chan Row
+	queue  chan *Row // rows from queuedRows
 
 	spoolMu      sync.Mutex
 	spool        *spool // nil when disabled or unusable
@@ -153,7 +159,7 @@ func NewWriter(store Store, opts WriterOptions) *Writer {
 		store:   store,
 		opts:    o,
 		log:     o.Logger,
-		queue:   make(chan Row, o.QueueSize),
+		queue:   make(chan *Row, o.QueueSize),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
@@ -223,13 +229,17 @@ func (w *Writer) Enqueue(r *Row) {
 		w.late(r)
 		return
 	}
+	q := queuedRows.Get().(*Row)
+	*q = *r
 	select {
-	case w.queue <- *r:
+	case w.queue <- q:
 		w.mu.RUnlock()
 		return
 	default:
 	}
 	w.mu.RUnlock()
+	*q = Row{}
+	queuedRows.Put(q)
 	w.spill(r)
 }
 
@@ -319,7 +329,23 @@ func (w *Writer) run() {
 	defer close(w.done)
 	ticker := time.NewTicker(w.opts.FlushInterval)
 	defer ticker.Stop()
-	batch := make([]Row, 0, w.opts.BatchSize)
+	// The batch's storage grows with the traffic and is let go after an
+	// interval without rows: an idle gateway keeps none. A few rows at
+	// first (a trickle), then BatchSize at once, not by doubling.
+	var batch []Row
+	take := func(q *Row) {
+		if len(batch) == cap(batch) {
+			n := w.opts.BatchSize
+			if cap(batch) == 0 {
+				n = min(n, 64)
+			}
+			batch = append(make([]Row, 0, max(n, len(batch)+1)), batch...)
+		}
+		batch = append(batch, *q)
+		*q = Row{}
+		queuedRows.Put(q)
+		w.batchLen.Store(int64(len(batch)))
+	}
 	var retry <-chan time.Time
 	flush := func(ctx context.Context) {
 		if len(batch) > 0 {
@@ -337,13 +363,15 @@ func (w *Writer) run() {
 			retry = time.After(w.backoff)
 		}
 		select {
-		case r := <-w.queue:
-			batch = append(batch, r)
-			w.batchLen.Store(int64(len(batch)))
+		case q := <-w.queue:
+			take(q)
 			if len(batch) >= w.opts.BatchSize {
 				flush(context.Background())
 			}
 		case <-ticker.C:
+			if len(batch) == 0 {
+				batch = nil // a whole interval without a row
+			}
 			flush(context.Background())
 		case <-retry:
 			retry = nil
@@ -355,9 +383,8 @@ func (w *Writer) run() {
 			// No Enqueue can add rows now: drain what is queued.
 			for {
 				select {
-				case r := <-w.queue:
-					batch = append(batch, r)
-					w.batchLen.Store(int64(len(batch)))
+				case q := <-w.queue:
+					take(q)
 					if len(batch) >= w.opts.BatchSize {
 						flush(ctx)
 					}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -330,4 +331,39 @@ func TestWriterMetrics(t *testing.T) {
 	// Close unregisters, so a new writer can register on the same registry.
 	w2 := NewWriter(m, WriterOptions{Registerer: reg})
 	closeWriter(t, w2)
+}
+
+// TestWriterIdleHoldsNoRows: an idle writer keeps no row storage. Its
+// queue's slots are pointers to pooled rows, so the default 4,000 slots cost
+// kilobytes where 4,000 rows by value cost megabytes, and its batch, grown
+// by a burst, is let go after an interval without rows.
+func TestWriterIdleHoldsNoRows(t *testing.T) {
+	live := func() int64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	const writers, bound = 4, 256 << 10 // bytes a writer may hold idle
+	base := live()
+	ws := make([]*Writer, writers)
+	for i := range ws {
+		ws[i] = NewWriter(newMemStore(), WriterOptions{FlushInterval: 20 * time.Millisecond})
+	}
+	require.Less(t, (live()-base)/writers, int64(bound), "a new writer's idle heap")
+	stores := make([]*memStore, writers)
+	for i := range ws {
+		closeWriter(t, ws[i])
+		stores[i] = newMemStore()
+		ws[i] = NewWriter(stores[i], WriterOptions{FlushInterval: 20 * time.Millisecond})
+		enqueueIDs(ws[i], rowIDs(fmt.Sprint("w", i, "-"), 900)) // a batch that grows, then waits for the interval
+	}
+	for _, m := range stores {
+		require.Eventually(t, func() bool { return len(m.stored()) == 900 }, waitFor, tick)
+	}
+	require.Eventually(t, func() bool { return (live()-base)/writers < bound }, waitFor, tick,
+		"a writer idle for an interval after a burst still holds its batch")
+	for _, w := range ws {
+		closeWriter(t, w)
+	}
 }

@@ -94,7 +94,8 @@ func appendStripped(dst, b []byte, names []string) (_ []byte, ok bool) {
 	if i >= len(b) || b[i] != '{' {
 		return dst, false
 	}
-	out := append(dst, '{')
+	// What is kept fits in b's length: grown once, not member by member.
+	out := append(slices.Grow(dst, len(b)), '{')
 	kept := false
 	end, ok := s.List(i, 0, '}', func(m int) (int, bool) {
 		key, v, ok := s.Key(m)
