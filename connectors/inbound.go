@@ -469,7 +469,7 @@ func translateViaChat(c Connector, in *Inbound, body Body, plan *compiler.Plan, 
 		}
 		tr.native, tr.err = c.Translate(chat, plan, out)
 		if tr.err == nil {
-			tr.native.Degraded = lost
+			tr.native.Degraded = mergeDegraded(lost, tr.native.Degraded)
 		}
 		return tr
 	})
