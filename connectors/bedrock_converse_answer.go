@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
-		"github.com/sluicegw/sluice/connectors/wire/converse"
+	"github.com/sluicegw/sluice/connectors/wire/converse"
 	"github.com/sluicegw/sluice/connectors/wire/messages"
 )
 
