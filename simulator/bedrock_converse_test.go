@@ -109,7 +109,7 @@ func TestConverseShapesMatchRecordings(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", got)
 	assert.Equal(t, want, keys(t, got))
 	var a struct {
-		StopReason string         `json:"stopReason"`
+		StopReason string `json:"stopReason"`
 		Usage      struct {
 			In    int `json:"inputTokens"`
 			Out   int `json:"outputTokens"`
