@@ -36,7 +36,9 @@ import (
 //
 // A chat-completions request is the anthropic connector's translation onto
 // the Messages API, rewritten for Bedrock; answers and streams are read by
-// the same readers, with the served provider amazon-bedrock.
+// the same readers, with the served provider amazon-bedrock. Every model
+// that is not Anthropic's is spoken to through Converse instead: the
+// connector's dialect ([bedrockConverse]).
 //
 // Requests are signed with SigV4 (service "bedrock", the upstream's
 // region) over credentials from the AWS SDK's default chain (environment,

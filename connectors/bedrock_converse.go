@@ -42,6 +42,7 @@ type bedrockConverse struct {
 var (
 	_ Connector     = (*bedrockConverse)(nil)
 	_ foreignErrors = (*bedrockConverse)(nil)
+	_ ownAPI        = (*bedrockConverse)(nil)
 	_ dialects      = (*bedrock)(nil)
 )
 
@@ -70,6 +71,9 @@ func bedrockIsAnthropic(id string) bool {
 
 // Kind implements [Connector.Kind]: the upstream's kind.
 func (*bedrockConverse) Kind() string { return "bedrock" }
+
+// ownAPI implements ownAPI: explain's ASKED says "via converse".
+func (*bedrockConverse) ownAPI() string { return "converse" }
 
 // Capabilities implements [Connector.Capabilities]: the upstream's.
 func (c *bedrockConverse) Capabilities() compiler.Capabilities { return c.up.Capabilities() }

@@ -218,8 +218,9 @@ func TestBedrockConverseDialect(t *testing.T) {
 		for _, api := range []API{APIChat, APIMessages, APIResponses} {
 			assert.False(t, ErrorsNative(d, api), "%s %s: Bedrock's {\"message\"} errors are retold", m, api)
 		}
-		assert.Equal(t, "native", Asked(d, APIChat))
-		assert.Equal(t, "via chat", Asked(d, APIMessages))
+		assert.Equal(t, "via converse", Asked(d, APIChat))
+		assert.Equal(t, "via chat, as converse", Asked(d, APIMessages))
+		assert.Equal(t, "via chat, as converse", Asked(d, APIResponses))
 	}
 }
 

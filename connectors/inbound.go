@@ -266,12 +266,25 @@ func callModel(call *Call) string {
 	return outcomeModel(call.Outcome)
 }
 
+// ownAPI is a dialect whose upstream speaks an API of its own, none of
+// the inbound APIs (Bedrock's Converse): ownAPI names it for explain.
+type ownAPI interface{ ownAPI() string }
+
 // Asked says how a connector's upstream is asked for a request of the API,
 // as explain and the docs tell it: "native" when the upstream speaks the
 // API, "via chat" when the request is translated into chat completions,
 // "via messages" when the translated chat request is then written as the
-// upstream's Messages request (Anthropic).
+// upstream's Messages request (Anthropic), "via converse" and "via chat, as
+// converse" for Bedrock's Converse dialect.
 func Asked(c Connector, api API) string {
+	if o, ok := c.(ownAPI); ok {
+		// A dialect of an API of the cloud's own (Bedrock's Converse):
+		// a chat request is written in it, any other goes through chat.
+		if api == APIChat {
+			return "via " + o.ownAPI()
+		}
+		return "via chat, as " + o.ownAPI()
+	}
 	switch {
 	case SpeaksNatively(c, api):
 		return "native"
