@@ -129,6 +129,11 @@ func (c *bedrockConverse) Translate(body Body, _ *compiler.Plan, out *compiler.O
 	if err != nil {
 		return nil, err
 	}
+	// The anthropic-beta flags the check kept are the Messages API's:
+	// Converse has no place for them, so none is sent, each recorded.
+	for _, f := range out.Betas {
+		degraded = append(degraded, "beta:"+f)
+	}
 	var pass []member
 	for _, k := range t.passThrough {
 		switch {

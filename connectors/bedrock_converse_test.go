@@ -24,7 +24,8 @@ var updateConverse = flag.Bool("update-converse", false, "rewrite the bedrock co
 // holding any of
 //
 //   - model.txt, the native model sent to (default
-//     us.meta.llama3-3-70b-instruct-v1:0);
+//     us.meta.llama3-3-70b-instruct-v1:0); beta.txt, the anthropic-beta
+//     flags the check kept, one a line;
 //   - request.json (chat), messages.json (Messages) or responses.json
 //     (Responses), and native.json, messages-native.json or
 //     responses-native.json: the Converse request each becomes (path,
@@ -127,6 +128,10 @@ func TestBedrockConverseCorpus(t *testing.T) {
 			}
 			require.Same(t, c.converse, Dialect(c, model), "a model that is not Anthropic's is spoken to through Converse")
 			call := &Call{Plan: &compiler.Plan{DecidedModel: "meta/llama-3.3-70b-instruct"}, Outcome: &compiler.Outcome{NativeModel: model, Degraded: []string{}}}
+			if b, err := os.ReadFile(filepath.Join(dir, "beta.txt")); err == nil {
+				// The flags the check kept (those in Bedrock's table).
+				call.Outcome.Betas = strings.Fields(string(b))
+			}
 			for _, in := range []struct {
 				file, prefix string
 				api          API
