@@ -1,6 +1,7 @@
 package connectors
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"sort"
@@ -113,7 +114,7 @@ func (c *bedrockConverse) Translate(body Body, _ *compiler.Plan, out *compiler.O
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	t := anthTranslation{req: messages.Request{Model: out.NativeModel}, parallel: true}
+	t := anthTranslation{req: messages.Request{Model: out.NativeModel}, fast: true, parallel: true}
 	for _, k := range keys {
 		if err := t.member(k, body[k]); err != nil {
 			return nil, err
@@ -168,6 +169,9 @@ func (c *bedrockConverse) Translate(body Body, _ *compiler.Plan, out *compiler.O
 // Converse takes an image's bytes (or an S3 location), never a URL to
 // fetch, and fetching it for the caller is not a gateway's to do.
 func converseImagesByURL(v json.RawMessage) error {
+	if !bytes.Contains(v, []byte("image_url")) {
+		return nil
+	}
 	var msgs []struct {
 		Content json.RawMessage `json:"content"`
 	}

@@ -209,7 +209,7 @@ func (s *converseStream) finish(emit func([]byte) error) (bool, error) {
 		return false, err
 	}
 	s.done = true
-	return s.tell("message_stop", []byte(`{"type":"message_stop"}`), emit)
+	return s.tell("message_stop", append(s.buf[:0], `{"type":"message_stop"}`...), emit)
 }
 
 // open starts an event of a type about content block i in the reused
@@ -221,10 +221,20 @@ func (s *converseStream) open(typ string, i int) []byte {
 	return strconv.AppendInt(b, int64(i), 10)
 }
 
+// converseTold are the names of the Messages API events a ConverseStream
+// is told as, made once.
+var converseTold = map[string][]byte{}
+
+func init() {
+	for _, n := range []string{"message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"} {
+		converseTold[n] = []byte(n)
+	}
+}
+
 // tell hands a Messages API event to the anthropic reader.
 func (s *converseStream) tell(name string, data []byte, emit func([]byte) error) (bool, error) {
 	s.buf = data[:0]
-	return s.inner.Event([]byte(name), data, emit)
+	return s.inner.Event(converseTold[name], data, emit)
 }
 
 // Result implements [Stream.Result].

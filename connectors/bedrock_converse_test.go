@@ -284,3 +284,51 @@ func TestConverseUsageCache(t *testing.T) {
 	assert.Contains(t, string(out), `"prompt_tokens":18`)
 	assert.Contains(t, string(out), `"cached_tokens":3`)
 }
+
+// BenchmarkConverseStream reads a recorded ConverseStream (the live one,
+// 6 frames) through the bedrock connector's event-stream reader and the
+// Converse dialect's chat stream; the figure is per frame.
+func BenchmarkConverseStream(b *testing.B) {
+	raw, err := os.ReadFile(filepath.Join(converseRecorded, "converse-stream-live-eu-claude-sonnet-4-6.eventstream"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := converseTestConnector(b)
+	call := &Call{Plan: &compiler.Plan{DecidedModel: "m"}, Outcome: &compiler.Outcome{NativeModel: "us.meta.llama3-3-70b-instruct-v1:0"}}
+	emit := func([]byte) error { return nil }
+	frames := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		r := newBedrockEventReader(bytes.NewReader(raw))
+		s := c.converse.NewStream(call)
+		for {
+			ev, data, err := r.Next()
+			if err != nil {
+				break
+			}
+			frames++
+			if _, err := s.Event(ev, data, emit); err != nil {
+				b.Fatal(err)
+			}
+		}
+		r.Release()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(frames), "ns/frame")
+}
+
+// BenchmarkConverseTranslate translates a small chat request (a system
+// prompt, a user turn, a token limit) into a Converse request.
+func BenchmarkConverseTranslate(b *testing.B) {
+	c := converseTestConnector(b)
+	body, err := ParseBody([]byte(`{"model":"m","messages":[{"role":"system","content":"You are a helpful assistant"},{"role":"user","content":"Say hi in Portuguese"}],"max_tokens":400}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := &compiler.Outcome{NativeModel: "us.meta.llama3-3-70b-instruct-v1:0"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.converse.Translate(body, nil, out); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
