@@ -281,3 +281,55 @@ func TestBedrockConverseErrorsInCallerShape(t *testing.T) {
 		})
 	}
 }
+
+// A tool round trip on Converse: the model's toolUse reaches a chat caller
+// as a tool call (finish_reason tool_calls) and a Messages caller's stream
+// as a tool_use block; the result goes back as a toolResult block in a
+// user turn, and the answer quotes it.
+func TestBedrockConverseToolRoundTrip(t *testing.T) {
+	h := newBedrockHarness(t, true)
+	tools := `"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]`
+	ask := `{"role":"user","content":"Weather? [[sim:call get_weather {\"city\":\"Lisbon\"}]]"}`
+	resp, body := h.post(secretChat, `{"model":"bedrock-llama","messages":[`+ask+`],`+tools+`}`)
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	var first struct {
+		Choices []struct {
+			Message struct {
+				ToolCalls []struct {
+					ID       string
+					Function struct{ Name, Arguments string }
+				} `json:"tool_calls"`
+			}
+			FinishReason string `json:"finish_reason"`
+		}
+	}
+	require.NoError(t, json.Unmarshal(body, &first), "%s", body)
+	require.Len(t, first.Choices, 1)
+	assert.Equal(t, "tool_calls", first.Choices[0].FinishReason)
+	require.Len(t, first.Choices[0].Message.ToolCalls, 1, "%s", body)
+	call := first.Choices[0].Message.ToolCalls[0]
+	assert.Equal(t, "get_weather", call.Function.Name)
+	assert.JSONEq(t, `{"city":"Lisbon"}`, call.Function.Arguments)
+	sent := h.sent.take()
+	require.Len(t, sent, 1)
+	assert.Contains(t, string(sent[0].Body), `"toolConfig":{"tools":[{"toolSpec":{"name":"get_weather"`)
+
+	idJSON, _ := json.Marshal(call.ID)
+	second := `{"model":"bedrock-llama","messages":[` + ask + `,{"role":"assistant","content":null,"tool_calls":[{"id":` + string(idJSON) +
+		`,"type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Lisbon\"}"}}]},{"role":"tool","tool_call_id":` + string(idJSON) + `,"content":"22C and sunny"}],` + tools + `}`
+	resp, body = h.post(secretChat, second)
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	assert.Contains(t, string(body), "22C and sunny")
+	assert.Contains(t, string(body), `"finish_reason":"stop"`)
+	sent = h.sent.take()
+	require.Len(t, sent, 1)
+	assert.Contains(t, string(sent[0].Body), `{"toolResult":{"toolUseId":`+string(idJSON)+`,"content":[{"text":"22C and sunny"}]}}`)
+
+	resp, body = h.do("POST", "/v1/messages", secretChat, `{"model":"bedrock-llama","max_tokens":200,"stream":true,"messages":[{"role":"user","content":"Weather? [[sim:call get_weather {\"city\":\"Porto\"}]]"}],"tools":[{"name":"get_weather","input_schema":{"type":"object"}}]}`,
+		"Content-Type", "application/json", "Anthropic-Version", "2023-06-01")
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	assert.Contains(t, string(body), `"type":"tool_use"`)
+	assert.Contains(t, string(body), `"stop_reason":"tool_use"`)
+	assert.Contains(t, string(body), `Porto`)
+	assert.True(t, strings.HasSuffix(h.sent.take()[0].URL, "/converse-stream"))
+}
