@@ -333,3 +333,16 @@ func TestBedrockConverseToolRoundTrip(t *testing.T) {
 	assert.Contains(t, string(body), `Porto`)
 	assert.True(t, strings.HasSuffix(h.sent.take()[0].URL, "/converse-stream"))
 }
+
+// A token count for a model Bedrock serves through Converse is estimated:
+// Bedrock's CountTokens counts InvokeModel bodies of Anthropic's models,
+// and nothing is sent.
+func TestBedrockConverseCountEstimated(t *testing.T) {
+	h := newBedrockHarness(t, true)
+	resp, body := h.do("POST", "/v1/messages/count_tokens", secretChat, `{"model":"bedrock-llama","messages":[{"role":"user","content":"how many tokens is this?"}]}`,
+		"Content-Type", "application/json", "Anthropic-Version", "2023-06-01")
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	assert.NotEmpty(t, resp.Header.Get("X-Sluice-Count-Estimated"))
+	assert.Contains(t, string(body), `"input_tokens"`)
+	assert.Empty(t, h.sent.take())
+}
