@@ -22,7 +22,7 @@ func (c *bedrockConverse) Response(call *Call, body []byte) ([]byte, Result, err
 	if err != nil {
 		return nil, Result{ServedProvider: bedrockProvider}, err
 	}
-	return c.anth.Response(call, msg)
+	return c.anth.chatAnswer(call, msg)
 }
 
 // bedrockAnswerID names a Converse answer, which has no id of its own.
@@ -34,7 +34,7 @@ func bedrockAnswerID() string {
 
 // converseAnswer retells a Converse answer as a Messages API message of the
 // model it was sent to (Converse reports none), named id.
-func converseAnswer(body []byte, model, id string) ([]byte, error) {
+func converseAnswer(body []byte, model, id string) (*messages.Response, error) {
 	var r converse.Response
 	if err := unmarshalOffStack(body, &r); err != nil {
 		return nil, fmt.Errorf("bedrock: decode Converse answer: %w", err)
@@ -63,7 +63,7 @@ func converseAnswer(body []byte, model, id string) ([]byte, error) {
 	stop := converseStop(r.StopReason)
 	out.StopReason = &stop
 	out.Usage = converseUsage(r.Usage)
-	return json.Marshal(out)
+	return &out, nil
 }
 
 // converseStop is the Messages API's stop reason of a Converse stopReason:
