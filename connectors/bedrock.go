@@ -36,7 +36,9 @@ import (
 //
 // A chat-completions request is the anthropic connector's translation onto
 // the Messages API, rewritten for Bedrock; answers and streams are read by
-// the same readers, with the served provider amazon-bedrock.
+// the same readers, with the served provider amazon-bedrock. Every model
+// that is not Anthropic's is spoken to through Converse instead: the
+// connector's dialect ([bedrockConverse]).
 //
 // Requests are signed with SigV4 (service "bedrock", the upstream's
 // region) over credentials from the AWS SDK's default chain (environment,
@@ -56,6 +58,9 @@ type bedrock struct {
 	signer *v4.Signer
 	// now is the signing time; tests fix it.
 	now func() time.Time
+	// converse is the dialect of the upstream's models that are not
+	// Anthropic's (see [bedrock.dialect]), built with the upstream.
+	converse *bedrockConverse
 }
 
 var (
@@ -89,6 +94,7 @@ func newBedrock(u *profiles.Upstream) (*bedrock, error) {
 		return nil, fmt.Errorf("region %q is not an AWS region name (e.g. \"us-east-1\")", u.Region)
 	}
 	b := &bedrock{anth: newAnthropic(), upstream: u.Name, region: u.Region, keyEnv: u.APIKeyEnv, signer: v4.NewSigner(), now: time.Now}
+	b.converse = newBedrockConverse(b)
 	if u.BaseURL == "" {
 		u.BaseURL = "https://bedrock-runtime." + u.Region + ".amazonaws.com"
 	}

@@ -30,6 +30,12 @@
 //     chat request onto Google's generateContent, for Vertex AI's Gemini
 //     models: vertex_gemini.go, the vertex connector's dialect for them).
 //
+// A cloud that speaks an API of its own for some of its models has a
+// dialect ([Dialect]) in <upstream>_<its API>*.go: bedrock_converse.go (a
+// chat request written as Bedrock's Converse request),
+// bedrock_converse_answer.go and bedrock_converse_stream.go (its answer
+// and stream read back), its wire types in wire/converse.
+//
 // An (API, upstream) pair with no file of its own goes through chat:
 // inbound.go picks, per pair, the native file or the translations (a
 // Responses request on Anthropic is translate_responses_chat.go, then
@@ -41,7 +47,7 @@
 // sse.go and eventstream.go (the framings of upstreams' event streams:
 // server-sent events, and Amazon's binary event stream behind [Framer]). Each API's wire types have a package of their own under
 // connectors/wire (wire/chat, wire/messages, wire/responses, and
-// wire/gemini for the upstream-only generateContent API) that imports
+// wire/gemini and wire/converse for the clouds' upstream-only APIs) that imports
 // nothing of sluice's; byte-level JSON scanning and string encoding are
 // package connectors/internal/jsonscan's.
 //

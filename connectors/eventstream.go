@@ -79,7 +79,9 @@ const esKeepBuffer = 64 << 10
 var esDecoder = eventstream.NewDecoder()
 
 // bedrockEventReader reads an application/vnd.amazon.eventstream answer
-// of InvokeModelWithResponseStream: each "chunk" event's payload is
+// of InvokeModelWithResponseStream or ConverseStream. ConverseStream's
+// events ([converseEvents]) are yielded as they are, named by their
+// :event-type. InvokeModelWithResponseStream's "chunk" event's payload is
 // {"bytes": "<base64>"}, the base64 holding one event of the model's own
 // stream (for Anthropic's models, a Messages API event, whose type is the
 // event's name). An exception frame becomes an Anthropic-shaped "error"
@@ -169,10 +171,17 @@ func (s *bedrockEventReader) frame() (event, data []byte, err error) {
 	}
 	switch esHeader(msg.Headers, ":message-type") {
 	case "event":
-		if esHeader(msg.Headers, ":event-type") != "chunk" {
+		typ := esHeader(msg.Headers, ":event-type")
+		if typ == "chunk" {
+			return s.chunk(msg.Payload)
+		}
+		if !converseEvents[typ] {
 			return nil, nil, nil
 		}
-		return s.chunk(msg.Payload)
+		// A ConverseStream event: its payload is the event, named by
+		// its type.
+		s.name = append(s.name[:0], typ...)
+		return s.name, msg.Payload, nil
 	case "exception":
 		return s.exception(esHeader(msg.Headers, ":exception-type"), jsonMessage(msg.Payload))
 	case "error":
@@ -206,6 +215,14 @@ func (s *bedrockEventReader) chunk(payload []byte) (event, data []byte, err erro
 	data = s.data[:n]
 	s.name = append(s.name[:0], jsonscan.StringContent(jsonscan.Member(data, "type"))...)
 	return s.name, data, nil
+}
+
+// converseEvents are the event types of ConverseStream's ConverseStreamOutput
+// union (Amazon Bedrock Runtime API reference), whose frames carry the
+// event's JSON itself rather than a chunk of a model's own stream.
+var converseEvents = map[string]bool{
+	"messageStart": true, "contentBlockStart": true, "contentBlockDelta": true,
+	"contentBlockStop": true, "messageStop": true, "metadata": true,
 }
 
 // bedrockExceptionTypes map the stream's exception events (the

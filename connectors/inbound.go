@@ -286,7 +286,7 @@ func callModel(call *Call) string {
 // "via messages" when the translated chat request is then written as the
 // upstream's Messages request (Anthropic); "via generateContent" and "via
 // chat, as generateContent" for an upstream of an API of its own (Vertex
-// AI's Gemini models).
+// AI's Gemini models, Bedrock's Converse).
 func Asked(c Connector, api API) string {
 	own := foreignAPIOf(c)
 	switch {

@@ -31,6 +31,14 @@ func (c *anthropic) Response(call *Call, body []byte) ([]byte, Result, error) {
 	if m.Type != "message" {
 		return nil, res, fmt.Errorf("anthropic: answer of type %q, want message", m.Type)
 	}
+	return c.chatAnswer(call, &m)
+}
+
+// chatAnswer writes a Messages API message as a chat.completion body and
+// reads back who served (the bedrock connector's Converse dialect hands
+// it the message it retold).
+func (c *anthropic) chatAnswer(call *Call, m *messages.Response) ([]byte, Result, error) {
+	res := Result{ServedProvider: c.served()}
 	res.ServedModel = m.Model
 	var tok anthTokens
 	tok.merge(m.Usage)

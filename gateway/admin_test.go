@@ -97,7 +97,7 @@ func TestAdminRoutes(t *testing.T) {
 	conforms(t, schema("RouteList"), b)
 	var list admin.RouteList
 	require.NoError(t, json.Unmarshal(b, &list))
-	require.Len(t, list.Data, 3)
+	require.Len(t, list.Data, 4)
 	for _, r := range list.Data {
 		for _, tg := range r.AllTargets() {
 			require.NotNil(t, tg.TakesOver, "every target carries takes_over")

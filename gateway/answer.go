@@ -74,12 +74,14 @@ func (s *Server) answer(w http.ResponseWriter, t *turn) {
 			// upstream's status and message, retold.
 			body = connectors.MessagesError(rel.status, rel.body)
 			h.Set("Content-Type", "application/json")
-		} else if t.api == connectors.APIResponses && !connectors.SpeaksNatively(c, t.api) {
+		} else if t.api == connectors.APIResponses && !connectors.ErrorsNative(c, t.api) {
 			body = connectors.ResponsesError(rel.status, rel.body)
 			h.Set("Content-Type", "application/json")
-		} else if t.api == connectors.APIChat && !connectors.SpeaksNatively(c, t.api) {
+		} else if t.api == connectors.APIChat && !connectors.ErrorsNative(c, t.api) {
 			// A chat client reads errors in the chat shape: the upstream's
-			// status, message, type and code, retold.
+			// status, message, type and code, retold (an upstream that
+			// speaks chat but answers errors in a shape of its own, as
+			// Bedrock's Converse does, too).
 			body = connectors.ChatError(rel.status, rel.body)
 			h.Set("Content-Type", "application/json")
 		} else {

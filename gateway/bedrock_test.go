@@ -25,10 +25,11 @@ const (
 )
 
 // bedrockEdits add a Bedrock upstream in us-east-1 (its credentials the
-// default chain's) and a route to Claude Haiku 4.5 on it.
+// default chain's), a route to Claude Haiku 4.5 on it (the Messages API
+// over InvokeModel) and one to Llama 3.3 70B (Converse).
 var bedrockEdits = [][2]string{
 	{"[[keys]]\nid = \"k-chat\"", "[[upstreams]]\nname = \"aws\"\nconnector = \"bedrock\"\nregion = \"us-east-1\"\nfirst_byte_timeout = \"2s\"\ntimeout = \"5s\"\n\n[[keys]]\nid = \"k-chat\""},
-	{"[[routes]]\nmodel = \"assistant\"", "[[routes]]\nmodel = \"bedrock-haiku\"\ntargets = [{upstream = \"aws\", model = \"anthropic/claude-haiku-4.5\"}]\n\n[[routes]]\nmodel = \"assistant\""},
+	{"[[routes]]\nmodel = \"assistant\"", "[[routes]]\nmodel = \"bedrock-haiku\"\ntargets = [{upstream = \"aws\", model = \"anthropic/claude-haiku-4.5\"}]\n\n[[routes]]\nmodel = \"bedrock-llama\"\ntargets = [{upstream = \"aws\", model = \"meta-llama/llama-3.3-70b-instruct\"}]\n\n[[routes]]\nmodel = \"assistant\""},
 }
 
 // bedrockIDs are the US cross-region inference profiles of the recorded
@@ -96,24 +97,39 @@ func bedrockURL(o *gateway.Options) {
 	o.UpstreamURLs["aws"] = o.UpstreamURLs["anthropic"][:strings.Index(o.UpstreamURLs["anthropic"], "/anthropic")] + "/bedrock"
 }
 
-// Chat completions and the Messages API on Bedrock end to end, streamed
-// and not: the chat request translated onto the Messages API, the
-// Messages request passed through, each signed with SigV4 from the
-// environment's credentials and the signature recomputed by the
-// simulator; the rows name amazon-bedrock and price the usage at the
-// catalog's Bedrock prices.
+// Chat completions, the Messages API and the Responses API on Bedrock end
+// to end, streamed and not: on Claude, the chat request translated onto
+// the Messages API and the Messages request passed through over
+// InvokeModel; on Llama, every API translated onto Converse. Each request
+// is signed with SigV4 from the environment's credentials and the
+// signature recomputed by the simulator; the rows name amazon-bedrock, the
+// model that served and the usage priced at the catalog's Bedrock prices.
 func TestBedrockEndToEnd(t *testing.T) {
 	h := newBedrockHarness(t, true)
+	const (
+		haiku = "/bedrock/model/us.anthropic.claude-haiku-4-5-20251001-v1%3A0"
+		llama = "/bedrock/model/us.meta.llama3-3-70b-instruct-v1%3A0"
+	)
 	cases := []struct {
 		name, path, body string
 		stream           bool
 		want             string
+		// sentPath is the Bedrock operation's path; served the row's
+		// model, priced at in and out USD per million tokens.
+		sentPath, served string
+		in, out          float64
 	}{
-		{"chat", "/v1/chat/completions", `{"model":"bedrock-haiku","messages":[{"role":"user","content":"hi"}]}`, false, `"served by anthropic/claude-haiku-4.5 via amazon-bedrock"`},
-		{"chat stream", "/v1/chat/completions", `{"model":"bedrock-haiku","stream":true,"messages":[{"role":"user","content":"hi"}]}`, true, `data: [DONE]`},
-		{"messages", "/v1/messages", `{"model":"bedrock-haiku","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`, false, `"type":"message"`},
-		{"messages stream", "/v1/messages", `{"model":"bedrock-haiku","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, true, "event: message_stop"},
-		{"responses", "/v1/responses", `{"model":"bedrock-haiku","input":"hi"}`, false, `"output_text"`},
+		{"chat", "/v1/chat/completions", `{"model":"bedrock-haiku","messages":[{"role":"user","content":"hi"}]}`, false, `"served by anthropic/claude-haiku-4.5 via amazon-bedrock"`, haiku + "/invoke", "anthropic/claude-haiku-4.5", 1, 5},
+		{"chat stream", "/v1/chat/completions", `{"model":"bedrock-haiku","stream":true,"messages":[{"role":"user","content":"hi"}]}`, true, `data: [DONE]`, haiku + "/invoke-with-response-stream", "anthropic/claude-haiku-4.5", 1, 5},
+		{"messages", "/v1/messages", `{"model":"bedrock-haiku","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`, false, `"type":"message"`, haiku + "/invoke", "anthropic/claude-haiku-4.5", 1, 5},
+		{"messages stream", "/v1/messages", `{"model":"bedrock-haiku","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, true, "event: message_stop", haiku + "/invoke-with-response-stream", "anthropic/claude-haiku-4.5", 1, 5},
+		{"responses", "/v1/responses", `{"model":"bedrock-haiku","input":"hi"}`, false, `"output_text"`, haiku + "/invoke", "anthropic/claude-haiku-4.5", 1, 5},
+		{"converse chat", "/v1/chat/completions", `{"model":"bedrock-llama","messages":[{"role":"user","content":"hi"}]}`, false, `"served by meta-llama/llama-3.3-70b-instruct via amazon-bedrock"`, llama + "/converse", "meta-llama/llama-3.3-70b-instruct", 0.72, 0.72},
+		{"converse chat stream", "/v1/chat/completions", `{"model":"bedrock-llama","stream":true,"messages":[{"role":"user","content":"hi"}]}`, true, `data: [DONE]`, llama + "/converse-stream", "meta-llama/llama-3.3-70b-instruct", 0.72, 0.72},
+		{"converse messages", "/v1/messages", `{"model":"bedrock-llama","max_tokens":100,"system":"Be brief.","messages":[{"role":"user","content":"hi"}]}`, false, `"type":"message"`, llama + "/converse", "meta-llama/llama-3.3-70b-instruct", 0.72, 0.72},
+		{"converse messages stream", "/v1/messages", `{"model":"bedrock-llama","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, true, "event: message_stop", llama + "/converse-stream", "meta-llama/llama-3.3-70b-instruct", 0.72, 0.72},
+		{"converse responses", "/v1/responses", `{"model":"bedrock-llama","input":"hi"}`, false, `"output_text"`, llama + "/converse", "meta-llama/llama-3.3-70b-instruct", 0.72, 0.72},
+		{"converse responses stream", "/v1/responses", `{"model":"bedrock-llama","input":"hi","stream":true}`, true, "event: response.completed", llama + "/converse-stream", "meta-llama/llama-3.3-70b-instruct", 0.72, 0.72},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -125,26 +141,27 @@ func TestBedrockEndToEnd(t *testing.T) {
 			}
 			sent := h.sent.take()
 			require.Len(t, sent, 1)
-			suffix := "/invoke"
-			if c.stream {
-				suffix = "/invoke-with-response-stream"
-			}
-			assert.True(t, strings.HasSuffix(sent[0].URL, "/bedrock/model/us.anthropic.claude-haiku-4-5-20251001-v1%3A0"+suffix), sent[0].URL)
+			assert.True(t, strings.HasSuffix(sent[0].URL, c.sentPath), sent[0].URL)
 			assert.True(t, strings.HasPrefix(sent[0].Auth, "AWS4-HMAC-SHA256 Credential="+bedrockKeyID+"/"), sent[0].Auth)
 			assert.Contains(t, sent[0].Auth, "/us-east-1/bedrock/aws4_request")
-			assert.Contains(t, string(sent[0].Body), `"anthropic_version":"bedrock-2023-05-31"`)
+			if strings.Contains(c.sentPath, "/converse") {
+				assert.Contains(t, string(sent[0].Body), `"messages":[{"role":"user","content":[{"text":"hi"}]}]`)
+				assert.NotContains(t, string(sent[0].Body), `anthropic_version`)
+			} else {
+				assert.Contains(t, string(sent[0].Body), `"anthropic_version":"bedrock-2023-05-31"`)
+			}
 			assert.NotContains(t, string(sent[0].Body), `"model"`)
 			assert.NotContains(t, string(sent[0].Body), `"stream"`)
 
 			row := h.row(resp.Header.Get("X-Request-Id"))
 			assert.Equal(t, "aws", row.Upstream)
 			assert.Equal(t, "amazon-bedrock", row.ServedProvider)
-			assert.Equal(t, "anthropic/claude-haiku-4.5", row.ServedModel)
+			assert.Equal(t, c.served, row.ServedModel)
 			assert.Equal(t, 200, row.Status)
 			require.Positive(t, row.PromptTokens)
 			require.Positive(t, row.CompletionTokens)
-			// The catalog's Bedrock prices: $1 in, $5 out per million.
-			assert.InDelta(t, float64(row.PromptTokens)*1e-6+float64(row.CompletionTokens)*5e-6, row.CostUSD, 1e-12)
+			// The catalog's Bedrock prices, USD per million tokens.
+			assert.InDelta(t, (float64(row.PromptTokens)*c.in+float64(row.CompletionTokens)*c.out)*1e-6, row.CostUSD, 1e-12)
 		})
 	}
 	assert.NotContains(t, h.logs.String(), bedrockSecret)
@@ -231,4 +248,101 @@ func TestBedrockErrorInMessagesShape(t *testing.T) {
 	assert.Equal(t, "error", e.Type, "%s", body)
 	assert.Equal(t, "invalid_request_error", e.Error.Type)
 	assert.NotContains(t, e.Error.Message, `{"message"`, "Bedrock's message, not its body")
+}
+
+// Converse's error answers ({"message": …}, the type in the
+// x-amzn-ErrorType header) reach each caller in its own API's error shape,
+// the status and Bedrock's message kept: chat's {"error": {"message",
+// "type"}}, the Messages API's {"type": "error", "error": …}, the
+// Responses API's {"error": …}.
+func TestBedrockConverseErrorsInCallerShape(t *testing.T) {
+	h := newBedrockHarness(t, true)
+	cases := []struct{ name, path, body, top string }{
+		{"chat", "/v1/chat/completions", `{"model":"bedrock-llama","messages":[{"role":"user","content":"hi"}]}`, ""},
+		{"messages", "/v1/messages", `{"model":"bedrock-llama","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`, "error"},
+		{"responses", "/v1/responses", `{"model":"bedrock-llama","input":"hi"}`, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			resp, body := h.do("POST", c.path, secretChat, c.body, "Content-Type", "application/json", "Anthropic-Version", "2023-06-01", "X-Sim-Fault", "status=400")
+			require.Equal(t, 400, resp.StatusCode, "%s", body)
+			var e struct {
+				Type  string
+				Error struct{ Type, Message string }
+			}
+			require.NoError(t, json.Unmarshal(body, &e), "%s", body)
+			assert.Equal(t, c.top, e.Type, "%s", body)
+			assert.Equal(t, "invalid_request_error", e.Error.Type, "%s", body)
+			assert.NotEmpty(t, e.Error.Message)
+			assert.NotContains(t, e.Error.Message, `{"message"`, "Bedrock's message, not its body")
+			sent := h.sent.take()
+			require.Len(t, sent, 1)
+			assert.Contains(t, sent[0].URL, "/converse")
+		})
+	}
+}
+
+// A tool round trip on Converse: the model's toolUse reaches a chat caller
+// as a tool call (finish_reason tool_calls) and a Messages caller's stream
+// as a tool_use block; the result goes back as a toolResult block in a
+// user turn, and the answer quotes it.
+func TestBedrockConverseToolRoundTrip(t *testing.T) {
+	h := newBedrockHarness(t, true)
+	tools := `"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]`
+	ask := `{"role":"user","content":"Weather? [[sim:call get_weather {\"city\":\"Lisbon\"}]]"}`
+	resp, body := h.post(secretChat, `{"model":"bedrock-llama","messages":[`+ask+`],`+tools+`}`)
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	var first struct {
+		Choices []struct {
+			Message struct {
+				ToolCalls []struct {
+					ID       string
+					Function struct{ Name, Arguments string }
+				} `json:"tool_calls"`
+			}
+			FinishReason string `json:"finish_reason"`
+		}
+	}
+	require.NoError(t, json.Unmarshal(body, &first), "%s", body)
+	require.Len(t, first.Choices, 1)
+	assert.Equal(t, "tool_calls", first.Choices[0].FinishReason)
+	require.Len(t, first.Choices[0].Message.ToolCalls, 1, "%s", body)
+	call := first.Choices[0].Message.ToolCalls[0]
+	assert.Equal(t, "get_weather", call.Function.Name)
+	assert.JSONEq(t, `{"city":"Lisbon"}`, call.Function.Arguments)
+	sent := h.sent.take()
+	require.Len(t, sent, 1)
+	assert.Contains(t, string(sent[0].Body), `"toolConfig":{"tools":[{"toolSpec":{"name":"get_weather"`)
+
+	idJSON, _ := json.Marshal(call.ID)
+	second := `{"model":"bedrock-llama","messages":[` + ask + `,{"role":"assistant","content":null,"tool_calls":[{"id":` + string(idJSON) +
+		`,"type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Lisbon\"}"}}]},{"role":"tool","tool_call_id":` + string(idJSON) + `,"content":"22C and sunny"}],` + tools + `}`
+	resp, body = h.post(secretChat, second)
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	assert.Contains(t, string(body), "22C and sunny")
+	assert.Contains(t, string(body), `"finish_reason":"stop"`)
+	sent = h.sent.take()
+	require.Len(t, sent, 1)
+	assert.Contains(t, string(sent[0].Body), `{"toolResult":{"toolUseId":`+string(idJSON)+`,"content":[{"text":"22C and sunny"}]}}`)
+
+	resp, body = h.do("POST", "/v1/messages", secretChat, `{"model":"bedrock-llama","max_tokens":200,"stream":true,"messages":[{"role":"user","content":"Weather? [[sim:call get_weather {\"city\":\"Porto\"}]]"}],"tools":[{"name":"get_weather","input_schema":{"type":"object"}}]}`,
+		"Content-Type", "application/json", "Anthropic-Version", "2023-06-01")
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	assert.Contains(t, string(body), `"type":"tool_use"`)
+	assert.Contains(t, string(body), `"stop_reason":"tool_use"`)
+	assert.Contains(t, string(body), `Porto`)
+	assert.True(t, strings.HasSuffix(h.sent.take()[0].URL, "/converse-stream"))
+}
+
+// A token count for a model Bedrock serves through Converse is estimated:
+// Bedrock's CountTokens counts InvokeModel bodies of Anthropic's models,
+// and nothing is sent.
+func TestBedrockConverseCountEstimated(t *testing.T) {
+	h := newBedrockHarness(t, true)
+	resp, body := h.do("POST", "/v1/messages/count_tokens", secretChat, `{"model":"bedrock-llama","messages":[{"role":"user","content":"how many tokens is this?"}]}`,
+		"Content-Type", "application/json", "Anthropic-Version", "2023-06-01")
+	require.Equal(t, 200, resp.StatusCode, "%s", body)
+	assert.NotEmpty(t, resp.Header.Get("X-Sluice-Count-Estimated"))
+	assert.Contains(t, string(body), `"input_tokens"`)
+	assert.Empty(t, h.sent.take())
 }

@@ -286,7 +286,7 @@ func TestRouteAliasesListed(t *testing.T) {
 			aliases[d.ID] = true
 		}
 	}
-	require.Equal(t, map[string]bool{"assistant": true, "free-pool": true, "burst": true, "hate-only": true, "budgeted": true, "skips-forbidden": true, "claude-on-bedrock": true}, aliases)
+	require.Equal(t, map[string]bool{"assistant": true, "free-pool": true, "burst": true, "hate-only": true, "budgeted": true, "skips-forbidden": true, "claude-on-bedrock": true, "llama-on-bedrock": true}, aliases)
 	resp, _ := h.post(secretChat, chatBody("no-such-route", ""))
 	require.Equal(t, http.StatusNotFound, resp.StatusCode, "an unknown name is neither a route nor a catalog model: model_not_in_catalog")
 }

@@ -66,7 +66,7 @@ func TestDemoDecisions(t *testing.T) {
 	require.Empty(t, ds)
 	s := NewIssuer(pol, cat)
 	ctx := context.Background()
-	require.Equal(t, 16, cat.Len())
+	require.Equal(t, 20, cat.Len())
 
 	ml, err := s.Decide(ctx, profiles.Principal{Org: "acme", Team: "ml", Project: "p", Key: "k"})
 	require.NoError(t, err)

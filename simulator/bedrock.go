@@ -52,6 +52,7 @@ func (s *Server) bedrockRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /bedrock/model/{modelId}/invoke", s.track(func(w http.ResponseWriter, r *http.Request) { s.handleBedrock(w, r, false) }))
 	mux.HandleFunc("POST /bedrock/model/{modelId}/invoke-with-response-stream", s.track(func(w http.ResponseWriter, r *http.Request) { s.handleBedrock(w, r, true) }))
 	mux.HandleFunc("POST /bedrock/model/{modelId}/count-tokens", s.track(s.handleBedrockCount))
+	s.converseRoutes(mux)
 }
 
 // handleBedrockCount is CountTokens, in the shapes of the AWS SDK for Go's

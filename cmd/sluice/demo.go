@@ -70,6 +70,8 @@ var demoSteps = []demoStep{
 	// Amazon Bedrock.
 	{title: "Amazon Bedrock: a Messages request on Claude through its US cross-region inference profile, sent natively over InvokeModel with a Bedrock API key", secret: "sk-sluice-demo-chat",
 		path: "/v1/messages", body: `{"model":"claude-on-bedrock","max_tokens":256,"messages":[{"role":"user","content":"Triage this alert."}]}`},
+	{title: "Amazon Bedrock Converse: a chat request on Llama 3.3 70B through its US cross-region inference profile, a model that is not Anthropic's, translated onto Bedrock's Converse API", secret: "sk-sluice-demo-chat",
+		body: `{"model":"llama-on-bedrock","messages":[{"role":"user","content":"Triage this alert."}]}`},
 }
 
 // demoBedrockKey is the Bedrock API key of the demo's simulated Bedrock:

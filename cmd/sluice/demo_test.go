@@ -43,6 +43,7 @@ func TestDemoAndRows(t *testing.T) {
 		"200 served by openai/text-embedding-3-small (the upstream did not say which provider), degraded: ranking (embeddings)",
 		"200 served by anthropic/claude-sonnet-4.5 via google-vertex, degraded: chain (a Messages API message)",
 		"200 served by anthropic/claude-haiku-4.5 via amazon-bedrock, degraded: chain (a Messages API message)",
+		"200 served by meta-llama/llama-3.3-70b-instruct via amazon-bedrock, degraded: chain",
 		"Database: " + filepath.Join(dir, "config", "data", "requests.db"),
 	} {
 		require.Contains(t, out, want)
@@ -60,14 +61,15 @@ func TestDemoAndRows(t *testing.T) {
 		lost[r.KeyID+" "+r.DecidedModel] = r.RoutingDegraded
 	}
 	require.Equal(t, map[string][]string{
-		"k-batch openai/gpt-4o-mini":            {"chain"},
-		"k-azure openai/gpt-4o":                 {"chain"}, // a direct upstream, like the batch key's
-		"k-chat anthropic/claude-haiku-4.5":     {"chain"},
-		"k-chat openai/gpt-4o":                  {"ranking"}, // chat and Responses alike
-		"k-research anthropic/claude-haiku-4.5": {"ranking"},
-		"k-chat anthropic/claude-sonnet-4.5":    {"ranking"},
-		"k-chat openai/text-embedding-3-small":  {"ranking"},
-		"k-vertex anthropic/claude-sonnet-4.5":  {"chain"}, // the team's chain, on a direct upstream
+		"k-batch openai/gpt-4o-mini":               {"chain"},
+		"k-azure openai/gpt-4o":                    {"chain"}, // a direct upstream, like the batch key's
+		"k-chat anthropic/claude-haiku-4.5":        {"chain"},
+		"k-chat meta-llama/llama-3.3-70b-instruct": {"chain"},   // Bedrock's Converse, a direct upstream too
+		"k-chat openai/gpt-4o":                     {"ranking"}, // chat and Responses alike
+		"k-research anthropic/claude-haiku-4.5":    {"ranking"},
+		"k-chat anthropic/claude-sonnet-4.5":       {"ranking"},
+		"k-chat openai/text-embedding-3-small":     {"ranking"},
+		"k-vertex anthropic/claude-sonnet-4.5":     {"chain"}, // the team's chain, on a direct upstream
 	}, lost)
 
 	// The zero-retention steps: one served by the endpoint that keeps

@@ -54,7 +54,7 @@ func TestCLI(t *testing.T) {
 		{name: "no args", args: nil, code: 2, contains: []string{"Commands:"}},
 		{name: "help", args: []string{"help"}, code: 0, contains: []string{"check", "explain", "keys"}},
 		{name: "unknown command", args: []string{"frobnicate"}, code: 2},
-		{name: "check demo", args: []string{"check", "--config", demoDir}, code: 0, contains: []string{"ok: 5 profiles, 5 keys, 5 upstreams, 3 routes, 2 guardrail files, 16 catalog models"}},
+		{name: "check demo", args: []string{"check", "--config", demoDir}, code: 0, contains: []string{"ok: 5 profiles, 5 keys, 5 upstreams, 4 routes, 2 guardrail files, 20 catalog models"}},
 		{name: "check bad prints every located error", args: []string{"check", "--config", bad}, code: 1, stdout: string(wantBad)},
 		{name: "serve refuses a bad config with every located error", args: []string{"serve", "--config", bad}, code: 1,
 			contains: strings.Split(strings.TrimSpace(string(wantBad)), "\n")},
