@@ -133,12 +133,11 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 }
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
-// testEdits make the demo config fast and bounded for tests. The cache
-// stores every answer (store_after = 1), so that a test's second identical
-// request is a hit; TestResponseCacheSecondSighting and
+// testEdits make the demo config fast and bounded for tests. The demo's
+// cache already stores every answer (store_after = 1), so that a test's
+// second identical request is a hit; TestResponseCacheSecondSighting and
 // TestResponseCacheSecondSightingFleet hold the default (2).
 var testEdits = [][2]string{
-	{"[cache]\nenabled = true\n", "[cache]\nenabled = true\nstore_after = 1\n"},
 	{"[store]\n", "[store]\nflush_interval = \"10ms\"\nbatch_size = 50\n"},
 	{"[server]\n", "[server]\nmax_body_bytes = 65536\nshutdown_timeout = \"5s\"\nlog_requests = \"all\"\n"},
 	{"name = \"openai\"\nconnector = \"openai\"\n", "name = \"openai\"\nconnector = \"openai\"\nfirst_byte_timeout = \"1s\"\ntimeout = \"3s\"\n"},
