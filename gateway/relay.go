@@ -68,11 +68,16 @@ func (s *Server) endRelay(r *http.Request, t *turn, a *attempt, call *upstreamCa
 	toldInBand := rs.toldInBand || res.StreamError != ""
 	a.out.answered, a.out.streamed, a.out.result, a.out.ttft = true, true, res, rs.sa.ttft
 	switch {
-	case rs.sa.err != nil || clientGone(r):
+	case rs.sa.err != nil:
 		a.out.status = 499 // the caller went away; the upstream request was cancelled with it
 	case rs.done && res.StreamError == "":
+		// The whole stream reached the caller: a caller that leaves
+		// at once after its last event (Codex closes its socket on
+		// response.completed) was answered, and the row says 200.
 		a.out.status = http.StatusOK
 		call.complete = true
+	case clientGone(r):
+		a.out.status = 499
 	case shutdownCut(r):
 		s.shutdownStream(t, a, rs)
 	default:
