@@ -2,15 +2,16 @@ package shared
 
 import (
 	"encoding/binary"
-	"math/bits"
 	"sync"
+
+	"github.com/bits-and-blooms/bloom/v3"
 )
 
 // Sightings is the response cache's set of keys seen once ([cache]
 // store_after = 2): a request's answer is stored only when its key was
 // sighted before, so a workload whose requests never repeat stores
-// nothing. It is bounded and approximate: two Bloom filters of a fixed
-// size, the newer taking keys until it holds its capacity, when the older
+// nothing. It is bounded and approximate: two Bloom filters (bits-and-blooms/bloom, as the
+// cache-key filter's) of a fixed size, the newer taking keys until it holds its capacity, when the older
 // is cleared and becomes the newer. So it remembers at least the last
 // capacity distinct keys and at most twice as many; a key it forgot costs
 // one more sighting (one more upstream call before its answer is stored),
@@ -24,8 +25,8 @@ import (
 // It is safe for concurrent use.
 type Sightings struct {
 	mu       sync.Mutex
-	cur, old []uint64 // the filters' bits; old is the older
-	n        int      // keys added to cur
+	cur, old *bloom.BloomFilter // old is the older
+	n        int                // keys added to cur
 	capacity int
 }
 
@@ -53,8 +54,8 @@ func (s *Sightings) Configure(capacity int) {
 	if capacity == s.capacity {
 		return
 	}
-	words := (capacity*sightingBits + 63) / 64
-	s.cur, s.old, s.n, s.capacity = make([]uint64, words), make([]uint64, words), 0, capacity
+	m := uint(capacity * sightingBits)
+	s.cur, s.old, s.n, s.capacity = bloom.New(m, sightingProbes), bloom.New(m, sightingProbes), 0, capacity
 }
 
 // Fingerprint is the 64 bits of a cache key's digest that name it here.
@@ -62,22 +63,26 @@ func Fingerprint(digest []byte) uint64 { return binary.LittleEndian.Uint64(diges
 
 // Sight records a sighting of fp and reports whether fp was sighted before.
 func (s *Sightings) Sight(fp uint64) bool {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], fp)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.has(s.cur, fp) {
+	if s.cur.Test(b[:]) {
 		return true
 	}
-	seen := s.has(s.old, fp)
-	s.addLocked(fp)
+	seen := s.old.Test(b[:])
+	s.addLocked(b[:])
 	return seen
 }
 
 // Add records a sighting of fp (another replica's) without asking.
 func (s *Sightings) Add(fp uint64) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], fp)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.has(s.cur, fp) {
-		s.addLocked(fp)
+	if !s.cur.Test(b[:]) {
+		s.addLocked(b[:])
 	}
 }
 
@@ -86,43 +91,17 @@ func (s *Sightings) Add(fp uint64) {
 func (s *Sightings) Len() (keys, words int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.n, len(s.cur) + len(s.old)
+	return s.n, len(s.cur.BitSet().Words()) + len(s.old.BitSet().Words())
 }
 
-func (s *Sightings) addLocked(fp uint64) {
+// addLocked adds a key to the newer filter, first making the newer filter
+// the older, cleared, when it holds its capacity.
+func (s *Sightings) addLocked(key []byte) {
 	if s.n >= s.capacity {
 		s.cur, s.old = s.old, s.cur
-		clear(s.cur)
+		s.cur.ClearAll()
 		s.n = 0
 	}
-	m := uint64(len(s.cur)) * 64
-	h1, h2 := fp, mix(fp)
-	for i := range uint64(sightingProbes) {
-		b, _ := bits.Mul64(h1+i*h2, m)
-		s.cur[b/64] |= 1 << (b % 64)
-	}
+	s.cur.Add(key)
 	s.n++
-}
-
-func (s *Sightings) has(f []uint64, fp uint64) bool {
-	m := uint64(len(f)) * 64
-	h1, h2 := fp, mix(fp)
-	for i := range uint64(sightingProbes) {
-		b, _ := bits.Mul64(h1+i*h2, m)
-		if f[b/64]&(1<<(b%64)) == 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// mix is the second hash of a fingerprint (SplitMix64's finaliser), odd so
-// that the probes step through the filter.
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x | 1
 }

@@ -2,6 +2,7 @@ package requestlog
 
 import (
 	"fmt"
+	"time"
 
 	"modernc.org/libc"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -15,6 +16,52 @@ func hourOf(ms int64) int64 {
 	h := ms / hourMillis
 	if ms%hourMillis < 0 {
 		h--
+	}
+	return h
+}
+
+// hourSplit is a window [from, to) (an end unbounded when zero) cut at
+// whole UTC hours: the whole hours a rollup answers, as conditions on its
+// hour column, and the part hours at either end, which only the rows
+// answer, as millisecond ranges.
+type hourSplit struct {
+	// whole is false when the window holds no whole hour: the rows
+	// answer it all (edges holds the window, when it is not empty).
+	whole bool
+	conds []string
+	args  []any
+	edges [][2]int64 // [from, to) in milliseconds
+}
+
+// splitHours cuts the window [from, to) at whole hours.
+func splitHours(from, to time.Time) (h hourSplit) {
+	var fromMS, toMS, hourLo, hourHi int64
+	if !from.IsZero() {
+		fromMS = ceilMilli(from)
+		hourLo = hourOf(fromMS + hourMillis - 1) // the first hour that starts in the window
+	}
+	if !to.IsZero() {
+		toMS = ceilMilli(to)
+		hourHi = hourOf(toMS) // the first hour that does not end in it
+	}
+	if !from.IsZero() && !to.IsZero() && hourLo >= hourHi {
+		if fromMS < toMS {
+			h.edges = append(h.edges, [2]int64{fromMS, toMS})
+		}
+		return h
+	}
+	h.whole = true
+	if !from.IsZero() {
+		h.conds, h.args = append(h.conds, "hour >= ?"), append(h.args, hourLo)
+		if fromMS < hourLo*hourMillis {
+			h.edges = append(h.edges, [2]int64{fromMS, hourLo * hourMillis})
+		}
+	}
+	if !to.IsZero() {
+		h.conds, h.args = append(h.conds, "hour < ?"), append(h.args, hourHi)
+		if hourHi*hourMillis < toMS {
+			h.edges = append(h.edges, [2]int64{hourHi * hourMillis, toMS})
+		}
 	}
 	return h
 }
@@ -140,32 +187,38 @@ func (c *sqliteWriteConn) upsertHours() error {
 	if err != nil {
 		return err
 	}
-	b := &c.bind
-	for i := range c.hours.keys {
+	return c.upsertEach(st, len(c.hours.keys), "traffic rollup", func(b *rowBinder, i int) {
 		k := &c.hours.keys[i]
-		b.c, b.stmt, b.need = c, st, 0
-		for _, measure := range []bool{true, false} {
-			b.measure, b.param = measure, 1
-			if !measure {
-				if err := c.growArena(b.need); err != nil {
-					return err
-				}
-				b.arena, b.off, b.rc = c.arenaBytes(), 0, sqlite3.SQLITE_OK
-			}
-			b.text(k.key)
-			b.text(k.team)
-			b.text(k.model)
-			b.text(k.upstream)
-			b.text(k.route)
-			b.bool(k.routing)
-			b.int(k.hour)
-			b.int(c.hours.counts[i])
+		b.text(k.key)
+		b.text(k.team)
+		b.text(k.model)
+		b.text(k.upstream)
+		b.text(k.route)
+		b.bool(k.routing)
+		b.int(k.hour)
+		b.int(c.hours.counts[i])
+	})
+}
+
+// upsertEach runs st, an upsert of a rollup, once for each of n rows:
+// bind binds row i's values in parameter order, once measuring them and
+// once binding them into the arena (see [rowBinder]). what names the
+// rollup in an error.
+func (c *sqliteWriteConn) upsertEach(st uintptr, n int, what string, bind func(b *rowBinder, i int)) error {
+	b := &c.bind
+	for i := range n {
+		b.c, b.stmt, b.measure, b.need, b.param = c, st, true, 0, 1
+		bind(b, i)
+		if err := c.growArena(b.need); err != nil {
+			return err
 		}
+		b.measure, b.arena, b.off, b.param, b.rc = false, c.arenaBytes(), 0, 1, sqlite3.SQLITE_OK
+		bind(b, i)
 		if b.rc != sqlite3.SQLITE_OK {
 			return c.err(b.rc)
 		}
 		if err := c.run(st); err != nil {
-			return fmt.Errorf("traffic rollup: %w", err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 	}
 	return nil

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // The summary rollup, requests_summary_hours: requests per UTC hour and
@@ -131,39 +129,21 @@ func (c *sqliteWriteConn) upsertSums() error {
 	if err != nil {
 		return err
 	}
-	b := &c.bind
-	for i := range c.sums.keys {
+	return c.upsertEach(st, len(c.sums.keys), "summary rollup", func(b *rowBinder, i int) {
 		k := &c.sums.keys[i]
-		b.c, b.stmt, b.need = c, st, 0
-		for _, measure := range []bool{true, false} {
-			b.measure, b.param = measure, 1
-			if !measure {
-				if err := c.growArena(b.need); err != nil {
-					return err
-				}
-				b.arena, b.off, b.rc = c.arenaBytes(), 0, sqlite3.SQLITE_OK
-			}
-			b.int(k.hour)
-			b.text(k.team)
-			b.text(k.org)
-			b.text(k.provider)
-			b.text(k.dataPolicy)
-			b.text(k.verdict)
-			b.text(k.switchReason)
-			b.text(k.fallbackReason)
-			b.bool(k.degraded)
-			b.bool(k.refused)
-			b.bool(k.switched)
-			b.int(c.sums.counts[i])
-		}
-		if b.rc != sqlite3.SQLITE_OK {
-			return c.err(b.rc)
-		}
-		if err := c.run(st); err != nil {
-			return fmt.Errorf("summary rollup: %w", err)
-		}
-	}
-	return nil
+		b.int(k.hour)
+		b.text(k.team)
+		b.text(k.org)
+		b.text(k.provider)
+		b.text(k.dataPolicy)
+		b.text(k.verdict)
+		b.text(k.switchReason)
+		b.text(k.fallbackReason)
+		b.bool(k.degraded)
+		b.bool(k.refused)
+		b.bool(k.switched)
+		b.int(c.sums.counts[i])
+	})
 }
 
 // teamHour is one row of requests_team_hours: an hour's and team's counts.
@@ -204,32 +184,14 @@ func (c *sqliteWriteConn) upsertTeamSums() error {
 	if err != nil {
 		return err
 	}
-	b := &c.bind
-	for i := range c.teams {
+	return c.upsertEach(st, len(c.teams), "team summary rollup", func(b *rowBinder, i int) {
 		th := &c.teams[i]
-		b.c, b.stmt, b.need = c, st, 0
-		for _, measure := range []bool{true, false} {
-			b.measure, b.param = measure, 1
-			if !measure {
-				if err := c.growArena(b.need); err != nil {
-					return err
-				}
-				b.arena, b.off, b.rc = c.arenaBytes(), 0, sqlite3.SQLITE_OK
-			}
-			b.int(th.hour)
-			b.text(th.team)
-			for _, n := range th.counts {
-				b.int(n)
-			}
+		b.int(th.hour)
+		b.text(th.team)
+		for _, n := range th.counts {
+			b.int(n)
 		}
-		if b.rc != sqlite3.SQLITE_OK {
-			return c.err(b.rc)
-		}
-		if err := c.run(st); err != nil {
-			return fmt.Errorf("team summary rollup: %w", err)
-		}
-	}
-	return nil
+	})
 }
 
 // summaryRollupWhere is f's conditions on the summary rollup, without the
@@ -321,42 +283,20 @@ func sqliteSummarySQL(f Filter, bucket Bucket) (q string, args []any, rollup boo
 		q, args := rows(f)
 		return q + " ORDER BY day, team", args, false
 	}
-	// The window's whole hours: [hourLo, hourHi); the part hours before
-	// and after them, from the rows.
-	edge := func(lo, hi int64) Filter {
-		e := f
-		e.From, e.To = time.UnixMilli(lo), time.UnixMilli(hi)
-		return e
-	}
-	var edges []Filter
-	var fromMS, toMS, hourLo, hourHi int64
-	if !f.From.IsZero() {
-		fromMS = ceilMilli(f.From)
-		hourLo = hourOf(fromMS + hourMillis - 1) // the first hour that starts in the window
-	}
-	if !f.To.IsZero() {
-		toMS = ceilMilli(f.To)
-		hourHi = hourOf(toMS) // the first hour that does not end in it
-	}
-	if !f.From.IsZero() && !f.To.IsZero() && hourLo >= hourHi {
-		// No whole hour: only rows.
+	// The window's whole hours from the rollup; the part hours before and
+	// after them, from the rows.
+	split := splitHours(f.From, f.To)
+	if !split.whole {
 		q, args := rows(f)
 		return q + " ORDER BY day, team", args, false
 	}
-	var span []string
-	var spanArgs []any
-	if !f.From.IsZero() {
-		span, spanArgs = append(span, "hour >= ?"), append(spanArgs, hourLo)
-		if fromMS < hourLo*hourMillis {
-			edges = append(edges, edge(fromMS, hourLo*hourMillis))
-		}
+	var edges []Filter
+	for _, e := range split.edges {
+		ef := f
+		ef.From, ef.To = time.UnixMilli(e[0]), time.UnixMilli(e[1])
+		edges = append(edges, ef)
 	}
-	if !f.To.IsZero() {
-		span, spanArgs = append(span, "hour < ?"), append(spanArgs, hourHi)
-		if hourHi*hourMillis < toMS {
-			edges = append(edges, edge(hourHi*hourMillis, toMS))
-		}
-	}
+	span, spanArgs := split.conds, split.args
 	// The window's conditions first, in the key's order, so that the
 	// planner searches the key by hour.
 	roll.conds = append(span, roll.conds...)

@@ -132,36 +132,17 @@ func sqliteTrafficSQL(f TrafficFilter) []trafficQuery {
 		return trafficQuery{"SELECT " + trafficGroup + ", COUNT(*), SUM(request_routing) FROM requests INDEXED BY requests_ts" + w.sql() +
 			" GROUP BY " + trafficGroup, w.args}
 	}
+	split := splitHours(f.From, f.To)
 	roll := &where{}
-	var edges []trafficQuery
-	var fromMS, toMS, hourLo, hourHi int64
-	if !f.From.IsZero() {
-		fromMS = ceilMilli(f.From)
-		hourLo = hourOf(fromMS + hourMillis - 1) // the first hour that starts in the window
-	}
-	if !f.To.IsZero() {
-		toMS = ceilMilli(f.To)
-		hourHi = hourOf(toMS) // the first hour that does not end in it
-	}
-	switch {
-	case !f.From.IsZero() && !f.To.IsZero() && hourLo >= hourHi:
+	if !split.whole {
 		roll.add("0") // no whole hour: only rows
-		if fromMS < toMS {
-			edges = append(edges, rows(fromMS, toMS))
-		}
-	default:
-		if !f.From.IsZero() {
-			roll.add("hour >= ?", hourLo)
-			if fromMS < hourLo*hourMillis {
-				edges = append(edges, rows(fromMS, hourLo*hourMillis))
-			}
-		}
-		if !f.To.IsZero() {
-			roll.add("hour < ?", hourHi)
-			if hourHi*hourMillis < toMS {
-				edges = append(edges, rows(hourHi*hourMillis, toMS))
-			}
-		}
+	}
+	for i, c := range split.conds {
+		roll.add(c, split.args[i])
+	}
+	var edges []trafficQuery
+	for _, e := range split.edges {
+		edges = append(edges, rows(e[0], e[1]))
 	}
 	teams(roll)
 	return append([]trafficQuery{{"SELECT " + trafficGroup + ", SUM(requests), SUM(requests * request_routing) FROM requests_traffic_hours" + roll.sql() +
