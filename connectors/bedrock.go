@@ -219,29 +219,31 @@ func bedrockBody(msg Body, betas []string) []byte {
 
 var bedrockVersionJSON = jsonscan.AppendString(nil, BedrockVersion)
 
-// bedrockPath is the InvokeModel path of a model, streaming or not. The
-// model id is one path segment, percent-encoded (an id's version suffix
-// "-v1:0" is sent as "-v1%3A0", as the SDKs send it); the path is built in
-// one allocation.
+// bedrockPath is the InvokeModel path of a model, streaming or not.
 func bedrockPath(model string, stream bool) string {
-	const prefix, invoke, streaming = "/model/", "/invoke", "-with-response-stream"
-	n := len(prefix) + len(model) + len(invoke)
+	if stream {
+		return bedrockModelPath(model, "/invoke-with-response-stream")
+	}
+	return bedrockModelPath(model, "/invoke")
+}
+
+// bedrockModelPath is the path of an action on a model ("/invoke",
+// "/converse-stream", "/count-tokens", ...). The model id is one path
+// segment, percent-encoded (an id's version suffix "-v1:0" is sent as
+// "-v1%3A0", as the SDKs send it); the path is built in one allocation.
+func bedrockModelPath(model, action string) string {
+	const prefix = "/model/"
+	n := len(prefix) + len(model) + len(action)
 	for i := 0; i < len(model); i++ {
 		if !bedrockUnreserved(model[i]) {
 			n += 2
 		}
 	}
-	if stream {
-		n += len(streaming)
-	}
 	var b strings.Builder
 	b.Grow(n)
 	b.WriteString(prefix)
 	writeBedrockEscaped(&b, model)
-	b.WriteString(invoke)
-	if stream {
-		b.WriteString(streaming)
-	}
+	b.WriteString(action)
 	return b.String()
 }
 
@@ -249,14 +251,6 @@ func bedrockPath(model string, stream bool) string {
 // characters, which a path segment carries as they are.
 func bedrockUnreserved(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~'
-}
-
-// bedrockEscape percent-encodes a path segment: everything but RFC 3986's
-// unreserved characters.
-func bedrockEscape(s string) string {
-	var b strings.Builder
-	writeBedrockEscaped(&b, s)
-	return b.String()
 }
 
 // writeBedrockEscaped writes s percent-encoded as a path segment.

@@ -115,15 +115,7 @@ func (c *bedrockConverse) Translate(body Body, _ *compiler.Plan, out *compiler.O
 	}
 	sort.Strings(keys)
 	t := anthTranslation{req: messages.Request{Model: out.NativeModel}, fast: true, parallel: true}
-	for _, k := range keys {
-		if err := t.member(k, body[k]); err != nil {
-			return nil, err
-		}
-	}
-	if _, ok := body["messages"]; !ok {
-		return nil, invalidRequest("/messages", "messages is required")
-	}
-	if err := t.settle(); err != nil {
+	if err := t.read(body, keys); err != nil {
 		return nil, err
 	}
 	req, degraded, err := converseRequest(&t)
@@ -133,7 +125,7 @@ func (c *bedrockConverse) Translate(body Body, _ *compiler.Plan, out *compiler.O
 	// The anthropic-beta flags the check kept are the Messages API's:
 	// Converse has no place for them, so none is sent, each recorded.
 	for _, f := range out.Betas {
-		degraded = append(degraded, "beta:"+f)
+		degraded = append(degraded, compiler.DegradedBetaPrefix+f)
 	}
 	var pass []member
 	for _, k := range t.passThrough {
@@ -158,9 +150,9 @@ func (c *bedrockConverse) Translate(body Body, _ *compiler.Plan, out *compiler.O
 		}
 		b = encodeBody(top, pass...)
 	}
-	path := "/model/" + bedrockEscape(out.NativeModel) + "/converse"
+	path := bedrockModelPath(out.NativeModel, "/converse")
 	if t.req.Stream {
-		path += "-stream"
+		path = bedrockModelPath(out.NativeModel, "/converse-stream")
 	}
 	return &Native{Path: path, Header: noHeaders, Body: b, UsageAdded: t.req.Stream && !t.includeUsage, Degraded: degraded}, nil
 }

@@ -91,7 +91,7 @@ func (b *bedrock) translateCount(in *Inbound, body Body, plan *compiler.Plan, ou
 	var top object
 	top.raw("input", input.bytes())
 	n.Body = top.bytes()
-	n.Path = "/model/" + bedrockEscape(bedrockFoundationModel(out.NativeModel)) + "/count-tokens"
+	n.Path = bedrockModelPath(bedrockFoundationModel(out.NativeModel), "/count-tokens")
 	return n, nil
 }
 

@@ -234,18 +234,15 @@ func geminiResponseFormat(v json.RawMessage) (string, json.RawMessage, error) {
 // geminiTools converts function tools into one tool of function
 // declarations, their parameters converted by [geminiSchema].
 func geminiTools(v json.RawMessage) ([]gemini.Tool, error) {
-	var tools []chat.Tool
-	if json.Unmarshal(v, &tools) != nil {
-		return nil, invalidRequest("/tools", "tools must be an array of tool objects")
+	tools, err := chatTools(v)
+	if err != nil {
+		return nil, err
 	}
 	decls := make([]gemini.FunctionDeclaration, 0, len(tools))
 	for i, t := range tools {
 		p := "/tools/" + strconv.Itoa(i)
-		if t.Type != "function" {
-			return nil, unsupportedParameter(p+"/type", "tool type %q: only function tools translate", t.Type)
-		}
-		if t.Function == nil || t.Function.Name == "" {
-			return nil, invalidRequest(p+"/function/name", "a function tool needs a name")
+		if err := functionTool(t, p); err != nil {
+			return nil, err
 		}
 		d := gemini.FunctionDeclaration{Name: t.Function.Name, Description: t.Function.Description}
 		if !anthIsNull(t.Function.Parameters) {

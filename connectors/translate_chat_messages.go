@@ -62,15 +62,7 @@ func (c *anthropic) translate(body Body, out *compiler.Outcome, fast bool) (*Nat
 	sort.Strings(keys)
 
 	t := anthTranslation{req: messages.Request{Model: out.NativeModel, MaxTokens: anthDefaultMaxTokens}, fast: fast, parallel: true}
-	for _, k := range keys {
-		if err := t.member(k, body[k]); err != nil {
-			return nil, err
-		}
-	}
-	if _, ok := body["messages"]; !ok {
-		return nil, invalidRequest("/messages", "messages is required")
-	}
-	if err := t.settle(); err != nil {
+	if err := t.read(body, keys); err != nil {
 		return nil, err
 	}
 	b, err := t.encode(size)
@@ -249,6 +241,21 @@ func anthCheckUnsupported(k string, v json.RawMessage) (known bool, err error) {
 		return false, nil
 	}
 	return true, err
+}
+
+// read reads a chat body's members into t in keys' order (sorted, so
+// that the first error found is always the same one), then settles it;
+// messages is required.
+func (t *anthTranslation) read(body Body, keys []string) error {
+	for _, k := range keys {
+		if err := t.member(k, body[k]); err != nil {
+			return err
+		}
+	}
+	if _, ok := body["messages"]; !ok {
+		return invalidRequest("/messages", "messages is required")
+	}
+	return t.settle()
 }
 
 // settle resolves what depends on several members: the token limit
@@ -469,22 +476,41 @@ func anthObjectSchema(schema json.RawMessage) json.RawMessage {
 	return append([]byte(`{"type":"object",`), rest...)
 }
 
-// anthTools converts function tool definitions. A function's "strict" flag
-// is not sent: the schema still is, and the upstream's own strict mode is a
-// separate feature the connector does not enable.
-func anthTools(v json.RawMessage) ([]messages.Tool, error) {
+// chatTools reads a chat request's tools member.
+func chatTools(v json.RawMessage) ([]chat.Tool, error) {
 	var tools []chat.Tool
 	if json.Unmarshal(v, &tools) != nil {
 		return nil, invalidRequest("/tools", "tools must be an array of tool objects")
 	}
+	return tools, nil
+}
+
+// functionTool checks that a chat tool, at p, is a named function tool:
+// the only kind an upstream of another API is given (a translation
+// refuses any other, located).
+func functionTool(t chat.Tool, p string) error {
+	if t.Type != "function" {
+		return unsupportedParameter(p+"/type", "tool type %q: only function tools translate", t.Type)
+	}
+	if t.Function == nil || t.Function.Name == "" {
+		return invalidRequest(p+"/function/name", "a function tool needs a name")
+	}
+	return nil
+}
+
+// anthTools converts function tool definitions. A function's "strict" flag
+// is not sent: the schema still is, and the upstream's own strict mode is a
+// separate feature the connector does not enable.
+func anthTools(v json.RawMessage) ([]messages.Tool, error) {
+	tools, err := chatTools(v)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]messages.Tool, 0, len(tools))
 	for i, t := range tools {
 		p := "/tools/" + strconv.Itoa(i)
-		if t.Type != "function" {
-			return nil, unsupportedParameter(p+"/type", "tool type %q: only function tools translate", t.Type)
-		}
-		if t.Function == nil || t.Function.Name == "" {
-			return nil, invalidRequest(p+"/function/name", "a function tool needs a name")
+		if err := functionTool(t, p); err != nil {
+			return nil, err
 		}
 		schema := anthEmptySchema
 		if !anthIsNull(t.Function.Parameters) {
