@@ -130,19 +130,30 @@ type bedrockRequest struct {
 	Stream  json.RawMessage `json:"stream"`
 }
 
-func (s *Server) handleBedrock(w http.ResponseWriter, r *http.Request, stream bool) {
+// bedrockIntake reads a Bedrock request's fault header and body and
+// checks its credentials (a SigV4 signature or a Bedrock API key), as every
+// Bedrock endpoint does first; ok is false when it answered the request.
+func (s *Server) bedrockIntake(w http.ResponseWriter, r *http.Request) (hdr []Fault, body []byte, ok bool) {
 	hdr, err := s.headerFaults(r)
 	if err != nil {
 		simError(w, http.StatusBadRequest, FaultHeader+": "+err.Error())
-		return
+		return nil, nil, false
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	body, err = io.ReadAll(io.LimitReader(r.Body, 64<<20))
 	if err != nil {
 		simError(w, http.StatusBadRequest, "reading the body: "+err.Error())
-		return
+		return nil, nil, false
 	}
 	if status, typ, msg := s.bedrockAuth(r, body); status != 0 {
 		bedrockError(w, status, typ, msg)
+		return nil, nil, false
+	}
+	return hdr, body, true
+}
+
+func (s *Server) handleBedrock(w http.ResponseWriter, r *http.Request, stream bool) {
+	hdr, body, ok := s.bedrockIntake(w, r)
+	if !ok {
 		return
 	}
 	var q bedrockRequest

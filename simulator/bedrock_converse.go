@@ -3,7 +3,6 @@ package simulator
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
@@ -68,18 +67,8 @@ type converseRequest struct {
 const converseInvalid = "The input fails to satisfy the constraints specified by Amazon Bedrock."
 
 func (s *Server) handleConverse(w http.ResponseWriter, r *http.Request, stream bool) {
-	hdr, err := s.headerFaults(r)
-	if err != nil {
-		simError(w, http.StatusBadRequest, FaultHeader+": "+err.Error())
-		return
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
-	if err != nil {
-		simError(w, http.StatusBadRequest, "reading the body: "+err.Error())
-		return
-	}
-	if status, typ, msg := s.bedrockAuth(r, body); status != 0 {
-		bedrockError(w, status, typ, msg)
+	hdr, body, ok := s.bedrockIntake(w, r)
+	if !ok {
 		return
 	}
 	var q converseRequest

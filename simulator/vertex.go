@@ -272,22 +272,21 @@ func (v *Vertex) handleModel(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(name, "cache-") { // recorded without a stream
 			name = "plain-claude-3-7-sonnet"
 		}
-		b, err := fs.ReadFile(v.recs, "stream-"+name+".sse")
-		if err != nil {
-			simError(w, http.StatusInternalServerError, err.Error())
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(b)
+		serveRecording(w, v.recs, "stream-"+name+".sse", "text/event-stream; charset=utf-8")
 		return
 	}
-	b, err := fs.ReadFile(v.recs, "nonstream-"+name+".json")
+	serveRecording(w, v.recs, "nonstream-"+name+".json", "application/json")
+}
+
+// serveRecording answers 200 with a recorded answer, the file of recs, as
+// contentType.
+func serveRecording(w http.ResponseWriter, recs fs.FS, file, contentType string) {
+	b, err := fs.ReadFile(recs, file)
 	if err != nil {
 		simError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b)
 }

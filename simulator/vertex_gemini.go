@@ -3,7 +3,6 @@ package simulator
 import (
 	"encoding/json"
 	"io"
-	"io/fs"
 	"net/http"
 	"strings"
 )
@@ -85,22 +84,8 @@ func (v *Vertex) handleGemini(w http.ResponseWriter, r *http.Request) {
 	}
 	name += "-gemini-2-5-flash"
 	if stream {
-		b, err := fs.ReadFile(v.recs, "stream-"+name+".sse")
-		if err != nil {
-			simError(w, http.StatusInternalServerError, err.Error())
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(b)
+		serveRecording(w, v.recs, "stream-"+name+".sse", "text/event-stream")
 		return
 	}
-	b, err := fs.ReadFile(v.recs, "nonstream-"+name+".json")
-	if err != nil {
-		simError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b)
+	serveRecording(w, v.recs, "nonstream-"+name+".json", "application/json; charset=UTF-8")
 }
