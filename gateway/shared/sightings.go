@@ -46,7 +46,8 @@ func NewSightings(capacity int) *Sightings {
 }
 
 // Configure sizes the set for capacity keys (at least 1024); a new size
-// forgets every key.
+// forgets every key. The filters are made at the first sighting, so a
+// gateway whose cache is off, or stores on the first sighting, holds none.
 func (s *Sightings) Configure(capacity int) {
 	capacity = max(capacity, 1024)
 	s.mu.Lock()
@@ -54,8 +55,15 @@ func (s *Sightings) Configure(capacity int) {
 	if capacity == s.capacity {
 		return
 	}
-	m := uint(capacity * sightingBits)
-	s.cur, s.old, s.n, s.capacity = bloom.New(m, sightingProbes), bloom.New(m, sightingProbes), 0, capacity
+	s.cur, s.old, s.n, s.capacity = nil, nil, 0, capacity
+}
+
+// filtersLocked makes the filters at their first use.
+func (s *Sightings) filtersLocked() {
+	if s.cur == nil {
+		m := uint(s.capacity * sightingBits)
+		s.cur, s.old = bloom.New(m, sightingProbes), bloom.New(m, sightingProbes)
+	}
 }
 
 // Fingerprint is the 64 bits of a cache key's digest that name it here.
@@ -67,6 +75,7 @@ func (s *Sightings) Sight(fp uint64) bool {
 	binary.LittleEndian.PutUint64(b[:], fp)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.filtersLocked()
 	if s.cur.Test(b[:]) {
 		return true
 	}
@@ -81,16 +90,21 @@ func (s *Sightings) Add(fp uint64) {
 	binary.LittleEndian.PutUint64(b[:], fp)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.filtersLocked()
 	if !s.cur.Test(b[:]) {
 		s.addLocked(b[:])
 	}
 }
 
-// Len is the keys the newer filter holds (at most the capacity) and Words
-// the 64-bit words both hold (fixed by the capacity).
+// Len is the keys the newer filter holds (at most the capacity) and words
+// the 64-bit words both hold (fixed by the capacity; none before the first
+// sighting).
 func (s *Sightings) Len() (keys, words int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.cur == nil {
+		return 0, 0
+	}
 	return s.n, len(s.cur.BitSet().Words()) + len(s.old.BitSet().Words())
 }
 

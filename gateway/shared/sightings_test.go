@@ -60,9 +60,12 @@ func TestSightingsBounded(t *testing.T) {
 	for _, capacity := range []int{10, 1024, 1 << 15} {
 		s := shared.NewSightings(capacity)
 		_, words := s.Len()
+		require.Zero(t, words, "no filter before the first sighting")
+		rng := rand.New(rand.NewPCG(3, uint64(capacity)))
+		s.Sight(rng.Uint64())
+		_, words = s.Len()
 		capacity = max(capacity, 1024)
 		require.Equal(t, 2*((capacity*10+63)/64), words, "10 bits a key, two filters")
-		rng := rand.New(rand.NewPCG(3, uint64(capacity)))
 		for range 20 * capacity {
 			s.Sight(rng.Uint64())
 		}
