@@ -103,8 +103,10 @@ func newBedrockEventReader(r io.Reader) *bedrockEventReader {
 }
 
 // Release implements [EventReader.Release]: the reader goes back to the
-// pool (its buffers kept up to esKeepBuffer). A second Release does
-// nothing.
+// pool (its buffers kept up to esKeepBuffer), where another stream may take
+// it, so it is released once and not used after (a second Release before
+// another stream took it does nothing; after, it would give that stream's
+// reader away).
 func (s *bedrockEventReader) Release() {
 	if s.err == errReleased {
 		return
